@@ -1,0 +1,306 @@
+package model
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
+)
+
+// Decoder decodes and validates wire-format v1 events. It reuses its parse
+// buffers between calls, so it is not safe for concurrent use: give each
+// goroutine its own. The zero Decoder is ready to use.
+type Decoder struct {
+	p fastjson.Parser
+}
+
+// Decode parses one JSON-encoded event and validates it. Any error is a
+// *ValidationError whose Kind says why the message is rejected.
+func (d *Decoder) Decode(data []byte) (Event, error) {
+	var e Event
+	if len(data) > MaxEventSize {
+		return e, &ValidationError{Reason: fmt.Sprintf("message of %d bytes is over the %d-byte limit", len(data), MaxEventSize), Kind: RejectTooLarge}
+	}
+	v, err := d.p.ParseBytes(data)
+	if err != nil {
+		return e, &ValidationError{Reason: "not valid JSON: " + err.Error(), Kind: RejectBadJSON}
+	}
+	o, err := v.Object()
+	if err != nil {
+		return e, &ValidationError{Reason: "not a JSON object", Kind: RejectBadJSON}
+	}
+	var ferr error
+	var rawTime string
+	var rawDate string
+	var extra []*fastjson.Value
+	var extraKeys []string
+	o.Visit(func(k []byte, v *fastjson.Value) {
+		if ferr != nil || v.Type() == fastjson.TypeNull {
+			return
+		}
+		switch string(k) {
+		case "spec":
+			e.Spec, ferr = str("spec", v)
+		case "event_id":
+			e.ID, ferr = str("event_id", v)
+		case "type":
+			var s string
+			s, ferr = str("type", v)
+			e.Type = EventType(s)
+		case "time":
+			rawTime, ferr = str("time", v)
+		case "pipeline":
+			e.Pipeline, ferr = str("pipeline", v)
+		case "business_date":
+			rawDate, ferr = str("business_date", v)
+		case "batch_id":
+			e.BatchID, ferr = str("batch_id", v)
+		case "system":
+			var s string
+			s, ferr = str("system", v)
+			e.System = System(s)
+		case "component":
+			e.Component, ferr = str("component", v)
+		case "object":
+			e.Object, ferr = str("object", v)
+		case "rows":
+			e.Rows, ferr = integer("rows", v)
+			e.HasRows = ferr == nil
+		case "bytes":
+			e.Bytes, ferr = integer("bytes", v)
+			e.HasBytes = ferr == nil
+		case "checksum":
+			e.Checksum, ferr = str("checksum", v)
+		case "attempt":
+			e.Attempt, ferr = integer("attempt", v)
+			e.HasAttempt = ferr == nil
+		case "error":
+			e.Error, ferr = str("error", v)
+		case "attrs":
+			ao, err := v.Object()
+			if err != nil {
+				ferr = badValue("attrs", string(v.MarshalTo(nil)), "must be a JSON object")
+				return
+			}
+			if ao.Len() == 0 {
+				return
+			}
+			e.Attrs = make(map[string]string, ao.Len())
+			ao.Visit(func(ak []byte, av *fastjson.Value) {
+				e.Attrs[string(ak)] = attrValue(av)
+			})
+		default:
+			extraKeys = append(extraKeys, string(k))
+			extra = append(extra, v)
+		}
+	})
+	if ferr != nil {
+		return e, ferr
+	}
+	for i, k := range extraKeys {
+		if e.Attrs == nil {
+			e.Attrs = make(map[string]string, len(extra))
+		}
+		if _, ok := e.Attrs[k]; !ok {
+			e.Attrs[k] = attrValue(extra[i])
+		}
+	}
+	// Check the type before the other fields: an unknown type is the most
+	// telling reason for a rejection.
+	if e.Spec != "" && e.Type != "" && !e.Type.Known() {
+		return e, &ValidationError{Field: "type", Value: string(e.Type), Reason: "unknown event type", Kind: RejectUnknownType}
+	}
+	if rawTime != "" {
+		t, err := ParseTime(rawTime)
+		if err != nil {
+			return e, badValue("time", rawTime, err.Error())
+		}
+		e.Time = t
+	}
+	if rawDate != "" {
+		bd, err := ParseDate(rawDate)
+		if err != nil {
+			return e, badValue("business_date", rawDate, err.Error())
+		}
+		e.BusinessDate = bd
+	}
+	if err := e.Validate(); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+// Decode is a convenience for decoding one event with a fresh Decoder.
+func Decode(data []byte) (Event, error) {
+	var d Decoder
+	return d.Decode(data)
+}
+
+func str(field string, v *fastjson.Value) (string, error) {
+	b, err := v.StringBytes()
+	if err != nil {
+		return "", badValue(field, string(v.MarshalTo(nil)), "must be a JSON string")
+	}
+	if !utf8.Valid(b) {
+		return "", badValue(field, string(b), "not valid UTF-8")
+	}
+	return string(b), nil
+}
+
+func integer(field string, v *fastjson.Value) (int64, error) {
+	n, err := v.Int64()
+	if err != nil {
+		return 0, badValue(field, string(v.MarshalTo(nil)), "must be a whole number")
+	}
+	return n, nil
+}
+
+func attrValue(v *fastjson.Value) string {
+	if v.Type() == fastjson.TypeString {
+		return string(v.GetStringBytes())
+	}
+	return string(v.MarshalTo(nil))
+}
+
+// ParseTime parses an RFC 3339 time (UTC or with an offset) and returns it in
+// UTC, truncated to the millisecond, the precision handoff keeps everywhere.
+func ParseTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("want RFC 3339, like 2026-10-01T01:20:05.120Z")
+	}
+	return t.UTC().Truncate(time.Millisecond), nil
+}
+
+// TimeLayout is how handoff writes times: RFC 3339 in UTC with milliseconds.
+const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// AppendJSON appends the event's canonical JSON encoding (one line, fields in
+// wire order, empty optional fields left out, attrs keys sorted) to b.
+func (e *Event) AppendJSON(b []byte) []byte {
+	b = append(b, `{"spec":`...)
+	b = appendString(b, e.Spec)
+	b = append(b, `,"event_id":`...)
+	b = appendString(b, e.ID)
+	b = append(b, `,"type":`...)
+	b = appendString(b, string(e.Type))
+	b = append(b, `,"time":"`...)
+	b = e.Time.UTC().AppendFormat(b, TimeLayout)
+	b = append(b, `","pipeline":`...)
+	b = appendString(b, e.Pipeline)
+	if !e.BusinessDate.IsZero() {
+		b = append(b, `,"business_date":"`...)
+		b = e.BusinessDate.AppendFormat(b)
+		b = append(b, '"')
+	}
+	if e.BatchID != "" {
+		b = append(b, `,"batch_id":`...)
+		b = appendString(b, e.BatchID)
+	}
+	b = append(b, `,"system":`...)
+	b = appendString(b, string(e.System))
+	b = appendOptString(b, "component", e.Component)
+	b = appendOptString(b, "object", e.Object)
+	if e.HasRows {
+		b = append(b, `,"rows":`...)
+		b = strconv.AppendInt(b, e.Rows, 10)
+	}
+	if e.HasBytes {
+		b = append(b, `,"bytes":`...)
+		b = strconv.AppendInt(b, e.Bytes, 10)
+	}
+	b = appendOptString(b, "checksum", e.Checksum)
+	if e.HasAttempt {
+		b = append(b, `,"attempt":`...)
+		b = strconv.AppendInt(b, e.Attempt, 10)
+	}
+	b = appendOptString(b, "error", e.Error)
+	if len(e.Attrs) > 0 {
+		keys := make([]string, 0, len(e.Attrs))
+		for k := range e.Attrs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b = append(b, `,"attrs":{`...)
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = appendString(b, e.Attrs[k])
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// MarshalJSON implements json.Marshaler with the canonical encoding.
+func (e Event) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil), nil }
+
+// UnmarshalJSON implements json.Unmarshaler; it validates like Decode.
+func (e *Event) UnmarshalJSON(data []byte) error {
+	ev, err := Decode(data)
+	if err != nil {
+		return err
+	}
+	*e = ev
+	return nil
+}
+
+func appendOptString(b []byte, name, v string) []byte {
+	if v == "" {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return appendString(b, v)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,220 @@
+package model
+
+import (
+	"strings"
+	"time"
+)
+
+// SpecV1 is the value of the "spec" field of every v1 event.
+const SpecV1 = "handoff/v1"
+
+// MaxEventSize is the largest encoded event accepted (1 MiB). Larger
+// messages are rejected and dead-lettered.
+const MaxEventSize = 1 << 20
+
+// EventType is the kind of a delivery event, such as "artifact.transferred".
+type EventType string
+
+// The event types of wire format v1.
+const (
+	JobStarted          EventType = "job.started"
+	JobSucceeded        EventType = "job.succeeded"
+	JobFailed           EventType = "job.failed"
+	ArtifactStaged      EventType = "artifact.staged"
+	ArtifactFinalized   EventType = "artifact.finalized"
+	ArtifactTransferred EventType = "artifact.transferred"
+	SignalPublished     EventType = "signal.published"
+	SignalTransferred   EventType = "signal.transferred"
+	SignalRestored      EventType = "signal.restored"
+	BatchIdentified     EventType = "batch.identified"
+	ConsumeStarted      EventType = "consume.started"
+	ConsumeSucceeded    EventType = "consume.succeeded"
+	ConsumeFailed       EventType = "consume.failed"
+	ProcessHeartbeat    EventType = "process.heartbeat"
+)
+
+// EventTypes lists every known event type, boundary events in ladder order
+// first.
+var EventTypes = [...]EventType{
+	JobSucceeded, ArtifactFinalized, SignalPublished, ArtifactTransferred,
+	SignalTransferred, SignalRestored, BatchIdentified, ConsumeSucceeded,
+	JobStarted, JobFailed, ArtifactStaged, ConsumeStarted, ConsumeFailed,
+	ProcessHeartbeat,
+}
+
+// Known reports whether t is a v1 event type.
+func (t EventType) Known() bool {
+	switch t {
+	case JobStarted, JobSucceeded, JobFailed, ArtifactStaged, ArtifactFinalized,
+		ArtifactTransferred, SignalPublished, SignalTransferred, SignalRestored,
+		BatchIdentified, ConsumeStarted, ConsumeSucceeded, ConsumeFailed,
+		ProcessHeartbeat:
+		return true
+	}
+	return false
+}
+
+// Proves returns the boundary an event of type t proves, or NoBoundary for
+// context events (job.started, *.failed, artifact.staged, consume.started,
+// process.heartbeat).
+func (t EventType) Proves() Boundary {
+	switch t {
+	case JobSucceeded:
+		return Produced
+	case ArtifactFinalized:
+		return Finalized
+	case SignalPublished:
+		return Signaled
+	case ArtifactTransferred:
+		return Transferred
+	case SignalTransferred, SignalRestored:
+		return SignalDelivered
+	case BatchIdentified:
+		return Identified
+	case ConsumeSucceeded:
+		return Consumed
+	}
+	return NoBoundary
+}
+
+// HasBatch reports whether events of type t carry a batch identity (all but
+// process.heartbeat).
+func (t EventType) HasBatch() bool { return t != ProcessHeartbeat }
+
+// NeedsObject reports whether events of type t must name an object
+// (artifact.* and signal.*).
+func (t EventType) NeedsObject() bool {
+	return strings.HasPrefix(string(t), "artifact.") || strings.HasPrefix(string(t), "signal.")
+}
+
+// NeedsRows reports whether events of type t must carry a row count.
+func (t EventType) NeedsRows() bool { return t == ArtifactFinalized || t == ConsumeSucceeded }
+
+// IsFailure reports whether t is a *.failed event, which must carry an error.
+func (t EventType) IsFailure() bool { return strings.HasSuffix(string(t), ".failed") }
+
+// IsSignal reports whether t is a signal.* event.
+func (t EventType) IsSignal() bool { return strings.HasPrefix(string(t), "signal.") }
+
+// IsArtifact reports whether t is an artifact.* event.
+func (t EventType) IsArtifact() bool { return strings.HasPrefix(string(t), "artifact.") }
+
+// System is the kind of system that emitted an event.
+type System string
+
+// The systems of wire format v1.
+const (
+	Producer System = "producer"
+	Exchange System = "exchange"
+	Consumer System = "consumer"
+	Operator System = "operator"
+)
+
+// Known reports whether s is a v1 system.
+func (s System) Known() bool {
+	return s == Producer || s == Exchange || s == Consumer || s == Operator
+}
+
+// Event is one delivery event (wire format v1, design.md section 3).
+//
+// Optional numeric fields have a companion Has* flag, because zero rows is a
+// valid count that must not be confused with "not stated".
+type Event struct {
+	Spec         string
+	ID           string // event_id: the idempotency key
+	Type         EventType
+	Time         time.Time // UTC, truncated to the millisecond
+	Pipeline     string
+	BusinessDate Date // zero for process.heartbeat
+	BatchID      string
+	System       System
+	Component    string
+	Object       string
+	Rows         int64
+	HasRows      bool
+	Bytes        int64
+	HasBytes     bool
+	Checksum     string
+	Attempt      int64
+	HasAttempt   bool
+	Error        string
+	// Attrs holds free-form attributes. String values are kept as they are;
+	// other JSON values are kept as their compact JSON text. Unknown
+	// top-level fields of the wire format land here too, unless attrs
+	// already has that key.
+	Attrs map[string]string
+}
+
+// Key returns the event's batch key. It is the zero BatchKey for heartbeats.
+func (e *Event) Key() BatchKey {
+	if !e.Type.HasBatch() {
+		return BatchKey{}
+	}
+	return BatchKey{Pipeline: e.Pipeline, BusinessDate: e.BusinessDate, BatchID: e.BatchID}
+}
+
+// PartitionKey returns the Kafka message key for the event: the batch key,
+// or "pipeline/component" for heartbeats, so one batch's events share a
+// partition.
+func (e *Event) PartitionKey() string {
+	if !e.Type.HasBatch() {
+		return e.Pipeline + "/" + e.Component
+	}
+	return e.Key().String()
+}
+
+// TimeMillis returns the event time in milliseconds since the Unix epoch.
+func (e *Event) TimeMillis() int64 { return e.Time.UnixMilli() }
+
+// BatchKey is the identity of a batch: pipeline + business_date + batch_id.
+// It is written pipeline/business_date/batch_id.
+type BatchKey struct {
+	Pipeline     string
+	BusinessDate Date
+	BatchID      string
+}
+
+// String returns the key as pipeline/business_date/batch_id.
+func (k BatchKey) String() string {
+	b := make([]byte, 0, len(k.Pipeline)+len(k.BatchID)+12)
+	b = append(b, k.Pipeline...)
+	b = append(b, '/')
+	b = k.BusinessDate.AppendFormat(b)
+	b = append(b, '/')
+	b = append(b, k.BatchID...)
+	return string(b)
+}
+
+// IsZero reports whether k is the zero key.
+func (k BatchKey) IsZero() bool { return k == BatchKey{} }
+
+// Compare orders keys by pipeline, business date, then batch id; the order
+// in which diagnoses are listed.
+func (k BatchKey) Compare(o BatchKey) int {
+	if c := strings.Compare(k.Pipeline, o.Pipeline); c != 0 {
+		return c
+	}
+	if c := k.BusinessDate.Compare(o.BusinessDate); c != 0 {
+		return c
+	}
+	return strings.Compare(k.BatchID, o.BatchID)
+}
+
+// ParseBatchKey parses pipeline/business_date/batch_id.
+func ParseBatchKey(s string) (BatchKey, error) {
+	parts := strings.Split(s, "/")
+	if len(parts) != 3 {
+		return BatchKey{}, &ValidationError{Field: "batch", Value: s, Reason: "want pipeline/business_date/batch_id", Kind: RejectBadValue}
+	}
+	if err := checkName("pipeline", parts[0]); err != nil {
+		return BatchKey{}, err
+	}
+	d, err := ParseDate(parts[1])
+	if err != nil {
+		return BatchKey{}, &ValidationError{Field: "business_date", Value: parts[1], Reason: err.Error(), Kind: RejectBadValue}
+	}
+	if err := checkName("batch_id", parts[2]); err != nil {
+		return BatchKey{}, err
+	}
+	return BatchKey{Pipeline: parts[0], BusinessDate: d, BatchID: parts[2]}, nil
+}
