@@ -20,6 +20,13 @@ type Decoder struct {
 // Decode parses one JSON-encoded event and validates it. Any error is a
 // *ValidationError whose Kind says why the message is rejected.
 func (d *Decoder) Decode(data []byte) (Event, error) {
+	return d.DecodeWith(data, nil)
+}
+
+// DecodeWith is Decode with a hook: fill, when not nil, is called after
+// parsing and before validation, so an emitter can supply an absent
+// event_id or time. Fields fill sets are validated like any other.
+func (d *Decoder) DecodeWith(data []byte, fill func(*Event)) (Event, error) {
 	var e Event
 	if len(data) > MaxEventSize {
 		return e, &ValidationError{Reason: fmt.Sprintf("message of %d bytes is over the %d-byte limit", len(data), MaxEventSize), Kind: RejectTooLarge}
@@ -126,6 +133,9 @@ func (d *Decoder) Decode(data []byte) (Event, error) {
 			return e, badValue("business_date", rawDate, err.Error())
 		}
 		e.BusinessDate = bd
+	}
+	if fill != nil {
+		fill(&e)
 	}
 	if err := e.Validate(); err != nil {
 		return e, err

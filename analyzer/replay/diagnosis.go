@@ -1,0 +1,158 @@
+package replay
+
+import (
+	"time"
+
+	"github.com/handoff-dev/handoff/model"
+)
+
+// Status is the state of a batch's delivery as of a time (design.md
+// section 5).
+type Status string
+
+// Statuses, in the order the rules try them.
+const (
+	StatusBroken     Status = "broken"
+	StatusDelivered  Status = "delivered"
+	StatusFailed     Status = "failed"
+	StatusLate       Status = "late"
+	StatusInProgress Status = "in_progress"
+)
+
+// Verdict is what the evidence says of one hypothesis.
+type Verdict string
+
+// Hypothesis verdicts.
+const (
+	Excluded   Verdict = "excluded"
+	Supported  Verdict = "supported"
+	NoEvidence Verdict = "no_evidence"
+)
+
+// AnomalyKind names a kind of anomaly.
+type AnomalyKind string
+
+// Anomaly kinds (design.md section 5).
+const (
+	IdentityMismatch       AnomalyKind = "identity_mismatch"
+	RowMismatch            AnomalyKind = "row_mismatch"
+	ChecksumMismatch       AnomalyKind = "checksum_mismatch"
+	SignalBeforeFinal      AnomalyKind = "signal_before_final"
+	DuplicateConsumption   AnomalyKind = "duplicate_consumption"
+	OrphanConsumption      AnomalyKind = "orphan_consumption"
+	ContinuityGap          AnomalyKind = "continuity_gap"
+	SuccessWithoutArtifact AnomalyKind = "success_without_artifact"
+	Late                   AnomalyKind = "late"
+)
+
+// Breaks reports whether an anomaly of kind k makes the batch broken. Only
+// late and continuity_gap do not: they are about time and neighbours, not
+// about this batch's evidence contradicting itself.
+func (k AnomalyKind) Breaks() bool { return k != Late && k != ContinuityGap }
+
+// Diagnosis is the result of replaying one batch's timeline as of a time.
+// Its JSON field names are part of handoff's contract with its users.
+type Diagnosis struct {
+	Batch        string `json:"batch"`
+	Pipeline     string `json:"pipeline"`
+	BusinessDate string `json:"business_date"`
+	BatchID      string `json:"batch_id"`
+	Status       Status `json:"status"`
+	Verdict      string `json:"verdict"`
+	// FirstMissing is the lowest required boundary with no proving event,
+	// or "" when every required boundary is proven.
+	FirstMissing string       `json:"first_missing"`
+	Hypotheses   []Hypothesis `json:"hypotheses"`
+	Anomalies    []Anomaly    `json:"anomalies"`
+	AsOf         time.Time    `json:"as_of"`
+
+	// Contract names the contract applied ("default" or its file).
+	Contract   string          `json:"contract"`
+	Boundaries []BoundaryState `json:"boundaries"`
+	Sides      []Side          `json:"sides"`
+	NextStep   NextStep        `json:"next_step"`
+	Events     int             `json:"events"`
+	// FirstEventAt and LastEventAt bound the batch's timeline.
+	FirstEventAt time.Time `json:"first_event_at"`
+	LastEventAt  time.Time `json:"last_event_at"`
+}
+
+// Hypothesis is one of the five hypotheses with its verdict and the events
+// behind it.
+type Hypothesis struct {
+	Name     string   `json:"name"`
+	Verdict  Verdict  `json:"verdict"`
+	Evidence []string `json:"evidence"`
+	// Reason says in words why the verdict holds.
+	Reason string `json:"reason"`
+}
+
+// Anomaly is a contradiction or a lapse in a batch's evidence.
+type Anomaly struct {
+	Kind     AnomalyKind `json:"kind"`
+	Detail   string      `json:"detail"`
+	Evidence []string    `json:"evidence"`
+}
+
+// BoundaryState is one rung of the ladder as the batch's evidence shows it.
+type BoundaryState struct {
+	Name     string `json:"name"`
+	Required bool   `json:"required"`
+	Proven   bool   `json:"proven"`
+	// At is when the boundary was first proven (zero when not proven).
+	At time.Time `json:"at,omitzero"`
+	// Due is when the boundary is due (zero when no deadline is known).
+	Due      time.Time `json:"due,omitzero"`
+	Overdue  bool      `json:"overdue"`
+	Evidence []string  `json:"evidence"`
+	// OutOfOrder is set on a proven boundary above the first missing one:
+	// the evidence exists, but the chain below it is broken.
+	OutOfOrder bool `json:"out_of_order"`
+}
+
+// Side is what one system (producer, exchange, consumer, operator) shows.
+type Side struct {
+	System string `json:"system"`
+	// Facts are short sentences, in time order, each naming its evidence.
+	Facts []Fact `json:"facts"`
+}
+
+// Fact is one sentence of evidence.
+type Fact struct {
+	Text     string   `json:"text"`
+	Evidence []string `json:"evidence"`
+}
+
+// NextStep is the safe next step for the batch.
+type NextStep struct {
+	// Action is a stable identifier: none, investigate_producer,
+	// finalize_artifact, transfer_artifact, restore_signal,
+	// investigate_identification, investigate_consumer, resolve_anomaly,
+	// wait.
+	Action  string `json:"action"`
+	Summary string `json:"summary"`
+	// Checks must all pass before the action is safe. For restore_signal
+	// they are the preconditions of design.md section 6.
+	Checks []Check `json:"checks"`
+	// Signal is the derived name of the completion signal to restore, when
+	// the action is restore_signal.
+	Signal string `json:"signal,omitempty"`
+}
+
+// Check is one precondition of a next step and what the evidence says of it.
+type Check struct {
+	Name     string   `json:"name"`
+	State    string   `json:"state"` // pass, fail or unknown
+	Detail   string   `json:"detail"`
+	Evidence []string `json:"evidence"`
+}
+
+// Check states.
+const (
+	CheckPass    = "pass"
+	CheckFail    = "fail"
+	CheckUnknown = "unknown"
+)
+
+// Delivered reports whether the diagnosis' verdict is delivered.
+func (d *Diagnosis) Delivered() bool { return d.Verdict == model.Delivered.String() }
