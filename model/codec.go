@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -97,10 +98,15 @@ func (d *Decoder) DecodeWith(data []byte, fill func(*Event)) (Event, error) {
 			}
 			e.Attrs = make(map[string]string, ao.Len())
 			ao.Visit(func(ak []byte, av *fastjson.Value) {
-				e.Attrs[string(ak)] = attrValue(av)
+				if ferr != nil {
+					return
+				}
+				var s string
+				s, ferr = attrValue(av)
+				e.Attrs[validUTF8(ak)] = s
 			})
 		default:
-			extraKeys = append(extraKeys, string(k))
+			extraKeys = append(extraKeys, validUTF8(k))
 			extra = append(extra, v)
 		}
 	})
@@ -112,7 +118,11 @@ func (d *Decoder) DecodeWith(data []byte, fill func(*Event)) (Event, error) {
 			e.Attrs = make(map[string]string, len(extra))
 		}
 		if _, ok := e.Attrs[k]; !ok {
-			e.Attrs[k] = attrValue(extra[i])
+			s, err := attrValue(extra[i])
+			if err != nil {
+				return e, err
+			}
+			e.Attrs[k] = s
 		}
 	}
 	// Check the type before the other fields: an unknown type is the most
@@ -161,6 +171,11 @@ func str(field string, v *fastjson.Value) (string, error) {
 }
 
 func integer(field string, v *fastjson.Value) (int64, error) {
+	if v.Type() == fastjson.TypeNumber {
+		if err := checkNumber(v); err != nil {
+			return 0, err
+		}
+	}
 	n, err := v.Int64()
 	if err != nil {
 		return 0, badValue(field, string(v.MarshalTo(nil)), "must be a whole number")
@@ -168,11 +183,126 @@ func integer(field string, v *fastjson.Value) (int64, error) {
 	return n, nil
 }
 
-func attrValue(v *fastjson.Value) string {
+// attrValue returns an attribute's value as kept in Event.Attrs: strings as
+// they are, anything else as compact JSON. Invalid UTF-8 becomes U+FFFD
+// here rather than in AppendJSON, so that an event survives re-encoding
+// unchanged.
+func attrValue(v *fastjson.Value) (string, error) {
 	if v.Type() == fastjson.TypeString {
-		return string(v.GetStringBytes())
+		return validUTF8(v.GetStringBytes()), nil
 	}
-	return string(v.MarshalTo(nil))
+	b, err := appendValue(nil, v)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+func validUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// appendValue appends v as compact JSON. fastjson's own MarshalTo is not
+// used: it copies strings it has not unescaped verbatim (invalid UTF-8 and
+// raw control characters included) and quotes the others with Go escapes
+// such as \x01, which are not JSON.
+func appendValue(b []byte, v *fastjson.Value) ([]byte, error) {
+	var err error
+	switch v.Type() {
+	case fastjson.TypeString:
+		return appendString(b, validUTF8(v.GetStringBytes())), nil
+	case fastjson.TypeNumber:
+		if err := checkNumber(v); err != nil {
+			return b, err
+		}
+		return v.MarshalTo(b), nil
+	case fastjson.TypeObject:
+		o := v.GetObject()
+		b = append(b, '{')
+		n := 0
+		o.Visit(func(k []byte, v *fastjson.Value) {
+			if err != nil {
+				return
+			}
+			if n > 0 {
+				b = append(b, ',')
+			}
+			n++
+			b = appendString(b, validUTF8(k))
+			b = append(b, ':')
+			b, err = appendValue(b, v)
+		})
+		return append(b, '}'), err
+	case fastjson.TypeArray:
+		b = append(b, '[')
+		for i, e := range v.GetArray() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendValue(b, e); err != nil {
+				return b, err
+			}
+		}
+		return append(b, ']'), nil
+	}
+	// true, false and null.
+	return v.MarshalTo(b), nil
+}
+
+// checkNumber rejects numbers that fastjson accepts but JSON does not, such
+// as "+1", "01", "1." or "nan": such a message is not JSON.
+func checkNumber(v *fastjson.Value) error {
+	s := string(v.MarshalTo(nil))
+	if !isJSONNumber(s) {
+		return &ValidationError{Reason: fmt.Sprintf("not valid JSON: bad number %q", s), Kind: RejectBadJSON}
+	}
+	return nil
+}
+
+// isJSONNumber reports whether s matches the number grammar of RFC 8259:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func isJSONNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		start := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		start := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return false
+		}
+	}
+	return i == len(s)
 }
 
 // ParseTime parses an RFC 3339 time (UTC or with an offset) and returns it in
@@ -182,7 +312,13 @@ func ParseTime(s string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("want RFC 3339, like 2026-10-01T01:20:05.120Z")
 	}
-	return t.UTC().Truncate(time.Millisecond), nil
+	t = t.UTC().Truncate(time.Millisecond)
+	// An offset can carry a time past the four-digit years RFC 3339 can
+	// write, and handoff writes every time back in UTC.
+	if y := t.Year(); y < 0 || y > 9999 {
+		return time.Time{}, fmt.Errorf("year %d in UTC is outside 0000-9999", y)
+	}
+	return t, nil
 }
 
 // TimeLayout is how handoff writes times: RFC 3339 in UTC with milliseconds.

@@ -19,8 +19,9 @@
 #   HANDOFF_CLICKHOUSE_START_TIMEOUT seconds to wait for readiness (default 60)
 set -euo pipefail
 
+# shellcheck disable=SC2034 # SVC is used by lib.sh
 SVC=clickhouse
-# shellcheck source=lib.sh
+# shellcheck source=deploy/services/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 CH_HOST="${HANDOFF_CLICKHOUSE_HOST:-127.0.0.1}"

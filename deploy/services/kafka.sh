@@ -19,8 +19,9 @@
 #   HANDOFF_KAFKA_HEAP_OPTS        JVM heap options (default -Xms256m -Xmx1g)
 set -euo pipefail
 
+# shellcheck disable=SC2034 # SVC is used by lib.sh
 SVC=kafka
-# shellcheck source=lib.sh
+# shellcheck source=deploy/services/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 K_HOST="${HANDOFF_KAFKA_HOST:-127.0.0.1}"
@@ -83,7 +84,7 @@ cmd_install() {
   rm -rf "$K_LIBS"
   mv "$tmp" "$K_LIBS"
   pom_hash >"$K_STAMP"
-  log "installed $(basename "$(ls "$K_LIBS"/kafka_2.13-*.jar)" .jar) ($(ls "$K_LIBS"/*.jar | wc -l) jars)"
+  log "installed $(cd "$K_LIBS" && echo kafka_2.13-*.jar) ($(find "$K_LIBS" -name "*.jar" | wc -l) jars)"
 }
 
 # Run a Kafka command-line class from the installed jars.
@@ -192,7 +193,28 @@ cmd_start() {
     fi
     sleep 1
   done
+  warm_up_groups
   log "ready: $K_HOST:$K_PORT (pid $pid); logs: $K_LOG"
+}
+
+# On a new data dir, have the broker create __consumer_offsets now: the first
+# FindCoordinator otherwise gets COORDINATOR_NOT_AVAILABLE while it is being
+# created, and kafka-go's Reader then backs off JoinGroupBackoff (5s).
+warm_up_groups() {
+  if ls -d "$K_DATA"/__consumer_offsets-* >/dev/null 2>&1; then
+    return 0
+  fi
+  log "creating __consumer_offsets (first start on this data dir)"
+  for _ in 1 2 3; do
+    timeout 60 java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
+      -Dlog4j.configuration="file:$K_SRC/tools-log4j.properties" \
+      -cp "$K_LIBS/*" org.apache.kafka.tools.consumer.group.ConsumerGroupCommand \
+      --bootstrap-server "$K_HOST:$K_PORT" --describe --group handoff-warmup >/dev/null 2>&1 || true
+    if ls -d "$K_DATA"/__consumer_offsets-* >/dev/null 2>&1; then
+      return 0
+    fi
+  done
+  log "warning: __consumer_offsets not created yet (the first consumer group join may be slow); log: $K_LOG"
 }
 
 cmd_stop() {

@@ -1,0 +1,237 @@
+package replay
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/handoff-dev/handoff/model"
+)
+
+// anomalies fills d.Anomalies, in a fixed order of kinds so that the
+// diagnosis is deterministic.
+func (v *view) anomalies(d *Diagnosis, first model.Boundary, cont Previous) {
+	d.Anomalies = []Anomaly{}
+	add := func(k AnomalyKind, detail string, ev []string) {
+		if ev == nil {
+			ev = []string{}
+		}
+		d.Anomalies = append(d.Anomalies, Anomaly{Kind: k, Detail: detail, Evidence: ev})
+	}
+	v.identity(add)
+	v.rowChecks(add)
+	v.checksums(add)
+	v.signalBeforeFinal(add)
+	if cs := v.of(model.ConsumeSucceeded); len(cs) > 1 {
+		add(DuplicateConsumption, strconv.Itoa(len(cs))+" distinct consume.succeeded events for one batch: downstream may hold the data more than once", ids(cs))
+	}
+	if v.orphan() {
+		add(OrphanConsumption, "consumption recorded with no producer or exchange evidence at all for this batch",
+			ids(v.of(model.ConsumeStarted), v.of(model.ConsumeSucceeded), v.of(model.ConsumeFailed)))
+	}
+	if cont.Checked && !cont.Delivered {
+		if cont.Seen {
+			add(ContinuityGap, "previous batch "+cont.Key.String()+" is not delivered (verdict "+cont.Verdict+")", nil)
+		} else {
+			add(ContinuityGap, "previous batch "+cont.Key.String()+" has no events at all", nil)
+		}
+	}
+	if len(v.proven[model.Produced]) > 0 && len(v.proven[model.Finalized]) == 0 &&
+		v.c.Requires(model.Finalized) && d.Boundaries[model.Finalized-1].Overdue {
+		detail := "the job reported SUCCESS but no final artifact was recorded by its deadline " + fmtTime(d.Boundaries[model.Finalized-1].Due)
+		if st := v.of(model.ArtifactStaged); len(st) > 0 {
+			detail += "; only the temporary file " + strconv.Quote(st[len(st)-1].object) + " was staged"
+		}
+		add(SuccessWithoutArtifact, detail, ids(v.proven[model.Produced], v.of(model.ArtifactStaged)))
+	}
+	for i, bs := range d.Boundaries {
+		b := model.Boundary(i + 1)
+		if !bs.Overdue {
+			continue
+		}
+		if bs.Proven {
+			add(Late, b.String()+" proven at "+fmtTime(bs.At)+", "+fmtDuration(bs.At.Sub(bs.Due))+" after its deadline "+fmtTime(bs.Due), bs.Evidence)
+		} else if b == first {
+			add(Late, b.String()+" missing "+fmtDuration(v.asOf.Sub(bs.Due))+" after its deadline "+fmtTime(bs.Due)+deadlineText(v, b), nil)
+		}
+	}
+}
+
+func deadlineText(v *view, b model.Boundary) string {
+	if t := v.c.Deadlines[b].Text; t != "" {
+		return " (" + t + ")"
+	}
+	return " (default: 24h after the latest boundary event)"
+}
+
+type addFunc func(k AnomalyKind, detail string, ev []string)
+
+// baseName returns the last element of a slash-separated object path: the
+// name is what derives from identity, the directory is where it lives.
+func baseName(s string) string {
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// identity reports names and dates that do not derive from the batch's
+// identity under its contract.
+func (v *view) identity(add addFunc) {
+	if want, ok := v.c.ExpectedBatchID(v.key.Pipeline, v.key.BusinessDate); ok && want != v.key.BatchID {
+		add(IdentityMismatch, "batch_id "+strconv.Quote(v.key.BatchID)+" does not derive from business_date "+v.key.BusinessDate.String()+" (want "+strconv.Quote(want)+")", ids(v.recs))
+	}
+	check := func(what string, want string, ok bool, isKind func(model.EventType) bool) {
+		if !ok {
+			return
+		}
+		// Group by the wrong name so one mistake reads as one anomaly.
+		var order []string
+		bad := map[string][]string{}
+		for _, r := range v.recs {
+			if !isKind(r.typ) || r.object == "" || baseName(r.object) == want {
+				continue
+			}
+			if _, seen := bad[r.object]; !seen {
+				order = append(order, r.object)
+			}
+			bad[r.object] = append(bad[r.object], r.id)
+		}
+		for _, obj := range order {
+			add(IdentityMismatch, what+" "+strconv.Quote(obj)+" does not derive from "+v.key.BusinessDate.String()+"/"+v.key.BatchID+" (want "+strconv.Quote(want)+")", bad[obj])
+		}
+	}
+	an, aok := v.c.ArtifactName(v.key)
+	// A staged file carries a temporary name by design (.tmp, .part,
+	// _COPYING_), so only final and transferred names must derive.
+	check("artifact", an, aok, func(t model.EventType) bool { return t.IsArtifact() && t != model.ArtifactStaged })
+	sn, sok := v.c.SignalName(v.key)
+	check("signal", sn, sok, func(t model.EventType) bool { return t.IsSignal() })
+}
+
+// rowChecks compares the finalized, declared and consumed row counts, and
+// the contract's minimum.
+func (v *view) rowChecks(add addFunc) {
+	type count struct {
+		what string
+		r    *record
+	}
+	var counts []count
+	collect := func(what string, t model.EventType) {
+		for _, r := range v.of(t) {
+			if r.hasRows {
+				counts = append(counts, count{what, r})
+			}
+		}
+	}
+	collect("finalized", model.ArtifactFinalized)
+	collect("declared by "+string(model.SignalPublished), model.SignalPublished)
+	collect("transferred", model.ArtifactTransferred)
+	collect("declared by "+string(model.SignalTransferred), model.SignalTransferred)
+	collect("declared by "+string(model.SignalRestored), model.SignalRestored)
+	collect("identified", model.BatchIdentified)
+	collect("consumed", model.ConsumeSucceeded)
+	if rr := v.c.Rows; rr.HasMin {
+		for _, r := range v.of(model.ArtifactFinalized) {
+			if r.hasRows && r.rows < rr.Min {
+				add(RowMismatch, "finalized "+strconv.FormatInt(r.rows, 10)+" rows, below the contract minimum of "+strconv.FormatInt(rr.Min, 10), []string{r.id})
+			}
+		}
+	}
+	if !v.c.Rows.Equal || len(counts) < 2 {
+		return
+	}
+	ref := counts[0]
+	var diff []string
+	ev := []string{ref.r.id}
+	for _, c := range counts[1:] {
+		if c.r.rows != ref.r.rows {
+			diff = append(diff, c.what+" "+strconv.FormatInt(c.r.rows, 10))
+			ev = append(ev, c.r.id)
+		}
+	}
+	if len(diff) > 0 {
+		add(RowMismatch, ref.what+" "+strconv.FormatInt(ref.r.rows, 10)+" rows, but "+strings.Join(diff, ", "), ev)
+	}
+}
+
+// checksums compares the checksum and size of the final artifact with what
+// arrived at the receiver.
+func (v *view) checksums(add addFunc) {
+	fin := v.of(model.ArtifactFinalized)
+	tr := v.of(model.ArtifactTransferred)
+	all := append(append([]*record{}, fin...), tr...)
+	var ref *record
+	var diff []string
+	ev := []string{}
+	for _, r := range all {
+		if r.checksum == "" {
+			continue
+		}
+		if ref == nil {
+			ref = r
+			continue
+		}
+		if r.checksum != ref.checksum {
+			diff = append(diff, string(r.typ)+" checksum "+r.checksum)
+			ev = append(ev, r.id)
+		}
+	}
+	var bref *record
+	for _, r := range all {
+		if !r.hasBytes {
+			continue
+		}
+		if bref == nil {
+			bref = r
+			continue
+		}
+		if r.bytes != bref.bytes {
+			diff = append(diff, string(r.typ)+" "+strconv.FormatInt(r.bytes, 10)+" bytes")
+			ev = append(ev, r.id)
+		}
+	}
+	if len(diff) == 0 {
+		return
+	}
+	detail := "the artifact changed across the transfer:"
+	if ref != nil {
+		detail += " " + string(ref.typ) + " checksum " + ref.checksum
+		ev = append([]string{ref.id}, ev...)
+	}
+	if bref != nil {
+		detail += " " + string(bref.typ) + " " + strconv.FormatInt(bref.bytes, 10) + " bytes"
+		if ref == nil || bref.id != ref.id {
+			ev = append([]string{bref.id}, ev...)
+		}
+	}
+	add(ChecksumMismatch, detail+"; then "+strings.Join(diff, ", "), ev)
+}
+
+// signalBeforeFinal reports a completion declared before the artifact was
+// final, or with no final artifact at all.
+func (v *view) signalBeforeFinal(add addFunc) {
+	fin := v.proven[model.Finalized]
+	for _, t := range []model.EventType{model.SignalPublished, model.SignalRestored} {
+		for _, r := range v.of(t) {
+			switch {
+			case len(fin) == 0:
+				add(SignalBeforeFinal, string(t)+" "+strconv.Quote(r.object)+" at "+fmtTime(r.at())+" but no final artifact is recorded: completion declared for data that is not final", []string{r.id})
+			case r.ms < fin[0].ms:
+				add(SignalBeforeFinal, string(t)+" "+strconv.Quote(r.object)+" at "+fmtTime(r.at())+", "+fmtDuration(fin[0].at().Sub(r.at()))+" before the artifact was final at "+fmtTime(fin[0].at()), []string{r.id, fin[0].id})
+			}
+		}
+	}
+}
+
+// orphan reports consumption with no upstream evidence at all.
+func (v *view) orphan() bool {
+	if len(v.of(model.ConsumeSucceeded)) == 0 {
+		return false
+	}
+	for _, r := range v.recs {
+		if r.typ.IsArtifact() || r.typ.IsSignal() || strings.HasPrefix(string(r.typ), "job.") {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,176 @@
+package replay
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/handoff-dev/handoff/model"
+)
+
+// nextStep says what is safe to do next. The rule of the seed case holds
+// throughout: prove the artifact first, declare completion after; never
+// create a new batch to paper over a broken one.
+func (v *view) nextStep(d *Diagnosis, verdict model.Hypothesis, first model.Boundary) NextStep {
+	key := v.key.BusinessDate.String() + "/" + v.key.BatchID
+	if verdict == model.NotIdentified && (first == model.Signaled || first == model.SignalDelivered) && len(v.proven[model.Transferred]) > 0 {
+		return v.restoreSignal(d, key)
+	}
+	if d.Status == StatusBroken {
+		var kinds []string
+		for _, a := range d.Anomalies {
+			if a.Kind.Breaks() {
+				kinds = append(kinds, string(a.Kind))
+			}
+		}
+		return NextStep{Action: "resolve_anomaly", Checks: []Check{},
+			Summary: "resolve " + strings.Join(kinds, ", ") + " first: the evidence of batch " + key + " contradicts itself; do not declare completion or re-run a consumer until it is explained"}
+	}
+	wait := ""
+	if d.Status == StatusInProgress && first != model.NoBoundary {
+		bs := d.Boundaries[first-1]
+		if !bs.Due.IsZero() {
+			wait = "; " + first.String() + " is not due until " + fmtTime(bs.Due)
+		}
+	}
+	ns := NextStep{Checks: []Check{}}
+	switch verdict {
+	case model.Delivered:
+		ns.Action, ns.Summary = "none", "nothing to do: batch "+key+" is delivered"
+		for _, a := range d.Anomalies {
+			if a.Kind == ContinuityGap {
+				ns.Action, ns.Summary = "check_previous_batch", "batch "+key+" is delivered, but "+a.Detail+": diagnose that batch"
+			}
+		}
+		return ns
+	case model.NotProduced:
+		ns.Action = "investigate_producer"
+		if f := v.of(model.JobFailed); len(f) > 0 && d.Status == StatusFailed {
+			ns.Summary = "the producer job failed (" + f[len(f)-1].err + "): fix the cause, then re-run the producer for business_date " + v.key.BusinessDate.String()
+		} else {
+			ns.Summary = "no job SUCCESS is recorded for business_date " + v.key.BusinessDate.String() + ": check whether the producer job ran"
+		}
+	case model.NotFinal:
+		ns.Action = "finalize_artifact"
+		ns.Summary = "the producer reported SUCCESS but the artifact is not final: inspect the staged file and re-run the producer's finalize step; publish no completion signal until the artifact is final"
+	case model.NotTransferred:
+		ns.Action = "transfer_artifact"
+		name := ""
+		if fin := v.proven[model.Finalized]; len(fin) > 0 {
+			name = " " + strconv.Quote(fin[0].object)
+		}
+		ns.Summary = "the final artifact" + name + " exists at the source but not at the receiver: re-run the transfer of that same file (do not regenerate it), then check size and checksum at the receiver"
+	case model.NotIdentified:
+		ns.Action = "investigate_identification"
+		ns.Summary = "data and completion signal are at the receiver but the batch is not identified: compare the receiver's expected names with what arrived"
+		if n, ok := v.c.ArtifactName(v.key); ok {
+			ns.Summary += " (data " + strconv.Quote(n)
+			if s, ok := v.c.SignalName(v.key); ok {
+				ns.Summary += ", signal " + strconv.Quote(s)
+			}
+			ns.Summary += ")"
+		}
+	case model.NotConsumed:
+		ns.Action = "investigate_consumer"
+		if f := v.of(model.ConsumeFailed); len(f) > 0 && d.Status == StatusFailed {
+			ns.Summary = "the consumer failed (" + f[len(f)-1].err + "): fix the cause, then re-run the consumer for this batch once and verify it consumed exactly once"
+		} else {
+			ns.Summary = "the batch was identified but no consumption is recorded: check the consumer's trigger and logs, re-run it for this batch once, and verify it consumed exactly once"
+		}
+	}
+	if wait != "" {
+		ns.Action, ns.Summary = "wait", "in progress"+wait+"; if it passes: "+ns.Summary
+	}
+	return ns
+}
+
+// restoreSignal plans the seed case's fix: the preconditions of design.md
+// section 6, each checked against the evidence, and the derived name.
+func (v *view) restoreSignal(d *Diagnosis, key string) NextStep {
+	has := func(k AnomalyKind) []string {
+		for _, a := range d.Anomalies {
+			if a.Kind == k {
+				return a.Evidence
+			}
+		}
+		return nil
+	}
+	check := func(name string, ok bool, pass, fail string, ev []string) Check {
+		if ev == nil {
+			ev = []string{}
+		}
+		if ok {
+			return Check{Name: name, State: CheckPass, Detail: pass, Evidence: ev}
+		}
+		return Check{Name: name, State: CheckFail, Detail: fail, Evidence: ev}
+	}
+	fin, tr := v.proven[model.Finalized], v.proven[model.Transferred]
+	checks := []Check{
+		check("artifact_final", len(fin) > 0, "final name in place at the source", "no artifact.finalized event", ids(fin)),
+		check("artifact_readable_at_receiver", len(tr) > 0, "data file present and readable at the receiver", "no artifact.transferred event", ids(tr)),
+	}
+	_, hasTemplates := v.c.ArtifactName(v.key)
+	if ev := has(IdentityMismatch); ev != nil {
+		checks = append(checks, check("identity_matches", false, "", "a name does not derive from "+key, ev))
+	} else if !hasTemplates {
+		checks = append(checks, Check{Name: "identity_matches", State: CheckUnknown, Evidence: []string{},
+			Detail: "the contract has no name templates: check by hand that the file's business_date and batch_id are " + key})
+	} else {
+		checks = append(checks, check("identity_matches", true, "object names derive from "+key, "", ids(fin, tr)))
+	}
+	var rowEv []string
+	rowsStated := false
+	for _, r := range append(append([]*record{}, fin...), tr...) {
+		if r.hasRows {
+			rowsStated = true
+			rowEv = append(rowEv, r.id)
+		}
+	}
+	switch {
+	case has(RowMismatch) != nil:
+		checks = append(checks, check("rows_valid", false, "", "row counts disagree or are below the minimum", has(RowMismatch)))
+	case !rowsStated:
+		checks = append(checks, Check{Name: "rows_valid", State: CheckUnknown, Detail: "no row count recorded: count the rows of the file at the receiver", Evidence: []string{}})
+	default:
+		checks = append(checks, check("rows_valid", true, "row counts agree across hops", "", rowEv))
+	}
+	var sumEv []string
+	for _, r := range append(append([]*record{}, fin...), tr...) {
+		if r.checksum != "" || r.hasBytes {
+			sumEv = append(sumEv, r.id)
+		}
+	}
+	switch {
+	case has(ChecksumMismatch) != nil:
+		checks = append(checks, check("checksum_unchanged", false, "", "checksum or size changed across the transfer", has(ChecksumMismatch)))
+	case len(sumEv) < 2:
+		checks = append(checks, Check{Name: "checksum_unchanged", State: CheckUnknown, Detail: "checksum and size not recorded on both sides: compare them by hand", Evidence: []string{}})
+	default:
+		checks = append(checks, check("checksum_unchanged", true, "checksum and size unchanged across the transfer", "", sumEv))
+	}
+	sd := v.proven[model.SignalDelivered]
+	checks = append(checks, check("no_signal_present", len(sd) == 0, "no completion signal recorded at the receiver", "a completion signal is already recorded at the receiver", ids(sd)))
+
+	ns := NextStep{Action: "restore_signal", Checks: checks}
+	name, ok := v.c.SignalName(v.key)
+	if ok {
+		ns.Signal = name
+	}
+	failing := 0
+	for _, c := range checks {
+		if c.State != CheckPass {
+			failing++
+		}
+	}
+	target := "the completion signal"
+	if ok {
+		target += " " + strconv.Quote(name) + " (derived from " + key + ")"
+	} else {
+		target += " (no signal template in the contract: derive its name from the batch identity by the pipeline's convention)"
+	}
+	if failing > 0 {
+		ns.Summary = "do not restore " + target + " yet: " + strconv.Itoa(failing) + " of " + strconv.Itoa(len(checks)) + " checks are not proven; verify the artifact first, then restore the signal, never the other way round"
+	} else {
+		ns.Summary = "the artifact is proven safe: restore " + target + " idempotently (write then rename, record signal.restored), then verify end to end that the consumer consumed it exactly once"
+	}
+	return ns
+}

@@ -1,0 +1,157 @@
+// Package replay is handoff's analyzer core: a pure fold from one batch's
+// delivery events to a Diagnosis, following design.md sections 2 and 5.
+//
+// It is built as a step function and an evaluation:
+//
+//	var s replay.State
+//	s.Step(&event)             // for each event, in any order, any number of times
+//	d := s.Evaluate(c, asOf, continuity)
+//
+// Replay is the fold of Step over a slice followed by Evaluate. The state
+// keeps each distinct event once (by event_id) and Evaluate sorts what it
+// reads, so arrival order and duplicates never change a diagnosis; the
+// streaming detector calls Step as events arrive and Evaluate when a timer
+// fires, and reaches the same answer as a backfill over the same events.
+package replay
+
+import (
+	"time"
+
+	"github.com/handoff-dev/handoff/model"
+)
+
+// record is the part of an event the replay reads. Attrs are left out: no
+// rule reads them, and a batch's state should stay small.
+type record struct {
+	id         string
+	typ        model.EventType
+	ms         int64 // event time, Unix milliseconds
+	system     model.System
+	component  string
+	object     string
+	checksum   string
+	err        string
+	rows       int64
+	bytes      int64
+	attempt    int64
+	hasRows    bool
+	hasBytes   bool
+	hasAttempt bool
+}
+
+func (r *record) at() time.Time { return time.UnixMilli(r.ms).UTC() }
+
+// less is a total order on records. Two records with one event_id but other
+// contents (a producer bug) must resolve to the same survivor whatever order
+// they arrived in, so the state keeps the least.
+func (r *record) less(o *record) bool {
+	switch {
+	case r.ms != o.ms:
+		return r.ms < o.ms
+	case r.id != o.id:
+		return r.id < o.id
+	case r.typ != o.typ:
+		return r.typ < o.typ
+	case r.system != o.system:
+		return r.system < o.system
+	case r.component != o.component:
+		return r.component < o.component
+	case r.object != o.object:
+		return r.object < o.object
+	case r.checksum != o.checksum:
+		return r.checksum < o.checksum
+	case r.err != o.err:
+		return r.err < o.err
+	case r.hasRows != o.hasRows:
+		return !r.hasRows
+	case r.rows != o.rows:
+		return r.rows < o.rows
+	case r.hasBytes != o.hasBytes:
+		return !r.hasBytes
+	case r.bytes != o.bytes:
+		return r.bytes < o.bytes
+	case r.hasAttempt != o.hasAttempt:
+		return !r.hasAttempt
+	}
+	return r.attempt < o.attempt
+}
+
+// indexThreshold is the batch size from which the state indexes event ids
+// with a map; below it a linear scan is cheaper than hashing.
+const indexThreshold = 24
+
+// State is the folded evidence of one batch: each distinct event once. The
+// zero State is empty and ready; its key is taken from the first event.
+// A State is not safe for concurrent use.
+type State struct {
+	key     model.BatchKey
+	records []record
+	index   map[string]int // event_id -> position, once len(records) >= indexThreshold
+}
+
+// Key returns the batch key of the state (zero before the first Step).
+func (s *State) Key() model.BatchKey { return s.key }
+
+// Len returns the number of distinct events folded in.
+func (s *State) Len() int { return len(s.records) }
+
+// LastEventAt returns the time of the latest event folded in.
+func (s *State) LastEventAt() time.Time {
+	var ms int64
+	for i := range s.records {
+		ms = max(ms, s.records[i].ms)
+	}
+	if len(s.records) == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// Step folds one event into the state. Heartbeats (no batch identity) and
+// events of another batch are ignored and reported as false, so a caller
+// that routes events by key can detect a routing bug.
+func (s *State) Step(e *model.Event) bool {
+	if !e.Type.HasBatch() {
+		return false
+	}
+	if len(s.records) == 0 && s.key.IsZero() {
+		s.key = e.Key()
+	} else if e.Pipeline != s.key.Pipeline || e.BusinessDate != s.key.BusinessDate || e.BatchID != s.key.BatchID {
+		return false
+	}
+	r := record{
+		id: e.ID, typ: e.Type, ms: e.Time.UnixMilli(), system: e.System,
+		component: e.Component, object: e.Object, checksum: e.Checksum, err: e.Error,
+		rows: e.Rows, bytes: e.Bytes, attempt: e.Attempt,
+		hasRows: e.HasRows, hasBytes: e.HasBytes, hasAttempt: e.HasAttempt,
+	}
+	if i, ok := s.find(r.id); ok {
+		if r.less(&s.records[i]) {
+			s.records[i] = r
+		}
+		return true
+	}
+	s.records = append(s.records, r)
+	if s.index != nil {
+		s.index[r.id] = len(s.records) - 1
+	} else if len(s.records) >= indexThreshold {
+		s.index = make(map[string]int, 2*len(s.records))
+		for i := range s.records {
+			s.index[s.records[i].id] = i
+		}
+	}
+	return true
+}
+
+func (s *State) find(id string) (int, bool) {
+	if s.index != nil {
+		i, ok := s.index[id]
+		return i, ok
+	}
+	for i := range s.records {
+		if s.records[i].id == id {
+			return i, true
+		}
+	}
+	return 0, false
+}

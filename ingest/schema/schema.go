@@ -1,0 +1,82 @@
+// Package schema owns handoff's ClickHouse schema: the database, the raw
+// events table (deduplicated by event_id), dead letters, diagnoses and
+// findings. The SQL lives in schema.sql (embedded) and is applied
+// idempotently by Ensure; it runs on ClickHouse 18.16 and on current
+// releases.
+package schema
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+//go:embed schema.sql
+var schemaSQL string
+
+// DefaultDatabase is the database handoff uses unless configured otherwise.
+const DefaultDatabase = "handoff"
+
+// Table names.
+const (
+	Events      = "events"
+	DeadLetters = "dead_letters"
+	Diagnoses   = "diagnoses"
+	Findings    = "findings"
+)
+
+var dbName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// CheckDatabase reports whether name can be used as a database name
+// unquoted (letters, digits, underscores).
+func CheckDatabase(name string) error {
+	if !dbName.MatchString(name) {
+		return fmt.Errorf("clickhouse database name %q: use letters, digits and underscores only, not starting with a digit", name)
+	}
+	return nil
+}
+
+// Statements returns the schema's statements for database db, in order.
+func Statements(db string) ([]string, error) {
+	if err := CheckDatabase(db); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, part := range strings.Split(schemaSQL, "\n;\n") {
+		var lines []string
+		for _, l := range strings.Split(part, "\n") {
+			if t := strings.TrimSpace(l); t == "" || strings.HasPrefix(t, "--") {
+				continue
+			}
+			lines = append(lines, l)
+		}
+		if len(lines) == 0 {
+			continue
+		}
+		out = append(out, strings.ReplaceAll(strings.Join(lines, "\n"), "{db}", db))
+	}
+	return out, nil
+}
+
+// Ensure creates the database db and its tables when missing. It is safe to
+// call on every start and concurrently from several processes.
+func Ensure(ctx context.Context, conn driver.Conn, db string) error {
+	stmts, err := Statements(db)
+	if err != nil {
+		return err
+	}
+	for _, s := range stmts {
+		if err := conn.Exec(ctx, s); err != nil {
+			first := s
+			if i := strings.IndexByte(first, '('); i > 0 {
+				first = first[:i]
+			}
+			return fmt.Errorf("clickhouse schema: %s: %w (check that the user may create databases and tables)", strings.TrimSpace(first), err)
+		}
+	}
+	return nil
+}
