@@ -1,0 +1,115 @@
+// Command handoff finds where a data delivery stopped.
+//
+// Usage:
+//
+//	handoff diagnose --events FILE|- [--contract FILE|DIR] [--as-of T] [--format text|json] [--batch KEY]
+//	handoff ingest   [flags]   Kafka -> ClickHouse
+//	handoff emit     [flags]   publish delivery events
+//
+// Run "handoff COMMAND -h" for a command's flags. Every flag has an
+// environment variable (HANDOFF_*); a flag given on the command line wins.
+//
+// This file only wires: each command lives in its own file and calls into
+// the rooms (model, analyzer, ingest, query).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes, documented in the README.
+const (
+	exitOK           = 0 // success; for diagnose: every batch delivered
+	exitNotDelivered = 1 // diagnose: at least one batch is not delivered
+	exitUsage        = 2 // bad flags, bad input (with --strict), bad contract
+	exitFailure      = 3 // a runtime failure: I/O, Kafka, ClickHouse
+)
+
+// exitError carries an exit code through an error return.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError marks an error as the caller's mistake (exit 2).
+func usageError(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"diagnose", "replay delivery events and say where each batch stopped", runDiagnose},
+		{"ingest", "consume delivery events from Kafka into ClickHouse", runIngestCmd},
+		{"emit", "publish delivery events to Kafka (from flags or JSON lines)", runEmitCmd},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, args[1:], stdin, stdout, stderr)
+		if err == nil {
+			return exitOK
+		}
+		var ee *exitError
+		if errors.As(err, &ee) {
+			if ee.err != nil {
+				fmt.Fprintf(stderr, "handoff %s: %v\n", c.name, ee.err)
+			}
+			return ee.code
+		}
+		fmt.Fprintf(stderr, "handoff %s: %v\n", c.name, err)
+		return exitFailure
+	}
+	fmt.Fprintf(stderr, "handoff: unknown command %q\n", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "handoff finds where a data delivery stopped.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: handoff COMMAND [flags]")
+	fmt.Fprintln(w)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, `Run "handoff COMMAND -h" for a command's flags.`)
+}
