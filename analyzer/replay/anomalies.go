@@ -77,7 +77,7 @@ func baseName(s string) string {
 // identity reports names and dates that do not derive from the batch's
 // identity under its contract.
 func (v *view) identity(add addFunc) {
-	if want, ok := v.c.ExpectedBatchID(v.key.Pipeline, v.key.BusinessDate); ok && want != v.key.BatchID {
+	if want, ok := v.wantBatchID, v.hasBatchID; ok && want != v.key.BatchID {
 		add(IdentityMismatch, "batch_id "+strconv.Quote(v.key.BatchID)+" does not derive from business_date "+v.key.BusinessDate.String()+" (want "+strconv.Quote(want)+")", ids(v.recs))
 	}
 	check := func(what string, want string, ok bool, isKind func(model.EventType) bool) {
@@ -86,10 +86,13 @@ func (v *view) identity(add addFunc) {
 		}
 		// Group by the wrong name so one mistake reads as one anomaly.
 		var order []string
-		bad := map[string][]string{}
+		var bad map[string][]string
 		for _, r := range v.recs {
 			if !isKind(r.typ) || r.object == "" || baseName(r.object) == want {
 				continue
+			}
+			if bad == nil {
+				bad = map[string][]string{}
 			}
 			if _, seen := bad[r.object]; !seen {
 				order = append(order, r.object)
@@ -100,11 +103,11 @@ func (v *view) identity(add addFunc) {
 			add(IdentityMismatch, what+" "+strconv.Quote(obj)+" does not derive from "+v.key.BusinessDate.String()+"/"+v.key.BatchID+" (want "+strconv.Quote(want)+")", bad[obj])
 		}
 	}
-	an, aok := v.c.ArtifactName(v.key)
+	an, aok := v.wantArtifact, v.hasArtifact
 	// A staged file carries a temporary name by design (.tmp, .part,
 	// _COPYING_), so only final and transferred names must derive.
 	check("artifact", an, aok, func(t model.EventType) bool { return t.IsArtifact() && t != model.ArtifactStaged })
-	sn, sok := v.c.SignalName(v.key)
+	sn, sok := v.wantSignal, v.hasSignal
 	check("signal", sn, sok, func(t model.EventType) bool { return t.IsSignal() })
 }
 
@@ -115,7 +118,8 @@ func (v *view) rowChecks(add addFunc) {
 		what string
 		r    *record
 	}
-	var counts []count
+	var countBuf [16]count
+	counts := countBuf[:0]
 	collect := func(what string, t model.EventType) {
 		for _, r := range v.of(t) {
 			if r.hasRows {
@@ -159,10 +163,11 @@ func (v *view) rowChecks(add addFunc) {
 func (v *view) checksums(add addFunc) {
 	fin := v.of(model.ArtifactFinalized)
 	tr := v.of(model.ArtifactTransferred)
-	all := append(append([]*record{}, fin...), tr...)
+	var allBuf [16]*record
+	all := append(append(allBuf[:0], fin...), tr...)
 	var ref *record
 	var diff []string
-	ev := []string{}
+	var ev []string
 	for _, r := range all {
 		if r.checksum == "" {
 			continue

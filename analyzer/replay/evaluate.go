@@ -1,7 +1,8 @@
 package replay
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +64,22 @@ type view struct {
 	byType [len(model.EventTypes)][]*record
 	proven [model.Consumed + 1][]*record
 	latest int64 // ms of the latest boundary event, or of the latest event
+	// provenIDs holds the ids of every proving event, boundary by boundary
+	// in ladder order; provenFrom[b] is where boundary b's ids start. Every
+	// evidence list of boundaries and exclusions is a subslice of it.
+	provenIDs  []string
+	provenFrom [model.Consumed + 2]int
+	// dataIDs is the same for the data path only (1, 2, 4, 6, 7): the
+	// evidence that excludes a hypothesis is a suffix of it.
+	dataIDs  []string
+	dataFrom [model.Consumed + 2]int
+
+	// The names that derive from the batch's identity, rendered once.
+	// firstProven[b] is when b was first proven (zero when not).
+	firstProven [model.Consumed + 1]time.Time
+
+	wantBatchID, wantArtifact, wantSignal string
+	hasBatchID, hasArtifact, hasSignal    bool
 }
 
 func typeIndex(t model.EventType) int {
@@ -76,8 +93,13 @@ func typeIndex(t model.EventType) int {
 
 func (v *view) of(t model.EventType) []*record { return v.byType[typeIndex(t)] }
 
-func newView(s *State, c *contract.Contract, asOf time.Time) *view {
-	v := &view{key: s.key, c: c, asOf: asOf}
+// init fills v from s. A view lives on its caller's stack: it is a
+// kilobyte, and a replay makes one per batch.
+func (v *view) init(s *State, c *contract.Contract, asOf time.Time) {
+	*v = view{key: s.key, c: c, asOf: asOf}
+	v.wantBatchID, v.hasBatchID = c.ExpectedBatchID(s.key.Pipeline, s.key.BusinessDate)
+	v.wantArtifact, v.hasArtifact = c.ArtifactName(s.key)
+	v.wantSignal, v.hasSignal = c.SignalName(s.key)
 	limit := asOf.UnixMilli()
 	v.recs = make([]*record, 0, len(s.records))
 	for i := range s.records {
@@ -85,29 +107,93 @@ func newView(s *State, c *contract.Contract, asOf time.Time) *view {
 			v.recs = append(v.recs, &s.records[i])
 		}
 	}
-	sort.Slice(v.recs, func(i, j int) bool {
-		a, b := v.recs[i], v.recs[j]
+	slices.SortFunc(v.recs, func(a, b *record) int {
 		if a.ms != b.ms {
-			return a.ms < b.ms
+			return cmp.Compare(a.ms, b.ms)
 		}
-		return a.id < b.id
+		return strings.Compare(a.id, b.id)
 	})
+	// Carve the per-type and per-boundary lists out of one backing array:
+	// a batch has a dozen events, and a dozen small growing slices would
+	// cost more than the replay itself.
+	var nType [len(model.EventTypes)]int
+	var nProven [model.Consumed + 1]int
+	tidx := make([]int8, len(v.recs))
 	var latestAny int64
-	for _, r := range v.recs {
-		if ti := typeIndex(r.typ); ti >= 0 {
-			v.byType[ti] = append(v.byType[ti], r)
+	for i, r := range v.recs {
+		ti := typeIndex(r.typ)
+		tidx[i] = int8(ti)
+		if ti >= 0 {
+			nType[ti]++
 		}
 		if b := r.typ.Proves(); b != model.NoBoundary {
-			v.proven[b] = append(v.proven[b], r)
+			nProven[b]++
 			v.latest = max(v.latest, r.ms)
 		}
 		latestAny = max(latestAny, r.ms)
 	}
+	backing := make([]*record, 0, 2*len(v.recs))
+	for ti, n := range nType {
+		if n > 0 {
+			v.byType[ti] = backing[len(backing) : len(backing) : len(backing)+n]
+			backing = backing[:len(backing)+n]
+		}
+	}
+	for b, n := range nProven {
+		if n > 0 {
+			v.proven[b] = backing[len(backing) : len(backing) : len(backing)+n]
+			backing = backing[:len(backing)+n]
+		}
+	}
+	for i, r := range v.recs {
+		if ti := tidx[i]; ti >= 0 {
+			v.byType[ti] = append(v.byType[ti], r)
+		}
+		if b := r.typ.Proves(); b != model.NoBoundary {
+			v.proven[b] = append(v.proven[b], r)
+		}
+	}
 	if v.latest == 0 {
 		v.latest = latestAny
 	}
-	return v
+	n := 0
+	for _, l := range v.proven {
+		n += len(l)
+	}
+	all := make([]string, 0, 2*n)
+	for b := model.Produced; b <= model.Consumed; b++ {
+		v.provenFrom[b] = len(all)
+		for _, r := range v.proven[b] {
+			all = append(all, r.id)
+		}
+	}
+	v.provenFrom[model.Consumed+1] = len(all)
+	v.provenIDs = all[:len(all):len(all)]
+	data := all[len(all):]
+	for b := model.Produced; b <= model.Consumed; b++ {
+		v.dataFrom[b] = len(data)
+		if b.OnDataPath() {
+			for _, r := range v.proven[b] {
+				data = append(data, r.id)
+			}
+		}
+	}
+	v.dataFrom[model.Consumed+1] = len(data)
+	v.dataIDs = data
+	for b := model.Produced; b <= model.Consumed; b++ {
+		if len(v.proven[b]) > 0 {
+			v.firstProven[b] = v.proven[b][0].at()
+		}
+	}
 }
+
+// provenOf returns the ids of the events proving b, sharing v's backing.
+func (v *view) provenOf(b model.Boundary) []string {
+	lo, hi := v.provenFrom[b], v.provenFrom[b+1]
+	return v.provenIDs[lo:hi:hi]
+}
+
+var noIDs = []string{}
 
 func ids(rs ...[]*record) []string {
 	n := 0
@@ -136,7 +222,8 @@ func (v *view) provenAt(b model.Boundary) (time.Time, bool) {
 // contract.Default for a pipeline without a contract file.
 func (s *State) Evaluate(c *contract.Contract, asOf time.Time, ctx Context) Diagnosis {
 	asOf = asOf.UTC().Truncate(time.Millisecond)
-	v := newView(s, c, asOf)
+	var v view
+	v.init(s, c, asOf)
 	d := Diagnosis{
 		Batch:        s.key.String(),
 		Pipeline:     s.key.Pipeline,
@@ -163,7 +250,8 @@ func (s *State) Evaluate(c *contract.Contract, asOf time.Time, ctx Context) Diag
 // cheap part of Evaluate, for callers that need a neighbour's verdict to
 // build a Context.
 func (s *State) Verdict(c *contract.Contract, asOf time.Time) model.Hypothesis {
-	v := newView(s, c, asOf.UTC().Truncate(time.Millisecond))
+	var v view
+	v.init(s, c, asOf.UTC().Truncate(time.Millisecond))
 	var d Diagnosis
 	return v.hypotheses(&d)
 }
@@ -179,27 +267,20 @@ func (v *view) hypotheses(d *Diagnosis) model.Hypothesis {
 		switch {
 		case !v.c.Requires(hb):
 			hyp.Verdict = Excluded
-			hyp.Evidence = []string{}
-			hyp.Reason = "the contract does not require the " + hb.String() + " boundary"
+			hyp.Evidence = noIDs
+			hyp.Reason = notRequiredReason[h]
 		case verdict != model.Delivered:
 			// A later stretch than the one where delivery stopped: nothing
 			// speaks for or against it yet.
 			hyp.Verdict = NoEvidence
-			hyp.Evidence = []string{}
-			hyp.Reason = "downstream of " + verdict.String() + ": no evidence either way"
+			hyp.Evidence = noIDs
+			hyp.Reason = downstreamReason[verdict]
 		default:
-			var ex [][]*record
-			var names []string
-			for b := hb; b <= model.Consumed; b++ {
-				if h.ExcludedBy(b) && len(v.proven[b]) > 0 {
-					ex = append(ex, v.proven[b])
-					names = append(names, b.String())
-				}
-			}
-			if len(ex) > 0 {
+			ev := v.dataIDs[v.dataFrom[hb]:]
+			if len(ev) > 0 {
 				hyp.Verdict = Excluded
-				hyp.Evidence = ids(ex...)
-				hyp.Reason = "excluded by proof of " + strings.Join(names, ", ")
+				hyp.Evidence = ev[:len(ev):len(ev)]
+				hyp.Reason = exclusionReason(v, hb)
 				break
 			}
 			verdict = h
@@ -210,6 +291,53 @@ func (v *view) hypotheses(d *Diagnosis) model.Hypothesis {
 	}
 	d.Verdict = verdict.String()
 	return verdict
+}
+
+// Reasons are built once: a replay states them for every batch.
+var (
+	notRequiredReason [model.Delivered]string
+	downstreamReason  [model.Delivered]string
+	// exclusionReasons is indexed by the set of proven data boundaries.
+	exclusionReasons = buildExclusionReasons()
+)
+
+func init() {
+	for _, h := range model.Hypotheses {
+		notRequiredReason[h] = "the contract does not require the " + h.Boundary().String() + " boundary"
+		downstreamReason[h] = "downstream of " + h.String() + ": no evidence either way"
+	}
+}
+
+func buildExclusionReasons() map[model.BoundarySet]string {
+	m := make(map[model.BoundarySet]string)
+	var data []model.Boundary
+	for _, b := range model.Ladder {
+		if b.OnDataPath() {
+			data = append(data, b)
+		}
+	}
+	for mask := 1; mask < 1<<len(data); mask++ {
+		var set model.BoundarySet
+		var names []string
+		for i, b := range data {
+			if mask&(1<<i) != 0 {
+				set = set.With(b)
+				names = append(names, b.String())
+			}
+		}
+		m[set] = "excluded by proof of " + strings.Join(names, ", ")
+	}
+	return m
+}
+
+func exclusionReason(v *view, from model.Boundary) string {
+	var set model.BoundarySet
+	for b := from; b <= model.Consumed; b++ {
+		if b.OnDataPath() && len(v.proven[b]) > 0 {
+			set = set.With(b)
+		}
+	}
+	return exclusionReasons[set]
 }
 
 // support returns the evidence for the hypothesis where delivery stopped:
@@ -254,20 +382,29 @@ func (v *view) boundaries(d *Diagnosis) model.Boundary {
 	if first != model.NoBoundary {
 		d.FirstMissing = first.String()
 	}
+	// A closure over a copy, not a method value: a method value would move
+	// the whole view to the heap.
+	provenTimes := v.firstProven
+	provenAt := func(b model.Boundary) (time.Time, bool) {
+		if !b.Valid() || provenTimes[b].IsZero() {
+			return time.Time{}, false
+		}
+		return provenTimes[b], true
+	}
 	latest := time.UnixMilli(v.latest).UTC()
 	if v.latest == 0 {
 		latest = time.Time{}
 	}
 	d.Boundaries = make([]BoundaryState, 0, len(model.Ladder))
 	for _, b := range model.Ladder {
-		bs := BoundaryState{Name: b.String(), Required: v.c.Requires(b), Evidence: ids(v.proven[b])}
+		bs := BoundaryState{Name: b.String(), Required: v.c.Requires(b), Evidence: v.provenOf(b)}
 		if t, ok := v.provenAt(b); ok {
 			bs.Proven = true
 			bs.At = t
 			bs.OutOfOrder = first != model.NoBoundary && b > first
 		}
 		if bs.Required {
-			if due, ok := v.c.Due(b, v.key, v.provenAt, latest); ok {
+			if due, ok := v.c.Due(b, v.key, provenAt, latest); ok {
 				bs.Due = due.UTC()
 				if bs.Proven {
 					bs.Overdue = v.c.Deadlines[b].Kind != contract.NoDeadline && bs.At.After(bs.Due)
@@ -323,7 +460,23 @@ func (v *view) stalledOnFailure(verdict model.Hypothesis) bool {
 	return last != nil && last.typ.IsFailure()
 }
 
-func fmtTime(t time.Time) string { return t.UTC().Format(model.TimeLayout) }
+func fmtTime(t time.Time) string { return string(appendTime(make([]byte, 0, 24), t)) }
+
+// appendTime appends t as RFC 3339 UTC with milliseconds
+// (2026-10-01T01:20:05.120Z), the one layout handoff writes. It is
+// time.AppendFormat(model.TimeLayout) without the layout interpreter, which
+// showed in the replay's profile.
+func appendTime(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	y, mo, d := t.Date()
+	h, mi, s := t.Clock()
+	ms := t.Nanosecond() / 1e6
+	b = append(b, byte('0'+y/1000%10), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
+		byte('0'+mo/10), byte('0'+mo%10), '-', byte('0'+d/10), byte('0'+d%10), 'T',
+		byte('0'+h/10), byte('0'+h%10), ':', byte('0'+mi/10), byte('0'+mi%10), ':',
+		byte('0'+s/10), byte('0'+s%10), '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+	return b
+}
 
 func fmtDuration(d time.Duration) string {
 	d = d.Round(time.Minute)

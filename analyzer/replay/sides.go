@@ -2,6 +2,7 @@ package replay
 
 import (
 	"strconv"
+	"unsafe"
 
 	"github.com/handoff-dev/handoff/model"
 )
@@ -11,10 +12,50 @@ var sideOrder = [...]model.System{model.Producer, model.Exchange, model.Consumer
 // sides fills d.Sides: what each system shows, in time order, then what it
 // does not show. Absences are stated as absences, never as health.
 func (v *view) sides(d *Diagnosis, ctx Context) {
-	var facts [len(sideOrder)][]Fact
+	// Facts of all sides share one backing array, all event sentences one
+	// string, and evidence lists one array: a few allocations per batch
+	// instead of several per event.
+	var count [len(sideOrder)]int
 	for _, r := range v.recs {
-		i := sideIndex(r.system)
-		facts[i] = append(facts[i], Fact{Text: describe(r), Evidence: []string{r.id}})
+		count[sideIndex(r.system)]++
+	}
+	// Room for what is added after the events: absences (at most 3, 2 and
+	// 4 with the previous batch), and heartbeats.
+	count[sideIndex(model.Producer)] += 3
+	count[sideIndex(model.Exchange)] += 2
+	count[sideIndex(model.Consumer)] += 4
+	for _, h := range ctx.Alive {
+		count[sideIndex(h.System)]++
+	}
+	total := 0
+	for _, n := range count {
+		total += n
+	}
+	backing := make([]Fact, 0, total)
+	var facts [len(sideOrder)][]Fact
+	for i, n := range count {
+		facts[i] = backing[len(backing) : len(backing) : len(backing)+n]
+		backing = backing[:len(backing)+n]
+	}
+	buf := make([]byte, 0, 100*len(v.recs))
+	ends := make([]int, len(v.recs))
+	for i, r := range v.recs {
+		buf = describe(buf, r)
+		ends[i] = len(buf)
+	}
+	// buf is never written again, so the string may share its bytes,
+	// as strings.Builder does; it saves a copy of every sentence.
+	var text string
+	if len(buf) > 0 {
+		text = unsafe.String(&buf[0], len(buf))
+	}
+	evs := make([]string, len(v.recs))
+	start := 0
+	for i, r := range v.recs {
+		si := sideIndex(r.system)
+		evs[i] = r.id
+		facts[si] = append(facts[si], Fact{Text: text[start:ends[i]], Evidence: evs[i : i+1 : i+1]})
+		start = ends[i]
 	}
 	for _, h := range ctx.Alive {
 		if h.At.After(v.asOf) {
@@ -37,33 +78,31 @@ func (v *view) sides(d *Diagnosis, ctx Context) {
 			text += " has no events at all"
 		}
 		i := sideIndex(model.Consumer)
-		facts[i] = append(facts[i], Fact{Text: text, Evidence: []string{}})
+		facts[i] = append(facts[i], Fact{Text: text, Evidence: noIDs})
 	}
 	absent := func(sys model.System, b model.Boundary, text string) {
 		if v.c.Requires(b) && len(v.proven[b]) == 0 {
 			i := sideIndex(sys)
-			facts[i] = append(facts[i], Fact{Text: text, Evidence: []string{}})
+			facts[i] = append(facts[i], Fact{Text: text, Evidence: noIDs})
 		}
 	}
 	absent(model.Producer, model.Produced, "no job SUCCESS recorded")
 	absent(model.Producer, model.Finalized, "no final artifact recorded (final name in place, temporary file gone)")
 	signal := "the completion signal"
-	if n, ok := v.c.SignalName(v.key); ok {
-		signal += " " + strconv.Quote(n)
+	if v.hasSignal && (len(v.proven[model.Signaled]) == 0 || len(v.proven[model.SignalDelivered]) == 0) {
+		signal += " " + strconv.Quote(v.wantSignal)
 	}
 	absent(model.Producer, model.Signaled, signal+" was not published at the source")
 	absent(model.Exchange, model.Transferred, "the data file is not recorded at the receiver")
 	absent(model.Exchange, model.SignalDelivered, signal+" does not exist on the receiving side: the consumer's trigger condition is not met")
 	absent(model.Consumer, model.Identified, "the receiver has not identified this batch by business_date + batch_id")
 	if len(v.proven[model.Consumed]) == 0 && v.c.Requires(model.Consumed) {
-		text := "no consume attempt recorded for this batch, and no failure record"
+		text := "no consume attempt recorded for this batch, and no failure record: that is an absence of evidence, not proof that the consumer is fine"
 		if len(v.of(model.ConsumeStarted)) > 0 || len(v.of(model.ConsumeFailed)) > 0 {
 			text = "no successful consumption recorded for this batch"
-		} else {
-			text += ": that is an absence of evidence, not proof that the consumer is fine"
 		}
 		i := sideIndex(model.Consumer)
-		facts[i] = append(facts[i], Fact{Text: text, Evidence: []string{}})
+		facts[i] = append(facts[i], Fact{Text: text, Evidence: noIDs})
 	}
 	d.Sides = make([]Side, 0, len(sideOrder))
 	for i, sys := range sideOrder {
@@ -82,12 +121,10 @@ func sideIndex(s model.System) int {
 	return len(sideOrder) - 1
 }
 
-// describe says in one sentence what an event shows.
-func describe(r *record) string {
-	b := make([]byte, 0, 96)
-	b = r.at().AppendFormat(b, model.TimeLayout)
+// describe appends one sentence saying what an event shows.
+func describe(b []byte, r *record) []byte {
+	b = appendTime(b, r.at())
 	b = append(b, ' ')
-	obj := strconv.Quote(r.object)
 	switch r.typ {
 	case model.JobStarted:
 		b = append(b, "job started"...)
@@ -97,17 +134,29 @@ func describe(r *record) string {
 		b = append(b, "job failed: "...)
 		b = append(b, r.err...)
 	case model.ArtifactStaged:
-		b = append(b, "temporary file "+obj+" written"...)
+		b = append(b, "temporary file "...)
+		b = appendQuote(b, r.object)
+		b = append(b, " written"...)
 	case model.ArtifactFinalized:
-		b = append(b, "final file "+obj+" in place"...)
+		b = append(b, "final file "...)
+		b = appendQuote(b, r.object)
+		b = append(b, " in place"...)
 	case model.SignalPublished:
-		b = append(b, "completion signal "+obj+" published at the source"...)
+		b = append(b, "completion signal "...)
+		b = appendQuote(b, r.object)
+		b = append(b, " published at the source"...)
 	case model.ArtifactTransferred:
-		b = append(b, "data file "+obj+" present and readable at the receiver"...)
+		b = append(b, "data file "...)
+		b = appendQuote(b, r.object)
+		b = append(b, " present and readable at the receiver"...)
 	case model.SignalTransferred:
-		b = append(b, "completion signal "+obj+" delivered to the receiver"...)
+		b = append(b, "completion signal "...)
+		b = appendQuote(b, r.object)
+		b = append(b, " delivered to the receiver"...)
 	case model.SignalRestored:
-		b = append(b, "completion signal "+obj+" restored"...)
+		b = append(b, "completion signal "...)
+		b = appendQuote(b, r.object)
+		b = append(b, " restored"...)
 	case model.BatchIdentified:
 		b = append(b, "receiver identified the batch by business_date + batch_id"...)
 	case model.ConsumeStarted:
@@ -120,35 +169,54 @@ func describe(r *record) string {
 	default:
 		b = append(b, r.typ...)
 	}
-	sep := byte('(')
-	detail := func(s string) {
-		b = append(b, ' ')
-		if sep == ',' {
-			b = b[:len(b)-1]
+	open := false
+	sep := func() {
+		if open {
 			b = append(b, ", "...)
 		} else {
-			b = append(b, sep)
+			b = append(b, " ("...)
+			open = true
 		}
-		b = append(b, s...)
-		sep = ','
 	}
 	if r.hasRows {
-		detail(strconv.FormatInt(r.rows, 10) + " rows")
+		sep()
+		b = strconv.AppendInt(b, r.rows, 10)
+		b = append(b, " rows"...)
 	}
 	if r.hasBytes {
-		detail(strconv.FormatInt(r.bytes, 10) + " bytes")
+		sep()
+		b = strconv.AppendInt(b, r.bytes, 10)
+		b = append(b, " bytes"...)
 	}
 	if r.checksum != "" {
-		detail(r.checksum)
+		sep()
+		b = append(b, r.checksum...)
 	}
 	if r.component != "" {
-		detail("by " + r.component)
+		sep()
+		b = append(b, "by "...)
+		b = append(b, r.component...)
 	}
 	if r.hasAttempt {
-		detail("attempt " + strconv.FormatInt(r.attempt, 10))
+		sep()
+		b = append(b, "attempt "...)
+		b = strconv.AppendInt(b, r.attempt, 10)
 	}
-	if sep == ',' {
+	if open {
 		b = append(b, ')')
 	}
-	return string(b)
+	return b
+}
+
+// appendQuote is strconv.AppendQuote with a fast path for the plain ASCII
+// names that object names nearly always are.
+func appendQuote(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return strconv.AppendQuote(b, s)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }

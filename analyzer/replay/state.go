@@ -131,6 +131,10 @@ func (s *State) Step(e *model.Event) bool {
 		}
 		return true
 	}
+	if s.records == nil {
+		// Most batches have 10 to 15 events: one allocation for all.
+		s.records = make([]record, 0, 16)
+	}
 	s.records = append(s.records, r)
 	if s.index != nil {
 		s.index[r.id] = len(s.records) - 1

@@ -106,28 +106,34 @@ func (t Template) Uses(name string) bool {
 
 // Render fills the template from a batch key.
 func (t Template) Render(k model.BatchKey) string {
-	var b strings.Builder
-	b.Grow(len(t.text) + 16)
+	return string(t.AppendRender(make([]byte, 0, len(t.text)+len(k.Pipeline)+len(k.BatchID)+10), k))
+}
+
+// AppendRender appends the rendered template to b; Render without the
+// intermediate allocations, for the replay's hot path.
+func (t Template) AppendRender(b []byte, k model.BatchKey) []byte {
 	d := k.BusinessDate
+	two := func(b []byte, n int) []byte { return append(b, byte('0'+n/10%10), byte('0'+n%10)) }
 	for _, p := range t.parts {
 		switch p.ph {
 		case phNone:
-			b.WriteString(p.lit)
+			b = append(b, p.lit...)
 		case phPipeline:
-			b.WriteString(k.Pipeline)
+			b = append(b, k.Pipeline...)
 		case phBusinessDate:
-			b.WriteString(d.String())
+			b = d.AppendFormat(b)
 		case phBatchID:
-			b.WriteString(k.BatchID)
+			b = append(b, k.BatchID...)
 		case phYYYYMMDD:
-			b.WriteString(d.Compact())
+			b = two(two(b, d.Year/100), d.Year%100)
+			b = two(two(b, int(d.Month)), d.Day)
 		case phYYYY:
-			fmt.Fprintf(&b, "%04d", d.Year)
+			b = two(two(b, d.Year/100), d.Year%100)
 		case phMM:
-			fmt.Fprintf(&b, "%02d", int(d.Month))
+			b = two(b, int(d.Month))
 		case phDD:
-			fmt.Fprintf(&b, "%02d", d.Day)
+			b = two(b, d.Day)
 		}
 	}
-	return b.String()
+	return b
 }
