@@ -5,6 +5,7 @@
 //	handoff diagnose --events FILE|- [--contract FILE|DIR] [--as-of T] [--format text|json] [--batch KEY]
 //	handoff ingest   [flags]   Kafka -> ClickHouse
 //	handoff emit     [flags]   publish delivery events
+//	handoff broker   [flags]   embedded Kafka-protocol broker for the demo
 //
 // Run "handoff COMMAND -h" for a command's flags. Every flag has an
 // environment variable (HANDOFF_*); a flag given on the command line wins.
@@ -61,6 +62,7 @@ func commands() []command {
 		{"diagnose", "replay delivery events and say where each batch stopped", runDiagnose},
 		{"ingest", "consume delivery events from Kafka into ClickHouse", runIngestCmd},
 		{"emit", "publish delivery events to Kafka (from flags or JSON lines)", runEmitCmd},
+		{"broker", "run the embedded Kafka-protocol broker (demo default)", runBroker},
 	}
 }
 

@@ -16,7 +16,7 @@
 #   HANDOFF_CLICKHOUSE_HOST          listen address (default 127.0.0.1)
 #   HANDOFF_CLICKHOUSE_PORT          native TCP port (default 19000)
 #   HANDOFF_CLICKHOUSE_HTTP_PORT     HTTP port (default 18123)
-#   HANDOFF_CLICKHOUSE_START_TIMEOUT seconds to wait for readiness (default 60)
+#   HANDOFF_CLICKHOUSE_START_TIMEOUT seconds to wait for readiness (default 90)
 set -euo pipefail
 
 # shellcheck disable=SC2034 # SVC is used by lib.sh
@@ -27,7 +27,7 @@ SVC=clickhouse
 CH_HOST="${HANDOFF_CLICKHOUSE_HOST:-127.0.0.1}"
 CH_PORT="${HANDOFF_CLICKHOUSE_PORT:-19000}"
 CH_HTTP_PORT="${HANDOFF_CLICKHOUSE_HTTP_PORT:-18123}"
-CH_TIMEOUT="${HANDOFF_CLICKHOUSE_START_TIMEOUT:-60}"
+CH_TIMEOUT="${HANDOFF_CLICKHOUSE_START_TIMEOUT:-90}"
 
 CH_CONFIG="$REPO_ROOT/deploy/clickhouse/config.xml"
 CH_DIR="$DATA_DIR/clickhouse"

@@ -1,0 +1,56 @@
+# handoff: the two commands of the README, and the ones behind them.
+#
+#   make demo   the seed case end to end: emit -> Kafka -> ingest -> ClickHouse -> diagnose
+#   make test   installs and starts ClickHouse and Kafka when missing, then runs every test
+#
+# Services live on loopback with their data under .data/ (HANDOFF_DATA_DIR);
+# `make services-down` stops them.
+
+SHELL := /bin/bash
+GO ?= go
+DATA_DIR ?= $(CURDIR)/.data
+export HANDOFF_DATA_DIR := $(DATA_DIR)
+BIN := $(CURDIR)/bin/handoff
+
+.PHONY: all build test unit vet services services-down demo bench bench-replay fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/handoff
+
+vet:
+	$(GO) vet ./...
+	@# The rooms' import rules (design.md section 7), checked on every run.
+	@bash deploy/check-imports.sh
+
+services:
+	bash deploy/services/up.sh
+
+services-down:
+	bash deploy/services/down.sh
+
+# Every test, with real ClickHouse and Kafka.
+test: vet services
+	set -a; . $(DATA_DIR)/services.env; set +a; \
+	$(GO) test -count=1 -timeout 30m ./...
+
+# Tests that need no services (pure logic); integration tests fail, never skip, without services.
+unit: vet
+	$(GO) test -count=1 ./model/... ./analyzer/... ./ingest/jsonl/...
+
+demo: build
+	bash deploy/demo/demo.sh
+
+bench-replay:
+	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./analyzer/replay/ ./model/
+
+bench: build
+	bash deploy/bench/diagnose.sh
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./model/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./model/contract/
+
+clean:
+	rm -rf bin

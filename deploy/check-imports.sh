@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Checks the import rules of the rooms (design.md section 7):
+#   model imports no other room and no I/O library;
+#   analyzer imports only model (from within the project);
+#   only ingest writes to ClickHouse (query may read; nothing else imports the driver).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+mod=$(go list -m)
+fail=0
+deps() { go list -f '{{join .Imports "\n"}}' "$1"; }
+
+for pkg in $(go list ./model/...); do
+  while read -r imp; do
+    case "$imp" in
+      "$mod"/model|"$mod"/model/*) ;;
+      "$mod"/*) echo "check-imports: $pkg imports $imp: model must import no other room"; fail=1 ;;
+      os|os/*|net|net/*|io/ioutil|database/*|syscall|github.com/segmentio/*|github.com/ClickHouse/*)
+        echo "check-imports: $pkg imports $imp: model must stay free of I/O"; fail=1 ;;
+    esac
+  done < <(deps "$pkg")
+done
+for pkg in $(go list ./analyzer/...); do
+  while read -r imp; do
+    case "$imp" in
+      "$mod"/model|"$mod"/model/*|"$mod"/analyzer|"$mod"/analyzer/*) ;;
+      "$mod"/*) echo "check-imports: $pkg imports $imp: analyzer imports only model"; fail=1 ;;
+      os|os/*|net|net/*|io/ioutil|database/*|syscall|github.com/segmentio/*|github.com/ClickHouse/*)
+        echo "check-imports: $pkg imports $imp: analyzer must stay pure (no I/O)"; fail=1 ;;
+    esac
+  done < <(deps "$pkg")
+done
+for pkg in $(go list ./... | grep -v -e "^$mod/ingest" -e "^$mod/query" -e "^$mod/cmd" -e "^$mod/deploy"); do
+  if deps "$pkg" | grep -q '^github.com/ClickHouse/'; then
+    echo "check-imports: $pkg imports the ClickHouse driver: only ingest writes, only query reads"; fail=1
+  fi
+done
+exit $fail
