@@ -45,6 +45,8 @@ var fuzzSeeds = []string{
 	`{"spec":"handoff/v1","event_id":"e5","type":"job.exploded"}`,
 	`{"spec":"handoff/v1","event_id":"e6","type":"job.started","time":"9999-12-31T23:59:59-01:00","pipeline":"p","business_date":"2026-09-30","batch_id":"b","system":"producer"}`,
 	`{"spec":"handoff/v1","event_id":"\u00e9\ud83d\ude00","type":"job.started","time":"2026-10-01T01:00:00Z","pipeline":"p","business_date":"2026-09-30","batch_id":"b","system":"producer","attrs":{"\u0001":"\u0000"}}`,
+	"{\"spec\":\"handoff/v1\",\"event_id\":\"e7\",\"type\":\"job.started\",\"time\":\"2026-10-01T01:00:00Z\",\"pipeline\":\"p\",\"business_date\":\"2026-09-30\",\"batch_id\":\"b\",\"system\":\"producer\",\"attrs\":{\"a\":\"\xff\",\"b\":[\"\xff\x01\",{\"\xfe\":-0.5e+3}]},\"k\xff\":\"v\"}",
+	`{"rows":+5,"bytes":05,"x":nan,"y":1.}`,
 	`[1,2,3]`,
 	`"x"`,
 	`{`,

@@ -164,6 +164,8 @@ func TestDecodeValid(t *testing.T) {
 				e.Attrs = map[string]string{"n": "12", "f": "1.5", "b": "true", "z": "null", "a": `[1,"x"]`, "o": `{"k":"v\u0001"}`, "top": `{"x":[]}`}
 			})},
 		{"null fields treated as absent", msg("component", `null`, "object", `null`, "rows", `null`, "bytes", `null`, "attempt", `null`, "error", `null`, "attrs", `null`, "unknown", `null`), base()},
+		{"invalid UTF-8 in attrs becomes U+FFFD", msg("attrs", "{\"a\":\"x\xff\",\"b\":[\"\xff\\u0001\"]}"),
+			with(func(e *model.Event) { e.Attrs = map[string]string{"a": "x\uFFFD", "b": "[\"\uFFFD\\u0001\"]"} })},
 		{"empty attrs leave Attrs nil", msg("attrs", `{}`), base()},
 		{"escaped strings", msg("event_id", `"e\u002d1"`, "checksum", `"sha256:\"q\""`), with(func(e *model.Event) { e.Checksum = `sha256:"q"` })},
 	}
@@ -192,6 +194,10 @@ func TestDecodeRejects(t *testing.T) {
 		{"empty", []byte(``), model.RejectBadJSON, "", "not valid JSON: *"},
 		{"bad JSON", []byte(`{"spec":`), model.RejectBadJSON, "", "not valid JSON: *"},
 		{"trailing garbage", append(msg(), 'x'), model.RejectBadJSON, "", "not valid JSON: *"},
+		{"number JSON does not allow", msg("rows", `+5`), model.RejectBadJSON, "", `not valid JSON: bad number "+5"`},
+		{"leading zero", msg("bytes", `05`), model.RejectBadJSON, "", `not valid JSON: bad number "05"`},
+		{"nan in an unknown field", msg("extra", `nan`), model.RejectBadJSON, "", `not valid JSON: bad number "nan"`},
+		{"bad number deep in attrs", msg("attrs", `{"a":[{"b":1.}]}`), model.RejectBadJSON, "", `not valid JSON: bad number "1."`},
 		{"array", []byte(`[1,2]`), model.RejectBadJSON, "", "not a JSON object"},
 		{"string", []byte(`"event"`), model.RejectBadJSON, "", "not a JSON object"},
 		{"too large", tooLarge, model.RejectTooLarge, "", fmt.Sprintf("message of %d bytes is over the 1048576-byte limit", len(tooLarge))},

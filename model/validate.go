@@ -55,6 +55,12 @@ func badValue(field, value, reason string) *ValidationError {
 // ClickHouse primary keys.
 const maxNameLen = 256
 
+// CheckName reports whether s can be a pipeline name or a batch id: not
+// empty, at most 256 bytes of printable UTF-8, without '/' (the batch key
+// separator) or white space. The *ValidationError it returns names field.
+// Contracts use it to reject a pipeline that no event could carry.
+func CheckName(field, s string) error { return checkName(field, s) }
+
 // checkName validates a pipeline or batch id: non-empty, printable, without
 // '/' (the batch key separator) or white space.
 func checkName(field, s string) error {

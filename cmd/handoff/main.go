@@ -22,6 +22,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	// Contracts name time zones (Asia/Shanghai); embed the zone database so
+	// they load on machines without /usr/share/zoneinfo.
+	_ "time/tzdata"
 )
 
 // Exit codes, documented in the README.

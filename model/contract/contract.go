@@ -195,8 +195,12 @@ func (c *Contract) due(b model.Boundary, key model.BatchKey, proven ProvenAt, la
 		if loc == nil {
 			loc = time.UTC
 		}
+		// Build the wall-clock time rather than adding TimeOfDay to midnight:
+		// on a daylight-saving day, midnight + 6h is not 06:00.
 		day := key.BusinessDate.AddDays(d.Days)
-		return day.In(loc).Add(d.TimeOfDay), true
+		tod := d.TimeOfDay
+		h, m, sec := tod/time.Hour, tod%time.Hour/time.Minute, tod%time.Minute/time.Second
+		return time.Date(day.Year, day.Month, day.Day, int(h), int(m), int(sec), int(tod%time.Second), loc), true
 	case Relative:
 		prev := c.previousRequired(b)
 		if prev == model.NoBoundary {

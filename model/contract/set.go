@@ -1,0 +1,62 @@
+package contract
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Set holds the contracts of many pipelines. It is immutable once built, so
+// any number of goroutines may read it at once.
+type Set struct {
+	byPipeline map[string]*Contract
+	pipelines  []string // sorted
+}
+
+// NewSet returns a set of the given contracts. Two contracts for one
+// pipeline are an error naming both sources.
+func NewSet(cs ...*Contract) (*Set, error) {
+	s := &Set{byPipeline: make(map[string]*Contract, len(cs))}
+	for _, c := range cs {
+		if c == nil {
+			return nil, fmt.Errorf("contract set: nil contract")
+		}
+		if c.Pipeline == "" {
+			return nil, fmt.Errorf("contract set: %s: no pipeline", c.Name())
+		}
+		if prev, ok := s.byPipeline[c.Pipeline]; ok {
+			return nil, fmt.Errorf("%s: pipeline %q already has a contract in %s", c.Name(), c.Pipeline, prev.Name())
+		}
+		s.byPipeline[c.Pipeline] = c
+		s.pipelines = append(s.pipelines, c.Pipeline)
+	}
+	sort.Strings(s.pipelines)
+	return s, nil
+}
+
+// For returns the contract of pipeline, or Default(pipeline) when the set
+// has none. A nil Set has none. The returned contract is shared: do not
+// modify it.
+func (s *Set) For(pipeline string) *Contract {
+	if s != nil {
+		if c, ok := s.byPipeline[pipeline]; ok {
+			return c
+		}
+	}
+	return Default(pipeline)
+}
+
+// Len returns the number of contracts in the set.
+func (s *Set) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.pipelines)
+}
+
+// Pipelines returns the pipelines that have a contract, sorted.
+func (s *Set) Pipelines() []string {
+	if s == nil {
+		return nil
+	}
+	return append([]string(nil), s.pipelines...)
+}
