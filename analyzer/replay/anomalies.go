@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -51,12 +52,17 @@ func (v *view) anomalies(d *Diagnosis, first model.Boundary, cont Previous) {
 		if bs.Proven {
 			add(Late, b.String()+" proven at "+fmtTime(bs.At)+", "+fmtDuration(bs.At.Sub(bs.Due))+" after its deadline "+fmtTime(bs.Due), bs.Evidence)
 		} else if b == first {
-			add(Late, b.String()+" missing "+fmtDuration(v.asOf.Sub(bs.Due))+" after its deadline "+fmtTime(bs.Due)+deadlineText(v, b), nil)
+			add(Late, b.String()+" missing "+fmtDuration(v.asOf.Sub(bs.Due))+" after its deadline "+fmtTime(bs.Due)+deadlineText(v, b, v.dueBy[b]), nil)
 		}
 	}
 }
 
-func deadlineText(v *view, b model.Boundary) string {
+func deadlineText(v *view, b, by model.Boundary) string {
+	if by != b && by.Valid() {
+		if t := v.c.Deadlines[by].Text; t != "" {
+			return " (" + by.String() + " is due " + t + ", so " + b.String() + " is too)"
+		}
+	}
 	if t := v.c.Deadlines[b].Text; t != "" {
 		return " (" + t + ")"
 	}
@@ -198,18 +204,24 @@ func (v *view) checksums(add addFunc) {
 	if len(diff) == 0 {
 		return
 	}
-	detail := "the artifact changed across the transfer:"
+	var first []string
 	if ref != nil {
-		detail += " " + string(ref.typ) + " checksum " + ref.checksum
-		ev = append([]string{ref.id}, ev...)
+		first = append(first, string(ref.typ)+" checksum "+ref.checksum)
+		ev = append(ev, ref.id)
 	}
 	if bref != nil {
-		detail += " " + string(bref.typ) + " " + strconv.FormatInt(bref.bytes, 10) + " bytes"
-		if ref == nil || bref.id != ref.id {
-			ev = append([]string{bref.id}, ev...)
+		first = append(first, string(bref.typ)+" "+strconv.FormatInt(bref.bytes, 10)+" bytes")
+		ev = append(ev, bref.id)
+	}
+	// Evidence in time order, each event once: one event can carry both a
+	// changed checksum and a changed size.
+	var out []string
+	for _, r := range v.recs {
+		if slices.Contains(ev, r.id) {
+			out = append(out, r.id)
 		}
 	}
-	add(ChecksumMismatch, detail+"; then "+strings.Join(diff, ", "), ev)
+	add(ChecksumMismatch, "the artifact changed across the transfer: first "+strings.Join(first, ", ")+"; then "+strings.Join(diff, ", "), out)
 }
 
 // signalBeforeFinal reports a completion declared before the artifact was

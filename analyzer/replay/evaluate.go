@@ -75,6 +75,9 @@ type view struct {
 	dataFrom [model.Consumed + 2]int
 
 	// The names that derive from the batch's identity, rendered once.
+	// dueBy[b] is the boundary whose deadline applies to b: b itself, or a
+	// later missing boundary whose earlier deadline caps b's.
+	dueBy [model.Consumed + 1]model.Boundary
 	// firstProven[b] is when b was first proven (zero when not).
 	firstProven [model.Consumed + 1]time.Time
 
@@ -340,33 +343,72 @@ func exclusionReason(v *view, from model.Boundary) string {
 	return exclusionReasons[set]
 }
 
-// support returns the evidence for the hypothesis where delivery stopped:
-// proof of the stretch before it, and the context events of its own step.
+// support returns the evidence for the hypothesis where delivery stopped,
+// in time order: proof of the highest data boundary reached below it (and of
+// the signals on the way), and the context events of its own step.
 func (v *view) support(h model.Hypothesis) ([]string, string) {
-	switch h {
-	case model.NotProduced:
-		ev := ids(v.of(model.JobStarted), v.of(model.JobFailed))
-		if len(v.of(model.JobFailed)) > 0 {
-			return ev, "no job SUCCESS and no later evidence; the job failed"
+	hb := h.Boundary()
+	base := model.NoBoundary
+	for b := hb - 1; b >= model.Produced; b-- {
+		if b.OnDataPath() && len(v.proven[b]) > 0 {
+			base = b
+			break
 		}
-		if len(ev) > 0 {
+	}
+	want := func(r *record) bool {
+		p := r.typ.Proves()
+		switch {
+		case p == base && base != model.NoBoundary:
+			return true
+		case p == model.Signaled || p == model.SignalDelivered:
+			return p > base && p < hb
+		}
+		switch h {
+		case model.NotProduced:
+			return r.typ == model.JobStarted || r.typ == model.JobFailed
+		case model.NotFinal:
+			return r.typ == model.ArtifactStaged
+		case model.NotIdentified, model.NotConsumed:
+			return r.typ == model.ConsumeStarted || r.typ == model.ConsumeFailed
+		}
+		return false
+	}
+	ev := make([]string, 0, 4)
+	for _, r := range v.recs {
+		if want(r) {
+			ev = append(ev, r.id)
+		}
+	}
+	if h == model.NotProduced {
+		switch {
+		case v.stalledOnFailure(h):
+			return ev, "no job SUCCESS and no later evidence; the latest attempt failed"
+		case len(v.of(model.JobFailed)) > 0:
+			return ev, "no job SUCCESS and no later evidence; an earlier attempt failed and a later one has not succeeded"
+		case len(ev) > 0:
 			return ev, "the job started but no SUCCESS and no later evidence is recorded"
 		}
 		return ev, "no producer evidence at all for this batch"
-	case model.NotFinal:
-		return ids(v.proven[model.Produced], v.of(model.ArtifactStaged)),
-			"the job reported SUCCESS but no final artifact is recorded"
-	case model.NotTransferred:
-		return ids(v.proven[model.Finalized], v.proven[model.Signaled]),
-			"the final artifact exists at the source but is not recorded at the receiver"
-	case model.NotIdentified:
-		return ids(v.proven[model.Transferred], v.proven[model.SignalDelivered]),
-			"the data file is at the receiver but the receiver has not identified the batch"
-	case model.NotConsumed:
-		return ids(v.proven[model.Identified], v.of(model.ConsumeStarted), v.of(model.ConsumeFailed)),
-			"the batch was identified but no successful consumption is recorded"
 	}
-	return []string{}, ""
+	var reason string
+	switch h {
+	case model.NotFinal:
+		reason = "the job reported SUCCESS but no final artifact is recorded"
+	case model.NotTransferred:
+		reason = "the final artifact exists at the source but is not recorded at the receiver"
+	case model.NotIdentified:
+		reason = "the data file is at the receiver but the receiver has not identified the batch"
+	case model.NotConsumed:
+		reason = "the batch was identified but no successful consumption is recorded"
+	}
+	if base != hb-1 && !(h == model.NotTransferred && base == model.Finalized) && !(h == model.NotIdentified && base == model.Transferred) {
+		if base == model.NoBoundary {
+			reason = "no data evidence below " + hb.String() + " either; nothing proves " + hb.String()
+		} else {
+			reason = "the latest data evidence is " + base.String() + "; nothing proves " + hb.String()
+		}
+	}
+	return ev, reason
 }
 
 // boundaries fills d.Boundaries and d.FirstMissing and returns the first
@@ -406,14 +448,37 @@ func (v *view) boundaries(d *Diagnosis) model.Boundary {
 		if bs.Required {
 			if due, ok := v.c.Due(b, v.key, provenAt, latest); ok {
 				bs.Due = due.UTC()
-				if bs.Proven {
-					bs.Overdue = v.c.Deadlines[b].Kind != contract.NoDeadline && bs.At.After(bs.Due)
-				} else {
-					bs.Overdue = v.asOf.After(bs.Due)
-				}
+				v.dueBy[b] = b
 			}
 		}
 		d.Boundaries = append(d.Boundaries, bs)
+	}
+	// A missing boundary is due no later than any missing boundary above
+	// it: if consumption is due at 04:00, so is everything it needs.
+	var capDue time.Time
+	capBy := model.NoBoundary
+	for b := model.Consumed; b >= model.Produced; b-- {
+		bs := &d.Boundaries[b-1]
+		if !bs.Required || bs.Proven {
+			continue
+		}
+		if !capDue.IsZero() && (bs.Due.IsZero() || capDue.Before(bs.Due)) {
+			bs.Due, v.dueBy[b] = capDue, capBy
+		}
+		if !bs.Due.IsZero() && (capDue.IsZero() || bs.Due.Before(capDue)) {
+			capDue, capBy = bs.Due, v.dueBy[b]
+		}
+	}
+	for b := model.Produced; b <= model.Consumed; b++ {
+		bs := &d.Boundaries[b-1]
+		if bs.Due.IsZero() {
+			continue
+		}
+		if bs.Proven {
+			bs.Overdue = v.c.Deadlines[b].Kind != contract.NoDeadline && bs.At.After(bs.Due)
+		} else {
+			bs.Overdue = v.asOf.After(bs.Due)
+		}
 	}
 	return first
 }

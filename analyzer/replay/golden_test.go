@@ -123,7 +123,7 @@ var goldenScenarios = map[string][]goldenWant{
 		{goldenGL, replay.StatusLate, "not_produced", "produced", anomalyKinds(replay.Late), "investigate_producer"},
 	},
 	"status-in-progress": {
-		{goldenGL, replay.StatusInProgress, "not_identified", "signal_delivered", nil, "restore_signal"},
+		{goldenGL, replay.StatusInProgress, "not_identified", "signal_delivered", nil, "wait"},
 	},
 	"contract-no-exchange": {
 		{goldenGL, replay.StatusLate, "not_identified", "identified", anomalyKinds(replay.Late), "investigate_identification"},

@@ -13,7 +13,15 @@ import (
 func (v *view) nextStep(d *Diagnosis, verdict model.Hypothesis, first model.Boundary) NextStep {
 	key := v.key.BusinessDate.String() + "/" + v.key.BatchID
 	if verdict == model.NotIdentified && (first == model.Signaled || first == model.SignalDelivered) && len(v.proven[model.Transferred]) > 0 {
-		return v.restoreSignal(d, key)
+		ns := v.restoreSignal(d, key)
+		if d.Status == StatusInProgress {
+			// The signal may still arrive on its own: restoring it now would
+			// race the exchange. Say when to act, and keep the plan.
+			bs := d.Boundaries[first-1]
+			ns.Action = "wait"
+			ns.Summary = "in progress; " + first.String() + " is not due until " + fmtTime(bs.Due) + "; if it passes: " + ns.Summary
+		}
+		return ns
 	}
 	if d.Status == StatusBroken {
 		var kinds []string
@@ -168,7 +176,7 @@ func (v *view) restoreSignal(d *Diagnosis, key string) NextStep {
 		target += " (no signal template in the contract: derive its name from the batch identity by the pipeline's convention)"
 	}
 	if failing > 0 {
-		ns.Summary = "do not restore " + target + " yet: " + strconv.Itoa(failing) + " of " + strconv.Itoa(len(checks)) + " checks are not proven; verify the artifact first, then restore the signal, never the other way round"
+		ns.Summary = "do not restore " + target + " yet: " + strconv.Itoa(failing) + " of " + strconv.Itoa(len(checks)) + " checks not proven; verify the artifact first, then restore the signal, never the other way round"
 	} else {
 		ns.Summary = "the artifact is proven safe: restore " + target + " idempotently (write then rename, record signal.restored), then verify end to end that the consumer consumed it exactly once"
 	}
