@@ -3,6 +3,7 @@ package replay_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -224,7 +225,12 @@ func TestGolden(t *testing.T) {
 			if err := report.TextAll(&txt, ds); err != nil {
 				t.Fatal(err)
 			}
-			compareGolden(t, filepath.Join(dir, "diagnosis.json"), js.Bytes())
+			// The golden is indented so that a change reads as a small diff.
+			var indented bytes.Buffer
+			if err := json.Indent(&indented, js.Bytes(), "", "  "); err != nil {
+				t.Fatalf("report.JSON wrote invalid JSON: %v", err)
+			}
+			compareGolden(t, filepath.Join(dir, "diagnosis.json"), indented.Bytes())
 			compareGolden(t, filepath.Join(dir, "report.txt"), txt.Bytes())
 
 			// Replay is a pure function of the events (design.md section 5):

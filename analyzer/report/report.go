@@ -12,6 +12,8 @@
 package report
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -68,32 +70,45 @@ func TextAll(w io.Writer, ds []replay.Diagnosis) error {
 	return err
 }
 
-// JSON writes the diagnoses as one JSON array, indented by two spaces and
-// followed by a newline. An empty or nil slice is written as [], never
-// null, so that consumers can always iterate the result.
+// JSON writes the diagnoses as one JSON array with one compact diagnosis
+// per line: valid JSON for any parser, and a stream that line tools (grep,
+// head, jq -c) can cut, for outputs of tens of thousands of batches. An
+// empty or nil slice is written as [], never null.
 func JSON(w io.Writer, ds []replay.Diagnosis) error {
-	if ds == nil {
-		ds = []replay.Diagnosis{}
+	if len(ds) == 0 {
+		_, err := io.WriteString(w, "[]\n")
+		return err
 	}
-	return encode(w, ds)
+	bw := bufio.NewWriterSize(w, 256<<10)
+	buf := make([]byte, 0, 8<<10)
+	bw.WriteString("[\n")
+	for i := range ds {
+		buf = buf[:0]
+		if i > 0 {
+			buf = append(buf, ",\n"...)
+		}
+		buf = ds[i].AppendJSON(buf)
+		if _, err := bw.Write(buf); err != nil {
+			return err
+		}
+	}
+	bw.WriteString("\n]\n")
+	return bw.Flush()
 }
 
-// JSONOne writes one diagnosis as an indented JSON object followed by a
-// newline.
+// JSONOne writes one diagnosis as a JSON object indented by two spaces,
+// followed by a newline: the form for a person reading one batch.
 func JSONOne(w io.Writer, d *replay.Diagnosis) error {
 	if d == nil {
 		return errNil
 	}
-	return encode(w, d)
-}
-
-func encode(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	// Details quote object names and use arrows ("->"); HTML escaping
-	// would turn them into \u003e and help no one reading a terminal.
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	var out bytes.Buffer
+	if err := json.Indent(&out, d.AppendJSON(nil), "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	_, err := w.Write(out.Bytes())
+	return err
 }
 
 // printer accumulates a report. Writing to a strings.Builder cannot fail,

@@ -382,12 +382,15 @@ func TestTextAllSummary(t *testing.T) {
 func TestJSON(t *testing.T) {
 	d := diagnose(seedEvents(), seedContract(t), replay.Context{})
 	var b bytes.Buffer
-	if err := report.JSON(&b, []replay.Diagnosis{*d}); err != nil {
+	if err := report.JSON(&b, []replay.Diagnosis{*d, *d}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
-	if !strings.HasPrefix(out, "[\n  {\n    \"batch\": ") || !strings.HasSuffix(out, "}\n]\n") {
-		t.Errorf("want an array indented by two spaces with a trailing newline, got:\n%.80s...%s", out, out[len(out)-10:])
+	lines := strings.Split(out, "\n")
+	// One compact diagnosis per line, so line tools can cut the array.
+	if len(lines) != 5 || lines[0] != "[" || !strings.HasPrefix(lines[1], `{"batch":`) || !strings.HasSuffix(lines[1], "},") ||
+		!strings.HasPrefix(lines[2], `{"batch":`) || lines[3] != "]" || lines[4] != "" {
+		t.Errorf("want [, one diagnosis per line, ], and a trailing newline; got:\n%.300s", out)
 	}
 	if strings.Contains(out, `\u003e`) || strings.Contains(out, `\u0026`) {
 		t.Error("JSON escapes HTML characters; nobody reads it in a browser")
@@ -395,6 +398,9 @@ func TestJSON(t *testing.T) {
 	var got []map[string]any
 	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
 		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("decoded %d diagnoses, want 2", len(got))
 	}
 	// The field names design.md section 5 fixes.
 	for _, k := range []string{"batch", "pipeline", "business_date", "batch_id", "status", "verdict", "first_missing", "hypotheses", "anomalies", "as_of"} {
