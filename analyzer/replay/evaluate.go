@@ -85,11 +85,38 @@ type view struct {
 	hasBatchID, hasArtifact, hasSignal    bool
 }
 
+// typeIndex returns t's index in model.EventTypes, or -1. A switch, not a
+// loop: it runs for every event and every rule's lookup.
 func typeIndex(t model.EventType) int {
-	for i, et := range model.EventTypes {
-		if et == t {
-			return i
-		}
+	switch t {
+	case model.JobSucceeded:
+		return 0
+	case model.ArtifactFinalized:
+		return 1
+	case model.SignalPublished:
+		return 2
+	case model.ArtifactTransferred:
+		return 3
+	case model.SignalTransferred:
+		return 4
+	case model.SignalRestored:
+		return 5
+	case model.BatchIdentified:
+		return 6
+	case model.ConsumeSucceeded:
+		return 7
+	case model.JobStarted:
+		return 8
+	case model.JobFailed:
+		return 9
+	case model.ArtifactStaged:
+		return 10
+	case model.ConsumeStarted:
+		return 11
+	case model.ConsumeFailed:
+		return 12
+	case model.ProcessHeartbeat:
+		return 13
 	}
 	return -1
 }
@@ -121,11 +148,9 @@ func (v *view) init(s *State, c *contract.Contract, asOf time.Time) {
 	// cost more than the replay itself.
 	var nType [len(model.EventTypes)]int
 	var nProven [model.Consumed + 1]int
-	tidx := make([]int8, len(v.recs))
 	var latestAny int64
-	for i, r := range v.recs {
-		ti := typeIndex(r.typ)
-		tidx[i] = int8(ti)
+	for _, r := range v.recs {
+		ti := r.ti
 		if ti >= 0 {
 			nType[ti]++
 		}
@@ -148,8 +173,8 @@ func (v *view) init(s *State, c *contract.Contract, asOf time.Time) {
 			backing = backing[:len(backing)+n]
 		}
 	}
-	for i, r := range v.recs {
-		if ti := tidx[i]; ti >= 0 {
+	for _, r := range v.recs {
+		if ti := r.ti; ti >= 0 {
 			v.byType[ti] = append(v.byType[ti], r)
 		}
 		if b := r.typ.Proves(); b != model.NoBoundary {
@@ -532,10 +557,39 @@ func fmtTime(t time.Time) string { return string(appendTime(make([]byte, 0, 24),
 // time.AppendFormat(model.TimeLayout) without the layout interpreter, which
 // showed in the replay's profile.
 func appendTime(b []byte, t time.Time) []byte {
-	t = t.UTC()
-	y, mo, d := t.Date()
-	h, mi, s := t.Clock()
-	ms := t.Nanosecond() / 1e6
+	return appendMillis(b, t.UnixMilli())
+}
+
+// appendMillis formats Unix milliseconds, with the civil-from-days
+// algorithm of Howard Hinnant (proleptic Gregorian, any year 0000-9999).
+func appendMillis(b []byte, unixMs int64) []byte {
+	days := unixMs / 86400000
+	rem := unixMs % 86400000
+	if rem < 0 {
+		rem += 86400000
+		days--
+	}
+	z := days + 719468
+	era := z / 146097
+	if z < 0 && z%146097 != 0 {
+		era--
+	}
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	d := int(doy - (153*mp+2)/5 + 1)
+	mo := int(mp + 3)
+	if mo > 12 {
+		mo -= 12
+	}
+	y := int(yoe + era*400)
+	if mo <= 2 {
+		y++
+	}
+	ms := int(rem % 1000)
+	sec := int(rem / 1000)
+	h, mi, s := sec/3600, sec/60%60, sec%60
 	b = append(b, byte('0'+y/1000%10), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
 		byte('0'+mo/10), byte('0'+mo%10), '-', byte('0'+d/10), byte('0'+d%10), 'T',
 		byte('0'+h/10), byte('0'+h%10), ':', byte('0'+mi/10), byte('0'+mi%10), ':',

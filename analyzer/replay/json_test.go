@@ -58,3 +58,26 @@ func normalize(d replay.Diagnosis) replay.Diagnosis {
 	d.Boundaries = bs
 	return d
 }
+
+// TestAppendTimeMatchesTimeFormat checks the fast formatter against the
+// standard library over a wide range of instants.
+func TestAppendTimeMatchesTimeFormat(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	lo := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	hi := time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC).UnixMilli()
+	check := func(ms int64) {
+		tm := time.UnixMilli(ms).UTC()
+		d := replay.Diagnosis{AsOf: tm}
+		b := d.AppendJSON(nil)
+		want := `"as_of":"` + tm.Format(model.TimeLayout) + `"`
+		if !bytes.Contains(b, []byte(want)) {
+			t.Fatalf("%d: want %s in %s", ms, want, b)
+		}
+	}
+	for _, ms := range []int64{0, -1, 86399999, 951782400000, 4107542400000, lo + 86400000, hi} {
+		check(ms)
+	}
+	for i := 0; i < 100000; i++ {
+		check(lo + r.Int64N(hi-lo))
+	}
+}

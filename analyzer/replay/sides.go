@@ -17,7 +17,7 @@ func (v *view) sides(d *Diagnosis, ctx Context) {
 	// instead of several per event.
 	var count [len(sideOrder)]int
 	for _, r := range v.recs {
-		count[sideIndex(r.system)]++
+		count[r.side]++
 	}
 	// Room for what is added after the events: absences (at most 3, 2 and
 	// 4 with the previous batch), and heartbeats.
@@ -52,7 +52,7 @@ func (v *view) sides(d *Diagnosis, ctx Context) {
 	evs := make([]string, len(v.recs))
 	start := 0
 	for i, r := range v.recs {
-		si := sideIndex(r.system)
+		si := r.side
 		evs[i] = r.id
 		facts[si] = append(facts[si], Fact{Text: text[start:ends[i]], Evidence: evs[i : i+1 : i+1]})
 		start = ends[i]

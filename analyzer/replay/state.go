@@ -26,6 +26,8 @@ type record struct {
 	id         string
 	typ        model.EventType
 	ms         int64 // event time, Unix milliseconds
+	ti         int8  // index of typ in model.EventTypes
+	side       int8  // index of the emitting system in sideOrder
 	system     model.System
 	component  string
 	object     string
@@ -124,6 +126,7 @@ func (s *State) Step(e *model.Event) bool {
 		component: e.Component, object: e.Object, checksum: e.Checksum, err: e.Error,
 		rows: e.Rows, bytes: e.Bytes, attempt: e.Attempt,
 		hasRows: e.HasRows, hasBytes: e.HasBytes, hasAttempt: e.HasAttempt,
+		ti: int8(typeIndex(e.Type)), side: int8(sideIndex(e.System)),
 	}
 	if i, ok := s.find(r.id); ok {
 		if r.less(&s.records[i]) {
