@@ -9,10 +9,6 @@ import (
 	"io"
 )
 
-func runDiagnose(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	return errors.New("not built yet")
-}
-
 func runIngestCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	return errors.New("not built yet")
 }
