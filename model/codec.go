@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/valyala/fastjson"
 )
@@ -41,39 +42,53 @@ func (d *Decoder) DecodeWith(data []byte, fill func(*Event)) (Event, error) {
 		return e, &ValidationError{Reason: "not a JSON object", Kind: RejectBadJSON}
 	}
 	var ferr error
-	var rawTime string
-	var rawDate string
+	// String fields are gathered as byte slices into the parser's buffer and
+	// copied into one allocation per event below: a decoder that allocates
+	// a string per field spends its time in the allocator.
+	var raw [nOwned][]byte
+	var rawTime, rawDate []byte
 	var extra []*fastjson.Value
 	var extraKeys []string
+	field := func(name string, slot int, v *fastjson.Value) {
+		raw[slot], ferr = strBytes(name, v)
+	}
 	o.Visit(func(k []byte, v *fastjson.Value) {
 		if ferr != nil || v.Type() == fastjson.TypeNull {
 			return
 		}
 		switch string(k) {
 		case "spec":
-			e.Spec, ferr = str("spec", v)
+			var b []byte
+			if b, ferr = strBytes("spec", v); ferr == nil {
+				e.Spec = SpecV1
+				if string(b) != SpecV1 {
+					e.Spec = string(b)
+				}
+			}
 		case "event_id":
-			e.ID, ferr = str("event_id", v)
+			field("event_id", oID, v)
 		case "type":
-			var s string
-			s, ferr = str("type", v)
-			e.Type = EventType(s)
+			var b []byte
+			if b, ferr = strBytes("type", v); ferr == nil {
+				e.Type = internType(b)
+			}
 		case "time":
-			rawTime, ferr = str("time", v)
+			rawTime, ferr = strBytes("time", v)
 		case "pipeline":
-			e.Pipeline, ferr = str("pipeline", v)
+			field("pipeline", oPipeline, v)
 		case "business_date":
-			rawDate, ferr = str("business_date", v)
+			rawDate, ferr = strBytes("business_date", v)
 		case "batch_id":
-			e.BatchID, ferr = str("batch_id", v)
+			field("batch_id", oBatchID, v)
 		case "system":
-			var s string
-			s, ferr = str("system", v)
-			e.System = System(s)
+			var b []byte
+			if b, ferr = strBytes("system", v); ferr == nil {
+				e.System = internSystem(b)
+			}
 		case "component":
-			e.Component, ferr = str("component", v)
+			field("component", oComponent, v)
 		case "object":
-			e.Object, ferr = str("object", v)
+			field("object", oObject, v)
 		case "rows":
 			e.Rows, ferr = integer("rows", v)
 			e.HasRows = ferr == nil
@@ -81,12 +96,12 @@ func (d *Decoder) DecodeWith(data []byte, fill func(*Event)) (Event, error) {
 			e.Bytes, ferr = integer("bytes", v)
 			e.HasBytes = ferr == nil
 		case "checksum":
-			e.Checksum, ferr = str("checksum", v)
+			field("checksum", oChecksum, v)
 		case "attempt":
 			e.Attempt, ferr = integer("attempt", v)
 			e.HasAttempt = ferr == nil
 		case "error":
-			e.Error, ferr = str("error", v)
+			field("error", oError, v)
 		case "attrs":
 			ao, err := v.Object()
 			if err != nil {
@@ -113,6 +128,25 @@ func (d *Decoder) DecodeWith(data []byte, fill func(*Event)) (Event, error) {
 	if ferr != nil {
 		return e, ferr
 	}
+	n := 0
+	for _, b := range raw {
+		n += len(b)
+	}
+	if n > 0 {
+		// The buffer is written once here and never again, so strings may
+		// share it (as strings.Builder does).
+		buf := make([]byte, 0, n)
+		var owned [nOwned]string
+		for i, b := range raw {
+			if len(b) > 0 {
+				start := len(buf)
+				buf = append(buf, b...)
+				owned[i] = unsafe.String(&buf[start], len(b))
+			}
+		}
+		e.ID, e.Pipeline, e.BatchID = owned[oID], owned[oPipeline], owned[oBatchID]
+		e.Component, e.Object, e.Checksum, e.Error = owned[oComponent], owned[oObject], owned[oChecksum], owned[oError]
+	}
 	for i, k := range extraKeys {
 		if e.Attrs == nil {
 			e.Attrs = make(map[string]string, len(extra))
@@ -130,17 +164,19 @@ func (d *Decoder) DecodeWith(data []byte, fill func(*Event)) (Event, error) {
 	if e.Spec != "" && e.Type != "" && !e.Type.Known() {
 		return e, &ValidationError{Field: "type", Value: string(e.Type), Reason: "unknown event type", Kind: RejectUnknownType}
 	}
-	if rawTime != "" {
-		t, err := ParseTime(rawTime)
+	if rawTime != nil {
+		// The parse reads the parser's buffer in place; only an error keeps
+		// (a copy of) the value.
+		t, err := ParseTime(unsafe.String(unsafe.SliceData(rawTime), len(rawTime)))
 		if err != nil {
-			return e, badValue("time", rawTime, err.Error())
+			return e, badValue("time", string(rawTime), err.Error())
 		}
 		e.Time = t
 	}
-	if rawDate != "" {
-		bd, err := ParseDate(rawDate)
+	if rawDate != nil {
+		bd, err := ParseDate(unsafe.String(unsafe.SliceData(rawDate), len(rawDate)))
 		if err != nil {
-			return e, badValue("business_date", rawDate, err.Error())
+			return e, badValue("business_date", string(rawDate), err.Error())
 		}
 		e.BusinessDate = bd
 	}
@@ -159,15 +195,52 @@ func Decode(data []byte) (Event, error) {
 	return d.Decode(data)
 }
 
-func str(field string, v *fastjson.Value) (string, error) {
+// Slots of the string fields an event owns (see DecodeWith).
+const (
+	oID = iota
+	oPipeline
+	oBatchID
+	oComponent
+	oObject
+	oChecksum
+	oError
+	nOwned
+)
+
+// strBytes returns a string field's bytes, which point into the parser's
+// buffer: valid until the next parse.
+func strBytes(field string, v *fastjson.Value) ([]byte, error) {
 	b, err := v.StringBytes()
 	if err != nil {
-		return "", badValue(field, string(v.MarshalTo(nil)), "must be a JSON string")
+		return nil, badValue(field, string(v.MarshalTo(nil)), "must be a JSON string")
 	}
 	if !utf8.Valid(b) {
-		return "", badValue(field, string(b), "not valid UTF-8")
+		return nil, badValue(field, string(b), "not valid UTF-8")
 	}
-	return string(b), nil
+	if b == nil {
+		b = []byte{}
+	}
+	return b, nil
+}
+
+// internType returns the EventType constant for b without allocating, or
+// a copy of b for an unknown type (which validation then rejects).
+func internType(b []byte) EventType {
+	for _, t := range EventTypes {
+		if string(t) == string(b) {
+			return t
+		}
+	}
+	return EventType(b)
+}
+
+func internSystem(b []byte) System {
+	for _, s := range [...]System{Producer, Exchange, Consumer, Operator} {
+		if string(s) == string(b) {
+			return s
+		}
+	}
+	return System(b)
 }
 
 func integer(field string, v *fastjson.Value) (int64, error) {
@@ -308,6 +381,9 @@ func isJSONNumber(s string) bool {
 // ParseTime parses an RFC 3339 time (UTC or with an offset) and returns it in
 // UTC, truncated to the millisecond, the precision handoff keeps everywhere.
 func ParseTime(s string) (time.Time, error) {
+	if t, ok := parseTimeFast(s); ok {
+		return t, nil
+	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("want RFC 3339, like 2026-10-01T01:20:05.120Z")
@@ -449,4 +525,73 @@ func appendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// parseTimeFast parses the shapes handoff's emitters write,
+// 2006-01-02T15:04:05[.fff…](Z|±hh:mm), at fixed positions. It reports
+// false for anything else, which ParseTime then hands to time.Parse, so
+// the fast path can only ever agree with the slow one.
+func parseTimeFast(s string) (time.Time, bool) {
+	if len(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
+		return time.Time{}, false
+	}
+	num := func(i, n int) (int, bool) {
+		v := 0
+		for j := i; j < i+n; j++ {
+			c := s[j]
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v, true
+	}
+	y, ok1 := num(0, 4)
+	mo, ok2 := num(5, 2)
+	d, ok3 := num(8, 2)
+	h, ok4 := num(11, 2)
+	mi, ok5 := num(14, 2)
+	sec, ok6 := num(17, 2)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, time.Month(mo)) || h > 23 || mi > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	i := 19
+	ms := 0
+	if s[i] == '.' {
+		j := i + 1
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			if j-i <= 3 {
+				ms = ms*10 + int(s[j]-'0')
+			}
+			j++
+		}
+		if j == i+1 {
+			return time.Time{}, false
+		}
+		for k := j - i - 1; k < 3; k++ {
+			ms *= 10
+		}
+		i = j
+	}
+	offset := 0
+	switch {
+	case i == len(s)-1 && s[i] == 'Z':
+	case i == len(s)-6 && (s[i] == '+' || s[i] == '-') && s[i+3] == ':':
+		oh, ok1 := num(i+1, 2)
+		om, ok2 := num(i+4, 2)
+		if !ok1 || !ok2 || oh > 23 || om > 59 {
+			return time.Time{}, false
+		}
+		offset = (oh*60 + om) * 60
+		if s[i] == '-' {
+			offset = -offset
+		}
+	default:
+		return time.Time{}, false
+	}
+	t := time.Date(y, time.Month(mo), d, h, mi, sec, ms*1e6, time.UTC).Add(-time.Duration(offset) * time.Second)
+	if y := t.Year(); y < 0 || y > 9999 {
+		return time.Time{}, false // let the slow path say why
+	}
+	return t, true
 }
