@@ -17,6 +17,30 @@ import (
 // goroutine its own. The zero Decoder is ready to use.
 type Decoder struct {
 	p fastjson.Parser
+	// names interns pipeline and component names: a consumer that keeps a
+	// million events then keeps a few hundred copies of them, not millions,
+	// and the decoder copies nothing for them after the first sighting.
+	names map[string]string
+}
+
+// maxInterned bounds a Decoder's interned names; past it, names are copied
+// with their event as any other field.
+const maxInterned = 1 << 14
+
+// intern returns the interned copy of b, creating it while there is room.
+func (d *Decoder) intern(b []byte) (string, bool) {
+	if s, ok := d.names[string(b)]; ok {
+		return s, true
+	}
+	if len(d.names) >= maxInterned {
+		return "", false
+	}
+	if d.names == nil {
+		d.names = make(map[string]string)
+	}
+	s := string(b)
+	d.names[s] = s
+	return s, true
 }
 
 // Decode parses one JSON-encoded event and validates it. Any error is a
@@ -128,6 +152,17 @@ func (d *Decoder) DecodeWith(data []byte, fill func(*Event)) (Event, error) {
 	if ferr != nil {
 		return e, ferr
 	}
+	var pipeline, component string
+	if len(raw[oPipeline]) > 0 {
+		if name, ok := d.intern(raw[oPipeline]); ok {
+			pipeline, raw[oPipeline] = name, nil
+		}
+	}
+	if len(raw[oComponent]) > 0 {
+		if name, ok := d.intern(raw[oComponent]); ok {
+			component, raw[oComponent] = name, nil
+		}
+	}
 	n := 0
 	for _, b := range raw {
 		n += len(b)
@@ -146,6 +181,12 @@ func (d *Decoder) DecodeWith(data []byte, fill func(*Event)) (Event, error) {
 		}
 		e.ID, e.Pipeline, e.BatchID = owned[oID], owned[oPipeline], owned[oBatchID]
 		e.Component, e.Object, e.Checksum, e.Error = owned[oComponent], owned[oObject], owned[oChecksum], owned[oError]
+	}
+	if pipeline != "" {
+		e.Pipeline = pipeline
+	}
+	if component != "" {
+		e.Component = component
 	}
 	for i, k := range extraKeys {
 		if e.Attrs == nil {

@@ -94,7 +94,7 @@ func (v *view) identity(add addFunc) {
 		var order []string
 		var bad map[string][]string
 		for _, r := range v.recs {
-			if !isKind(r.typ) || r.object == "" || baseName(r.object) == want {
+			if !isKind(r.typ()) || r.object == "" || baseName(r.object) == want {
 				continue
 			}
 			if bad == nil {
@@ -183,7 +183,7 @@ func (v *view) checksums(add addFunc) {
 			continue
 		}
 		if r.checksum != ref.checksum {
-			diff = append(diff, string(r.typ)+" checksum "+r.checksum)
+			diff = append(diff, string(r.typ())+" checksum "+r.checksum)
 			ev = append(ev, r.id)
 		}
 	}
@@ -197,7 +197,7 @@ func (v *view) checksums(add addFunc) {
 			continue
 		}
 		if r.bytes != bref.bytes {
-			diff = append(diff, string(r.typ)+" "+strconv.FormatInt(r.bytes, 10)+" bytes")
+			diff = append(diff, string(r.typ())+" "+strconv.FormatInt(r.bytes, 10)+" bytes")
 			ev = append(ev, r.id)
 		}
 	}
@@ -206,11 +206,11 @@ func (v *view) checksums(add addFunc) {
 	}
 	var first []string
 	if ref != nil {
-		first = append(first, string(ref.typ)+" checksum "+ref.checksum)
+		first = append(first, string(ref.typ())+" checksum "+ref.checksum)
 		ev = append(ev, ref.id)
 	}
 	if bref != nil {
-		first = append(first, string(bref.typ)+" "+strconv.FormatInt(bref.bytes, 10)+" bytes")
+		first = append(first, string(bref.typ())+" "+strconv.FormatInt(bref.bytes, 10)+" bytes")
 		ev = append(ev, bref.id)
 	}
 	// Evidence in time order, each event once: one event can carry both a
@@ -246,7 +246,7 @@ func (v *view) orphan() bool {
 		return false
 	}
 	for _, r := range v.recs {
-		if r.typ.IsArtifact() || r.typ.IsSignal() || strings.HasPrefix(string(r.typ), "job.") {
+		if r.typ().IsArtifact() || r.typ().IsSignal() || strings.HasPrefix(string(r.typ()), "job.") {
 			return false
 		}
 	}

@@ -154,7 +154,7 @@ func (v *view) init(s *State, c *contract.Contract, asOf time.Time) {
 		if ti >= 0 {
 			nType[ti]++
 		}
-		if b := r.typ.Proves(); b != model.NoBoundary {
+		if b := r.typ().Proves(); b != model.NoBoundary {
 			nProven[b]++
 			v.latest = max(v.latest, r.ms)
 		}
@@ -177,7 +177,7 @@ func (v *view) init(s *State, c *contract.Contract, asOf time.Time) {
 		if ti := r.ti; ti >= 0 {
 			v.byType[ti] = append(v.byType[ti], r)
 		}
-		if b := r.typ.Proves(); b != model.NoBoundary {
+		if b := r.typ().Proves(); b != model.NoBoundary {
 			v.proven[b] = append(v.proven[b], r)
 		}
 	}
@@ -381,7 +381,7 @@ func (v *view) support(h model.Hypothesis) ([]string, string) {
 		}
 	}
 	want := func(r *record) bool {
-		p := r.typ.Proves()
+		p := r.typ().Proves()
 		switch {
 		case p == base && base != model.NoBoundary:
 			return true
@@ -390,11 +390,11 @@ func (v *view) support(h model.Hypothesis) ([]string, string) {
 		}
 		switch h {
 		case model.NotProduced:
-			return r.typ == model.JobStarted || r.typ == model.JobFailed
+			return r.typ() == model.JobStarted || r.typ() == model.JobFailed
 		case model.NotFinal:
-			return r.typ == model.ArtifactStaged
+			return r.typ() == model.ArtifactStaged
 		case model.NotIdentified, model.NotConsumed:
-			return r.typ == model.ConsumeStarted || r.typ == model.ConsumeFailed
+			return r.typ() == model.ConsumeStarted || r.typ() == model.ConsumeFailed
 		}
 		return false
 	}
@@ -547,7 +547,7 @@ func (v *view) stalledOnFailure(verdict model.Hypothesis) bool {
 			}
 		}
 	}
-	return last != nil && last.typ.IsFailure()
+	return last != nil && last.typ().IsFailure()
 }
 
 func fmtTime(t time.Time) string { return string(appendTime(make([]byte, 0, 24), t)) }

@@ -125,7 +125,7 @@ func sideIndex(s model.System) int {
 func describe(b []byte, r *record) []byte {
 	b = appendTime(b, r.at())
 	b = append(b, ' ')
-	switch r.typ {
+	switch r.typ() {
 	case model.JobStarted:
 		b = append(b, "job started"...)
 	case model.JobSucceeded:
@@ -167,7 +167,7 @@ func describe(b []byte, r *record) []byte {
 		b = append(b, "consume failed: "...)
 		b = append(b, r.err...)
 	default:
-		b = append(b, r.typ...)
+		b = append(b, r.typ()...)
 	}
 	open := false
 	sep := func() {

@@ -24,11 +24,9 @@ import (
 // rule reads them, and a batch's state should stay small.
 type record struct {
 	id         string
-	typ        model.EventType
 	ms         int64 // event time, Unix milliseconds
-	ti         int8  // index of typ in model.EventTypes
+	ti         int8  // index of the event type in model.EventTypes
 	side       int8  // index of the emitting system in sideOrder
-	system     model.System
 	component  string
 	object     string
 	checksum   string
@@ -43,6 +41,10 @@ type record struct {
 
 func (r *record) at() time.Time { return time.UnixMilli(r.ms).UTC() }
 
+// typ returns the record's event type. Types and systems are kept as small
+// indexes: a month of history is millions of records.
+func (r *record) typ() model.EventType { return model.EventTypes[r.ti] }
+
 // less is a total order on records. Two records with one event_id but other
 // contents (a producer bug) must resolve to the same survivor whatever order
 // they arrived in, so the state keeps the least.
@@ -52,10 +54,10 @@ func (r *record) less(o *record) bool {
 		return r.ms < o.ms
 	case r.id != o.id:
 		return r.id < o.id
-	case r.typ != o.typ:
-		return r.typ < o.typ
-	case r.system != o.system:
-		return r.system < o.system
+	case r.ti != o.ti:
+		return r.ti < o.ti
+	case r.side != o.side:
+		return r.side < o.side
 	case r.component != o.component:
 		return r.component < o.component
 	case r.object != o.object:
@@ -113,7 +115,10 @@ func (s *State) LastEventAt() time.Time {
 // events of another batch are ignored and reported as false, so a caller
 // that routes events by key can detect a routing bug.
 func (s *State) Step(e *model.Event) bool {
-	if !e.Type.HasBatch() {
+	ti := typeIndex(e.Type)
+	if !e.Type.HasBatch() || ti < 0 {
+		// Heartbeats carry no batch; an unknown type proves nothing (and
+		// never passes validation).
 		return false
 	}
 	if len(s.records) == 0 && s.key.IsZero() {
@@ -122,11 +127,11 @@ func (s *State) Step(e *model.Event) bool {
 		return false
 	}
 	r := record{
-		id: e.ID, typ: e.Type, ms: e.Time.UnixMilli(), system: e.System,
+		id: e.ID, ms: e.Time.UnixMilli(),
 		component: e.Component, object: e.Object, checksum: e.Checksum, err: e.Error,
 		rows: e.Rows, bytes: e.Bytes, attempt: e.Attempt,
 		hasRows: e.HasRows, hasBytes: e.HasBytes, hasAttempt: e.HasAttempt,
-		ti: int8(typeIndex(e.Type)), side: int8(sideIndex(e.System)),
+		ti: int8(ti), side: int8(sideIndex(e.System)),
 	}
 	if i, ok := s.find(r.id); ok {
 		if r.less(&s.records[i]) {
@@ -134,9 +139,12 @@ func (s *State) Step(e *model.Event) bool {
 		}
 		return true
 	}
-	if s.records == nil {
-		// Most batches have 10 to 15 events: one allocation for all.
-		s.records = make([]record, 0, 16)
+	if len(s.records) == cap(s.records) {
+		// Most batches have 10 to 15 events; grow in small steps rather than
+		// doubling, since a backfill holds every batch's records at once.
+		grown := make([]record, len(s.records), len(s.records)+12)
+		copy(grown, s.records)
+		s.records = grown
 	}
 	s.records = append(s.records, r)
 	if s.index != nil {

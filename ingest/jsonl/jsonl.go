@@ -146,14 +146,13 @@ func Read(ctx context.Context, r io.Reader, opts Options, fn Func) (Stats, error
 		go func() {
 			defer wg.Done()
 			var dec model.Decoder
-			in := make(interner)
 			for {
 				select {
 				case c, ok := <-work:
 					if !ok {
 						return
 					}
-					decodeChunk(ctx, &dec, in, c, opts.MaxLineSize)
+					decodeChunk(ctx, &dec, c, opts.MaxLineSize)
 					c.done <- struct{}{}
 				case <-ctx.Done():
 					return
@@ -348,7 +347,7 @@ func skipLine(r io.Reader, buf []byte, read int64) (int64, []byte, error) {
 }
 
 // decodeChunk decodes every line of c.data into c.results.
-func decodeChunk(ctx context.Context, dec *model.Decoder, in interner, c *chunk, maxLine int) {
+func decodeChunk(ctx context.Context, dec *model.Decoder, c *chunk, maxLine int) {
 	if ctx.Err() != nil {
 		return
 	}
@@ -374,36 +373,13 @@ func decodeChunk(ctx context.Context, dec *model.Decoder, in interner, c *chunk,
 		if len(l) > maxLine {
 			res.err = tooLarge(int64(len(l)), maxLine)
 		} else {
+			// The decoder shares type, system, pipeline and component
+			// strings between events, so a million kept events hold a few
+			// hundred copies of them.
 			res.ev, res.err = dec.Decode(l)
-			if res.err == nil {
-				e := &res.ev
-				e.Type = model.EventType(in.get(string(e.Type)))
-				e.System = model.System(in.get(string(e.System)))
-				e.Pipeline = in.get(e.Pipeline)
-				e.Component = in.get(e.Component)
-			}
 		}
 		line++
 	}
-}
-
-// interner shares the strings of fields with few distinct values (type,
-// system, pipeline, component) between events, so that a consumer that
-// keeps a million events keeps a few hundred copies of them, not millions:
-// less memory, and less for the GC to scan.
-type interner map[string]string
-
-// maxInterned bounds an interner: past it, strings are passed through.
-const maxInterned = 1 << 14
-
-func (in interner) get(s string) string {
-	if v, ok := in[s]; ok {
-		return v
-	}
-	if len(in) < maxInterned {
-		in[s] = s
-	}
-	return s
 }
 
 func tooLarge(size int64, limit int) error {
