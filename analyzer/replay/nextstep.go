@@ -125,21 +125,27 @@ func (v *view) restoreSignal(d *Diagnosis, key string) NextStep {
 	} else {
 		checks = append(checks, check("identity_matches", true, "object names derive from "+key, "", ids(fin, tr)))
 	}
-	var rowEv []string
-	rowsStated := false
-	for _, r := range append(append([]*record{}, fin...), tr...) {
-		if r.hasRows {
-			rowsStated = true
-			rowEv = append(rowEv, r.id)
+	// Every count stated on the way: finalized, declared by the signal,
+	// transferred, identified.
+	var rowEv, counts []string
+	for _, t := range []model.EventType{model.ArtifactFinalized, model.SignalPublished, model.ArtifactTransferred, model.SignalTransferred, model.BatchIdentified} {
+		for _, r := range v.of(t) {
+			if r.hasRows {
+				rowEv = append(rowEv, r.id)
+				counts = append(counts, string(t)+" "+strconv.FormatInt(r.rows, 10))
+			}
 		}
 	}
 	switch {
 	case has(RowMismatch) != nil:
 		checks = append(checks, check("rows_valid", false, "", "row counts disagree or are below the minimum", has(RowMismatch)))
-	case !rowsStated:
+	case len(rowEv) == 0:
 		checks = append(checks, Check{Name: "rows_valid", State: CheckUnknown, Detail: "no row count recorded: count the rows of the file at the receiver", Evidence: []string{}})
+	case len(rowEv) == 1:
+		checks = append(checks, Check{Name: "rows_valid", State: CheckUnknown, Evidence: rowEv,
+			Detail: "only one row count is recorded (" + counts[0] + "): count the rows of the file at the receiver and compare"})
 	default:
-		checks = append(checks, check("rows_valid", true, "row counts agree across hops", "", rowEv))
+		checks = append(checks, check("rows_valid", true, "row counts agree: "+strings.Join(counts, ", "), "", rowEv))
 	}
 	var sumEv []string
 	for _, r := range append(append([]*record{}, fin...), tr...) {

@@ -180,7 +180,8 @@ func ExampleText() {
 	//            [abs-20260930-06]
 	//     [pass] identity_matches: object names derive from 2026-09-30/20260930 [abs-20260930-03,
 	//            abs-20260930-06]
-	//     [pass] rows_valid: row counts agree across hops [abs-20260930-03]
+	//     [pass] rows_valid: row counts agree: artifact.finalized 120345, signal.published 120345
+	//            [abs-20260930-03, abs-20260930-05]
 	//     [pass] checksum_unchanged: checksum and size unchanged across the transfer [abs-20260930-03,
 	//            abs-20260930-06]
 	//     [pass] no_signal_present: no completion signal recorded at the receiver
