@@ -63,8 +63,10 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"diagnose", "replay delivery events and say where each batch stopped", runDiagnose},
-		{"ingest", "consume delivery events from Kafka into ClickHouse", runIngestCmd},
-		{"emit", "publish delivery events to Kafka (from flags or JSON lines)", runEmitCmd},
+		{"ingest", "consume delivery events from Kafka into ClickHouse", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+			return runIngest(ctx, args, stdout, stderr)
+		}},
+		{"emit", "publish delivery events to Kafka (from flags or JSON lines)", runEmit},
 		{"broker", "run the embedded Kafka-protocol broker (demo default)", runBroker},
 	}
 }

@@ -29,6 +29,9 @@ type Config struct {
 	ReadTimeout time.Duration
 	// MaxOpenConns bounds the pool (default 8).
 	MaxOpenConns int
+	// Compression of blocks sent and received: "none" (default; fastest
+	// on loopback and fast networks), "lz4" or "zstd".
+	Compression string
 	// Dial, when set, replaces the TCP dialer (tests use it to route
 	// through a proxy).
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
@@ -63,6 +66,17 @@ func Open(ctx context.Context, cfg Config) (driver.Conn, error) {
 	if maxOpen <= 0 {
 		maxOpen = 8
 	}
+	var method clickhouse.CompressionMethod
+	switch strings.ToLower(cfg.Compression) {
+	case "", "none":
+		method = clickhouse.CompressionNone
+	case "lz4":
+		method = clickhouse.CompressionLZ4
+	case "zstd":
+		method = clickhouse.CompressionZSTD
+	default:
+		return nil, fmt.Errorf("clickhouse compression %q: want none, lz4 or zstd", cfg.Compression)
+	}
 	opts := &clickhouse.Options{
 		Protocol:        clickhouse.Native,
 		Addr:            addrs,
@@ -72,7 +86,7 @@ func Open(ctx context.Context, cfg Config) (driver.Conn, error) {
 		MaxOpenConns:    maxOpen,
 		MaxIdleConns:    maxOpen,
 		ConnMaxLifetime: time.Hour,
-		Compression:     &clickhouse.Compression{Method: clickhouse.CompressionLZ4},
+		Compression:     &clickhouse.Compression{Method: method},
 		ClientInfo: clickhouse.ClientInfo{
 			Products: []struct{ Name, Version string }{{Name: "handoff", Version: "v1"}},
 		},

@@ -202,15 +202,22 @@ func New(conn driver.Conn, db string) (*Sink, error) {
 // Database returns the database the sink writes to.
 func (s *Sink) Database() string { return s.db }
 
-// InsertEvents inserts the batch in one INSERT. On error nothing may be
+// InsertEvents inserts the batches in one INSERT. On error nothing may be
 // assumed stored; sending the same batch again is safe because events
 // are deduplicated by event_id.
-func (s *Sink) InsertEvents(ctx context.Context, b *EventBatch) error {
-	n := b.Len()
+func (s *Sink) InsertEvents(ctx context.Context, bs ...*EventBatch) error {
+	n := 0
+	var cols [][]any
+	for _, b := range bs {
+		if b.Len() > 0 {
+			n += b.Len()
+			cols = append(cols, b.columns())
+		}
+	}
 	if n == 0 {
 		return nil
 	}
-	if err := s.send(ctx, schema.Events, EventColumns, b.columns()); err != nil {
+	if err := s.send(ctx, schema.Events, EventColumns, cols...); err != nil {
 		return fmt.Errorf("insert %d events into %s.%s: %w", n, s.db, schema.Events, err)
 	}
 	return nil
@@ -257,7 +264,7 @@ func (s *Sink) InsertDeadLetters(ctx context.Context, dls []DeadLetter) error {
 	return nil
 }
 
-func (s *Sink) send(ctx context.Context, table, columns string, cols []any) (err error) {
+func (s *Sink) send(ctx context.Context, table, columns string, parts ...[]any) (err error) {
 	batch, err := s.conn.PrepareBatch(ctx, "INSERT INTO "+s.db+"."+table+" ("+columns+")")
 	if err != nil {
 		return fmt.Errorf("prepare: %w", err)
@@ -267,9 +274,11 @@ func (s *Sink) send(ctx context.Context, table, columns string, cols []any) (err
 			_ = batch.Abort()
 		}
 	}()
-	for i, c := range cols {
-		if err := batch.Column(i).Append(c); err != nil {
-			return fmt.Errorf("column %d: %w", i, err)
+	for _, cols := range parts {
+		for i, c := range cols {
+			if err := batch.Column(i).Append(c); err != nil {
+				return fmt.Errorf("column %d: %w", i, err)
+			}
 		}
 	}
 	if err := batch.Send(); err != nil {

@@ -23,7 +23,7 @@ func Events(n int, pipeline string, seed int64) []model.Event {
 			Spec:     model.SpecV1,
 			ID:       fmt.Sprintf("%s-%d-%08d", pipeline, seed, i),
 			Type:     typ,
-			Time:     base.Add(time.Duration(r.Int63n(int64(48*time.Hour)))).Truncate(time.Millisecond),
+			Time:     base.Add(time.Duration(r.Int63n(int64(48 * time.Hour)))).Truncate(time.Millisecond),
 			Pipeline: pipeline,
 			System:   []model.System{model.Producer, model.Exchange, model.Consumer, model.Operator}[r.Intn(4)],
 		}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/handoff-dev/handoff/ingest/consumer"
+)
+
+// runIngest is `handoff ingest`: consume delivery events from Kafka into
+// ClickHouse until ctx is done (SIGINT/SIGTERM), then flush, commit and
+// return. Configuration: HANDOFF_* variables, overridden by flags
+// (docs/ingest.md).
+func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := consumer.LoadConfig()
+	if err != nil {
+		return usageError("%v", err)
+	}
+	fs := flag.NewFlagSet("handoff ingest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg.RegisterFlags(fs)
+	logLevel := fs.String("log-level", emitEnvOr("HANDOFF_LOG_LEVEL", "info"), "log level: debug, info, warn, error (HANDOFF_LOG_LEVEL)")
+	logFormat := fs.String("log-format", emitEnvOr("HANDOFF_LOG_FORMAT", "text"), "log format: text or json (HANDOFF_LOG_FORMAT)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: handoff ingest [flags]")
+		fmt.Fprintln(stderr, "\nConsume delivery events from Kafka into ClickHouse; rejected messages go to the dead-letter topic.")
+		fmt.Fprintln(stderr, "Every flag has a HANDOFF_* variable (named in its help); flags win.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &exitError{code: exitUsage}
+	}
+	if fs.NArg() > 0 {
+		return usageError("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError("%v", err)
+	}
+	log, err := ingestLogger(stderr, *logLevel, *logFormat)
+	if err != nil {
+		return usageError("%v", err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if cfg.MetricsAddr != "" {
+		ln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("metrics: listen on %s: %w (set HANDOFF_METRICS_ADDR or --metrics-addr to a free address, or empty to disable)", cfg.MetricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			srv.Shutdown(sctx)
+		}()
+		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	}
+
+	c, err := consumer.New(ctx, cfg, consumer.Options{Logger: log, Registry: reg})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // interrupted while waiting for the services
+		}
+		return fmt.Errorf("ingest: start: %w", err)
+	}
+	runErr := c.Run(ctx)
+	closeErr := c.Close()
+	if runErr != nil {
+		return fmt.Errorf("ingest: %w", runErr)
+	}
+	if closeErr != nil {
+		log.Warn("close", "err", closeErr)
+	}
+	return nil
+}
+
+func ingestLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("log format %q: want text or json", format)
+}

@@ -1,0 +1,552 @@
+// Package consumer is handoff's ingester: a Kafka consumer group on the
+// events topic that decodes and validates each message with model, stores
+// valid events in ClickHouse in batches and dead-letters the rest, and
+// commits offsets only after ClickHouse (and the dead-letter topic) have
+// acknowledged everything up to them.
+//
+// Delivery is at least once: a crash between the INSERT and the commit
+// makes Kafka deliver the same messages again, and ClickHouse collapses the
+// repeats because events are keyed by event_id (dead letters by source
+// topic/partition/offset). Nothing is committed that is not stored.
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/handoff-dev/handoff/ingest/chconn"
+	"github.com/handoff-dev/handoff/ingest/schema"
+	"github.com/handoff-dev/handoff/ingest/sink"
+	"github.com/handoff-dev/handoff/ingest/topics"
+	"github.com/handoff-dev/handoff/model"
+)
+
+// Headers of dead-letter messages. The value is the original message.
+const (
+	HeaderReason          = "handoff-reason"           // model.RejectKind, e.g. bad_json
+	HeaderError           = "handoff-error"            // the validation error text
+	HeaderSourceTopic     = "handoff-source-topic"     // where the message was read
+	HeaderSourcePartition = "handoff-source-partition" // decimal
+	HeaderSourceOffset    = "handoff-source-offset"    // decimal
+	HeaderReceivedMS      = "handoff-received-ms"      // when the ingester rejected it, Unix ms
+	HeaderTruncated       = "handoff-truncated"        // "true" when the value was cut to fit the topic
+)
+
+// Options are the non-configuration inputs of New.
+type Options struct {
+	Logger   *slog.Logger          // default: discard
+	Registry prometheus.Registerer // where metrics are registered; nil: not registered
+	// ClickHouseDial replaces the TCP dialer to ClickHouse (tests route it
+	// through a proxy they can cut).
+	ClickHouseDial func(ctx context.Context, addr string) (net.Conn, error)
+}
+
+// Consumer moves events from Kafka into ClickHouse. Create it with New, run
+// it with Run, release it with Close.
+type Consumer struct {
+	cfg     Config
+	log     *slog.Logger
+	m       *Metrics
+	conn    driver.Conn
+	sink    *sink.Sink
+	reader  *kafka.Reader
+	dlq     *kafka.Writer
+	workers int
+
+	// decode state, used by the decode stage only: one decoder per worker
+	dec []model.Decoder
+	// per-partition lag, used by the store stage only
+	lag map[int]int64
+}
+
+// New connects to ClickHouse (creating the schema when missing) and Kafka
+// (creating the topics when missing) and prepares the consumer group
+// reader. While a service is unreachable it retries with backoff until ctx
+// is done.
+func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := schema.CheckDatabase(cfg.Database); err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.RetryMax <= 0 {
+		cfg.RetryMax = 10 * time.Second
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 10 * time.Second
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	c := &Consumer{cfg: cfg, log: log, m: NewMetrics(opts.Registry), lag: map[int]int64{}}
+	c.workers = cfg.Workers
+	if c.workers <= 0 {
+		c.workers = runtime.GOMAXPROCS(0)
+	}
+	c.dec = make([]model.Decoder, c.workers)
+
+	err := c.retry(ctx, "startup", "connect to ClickHouse "+cfg.ClickHouseAddr+" and ensure the schema", 0, func(ctx context.Context) error {
+		conn, err := chconn.Open(ctx, chconn.Config{Addr: cfg.ClickHouseAddr, User: cfg.User, Password: cfg.Password, Compression: cfg.Compression, Dial: opts.ClickHouseDial})
+		if err != nil {
+			return err
+		}
+		if err := schema.Ensure(ctx, conn, cfg.Database); err != nil {
+			conn.Close()
+			return err
+		}
+		c.conn = conn
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.sink, _ = sink.New(c.conn, cfg.Database)
+	err = c.retry(ctx, "startup", "ensure Kafka topics "+cfg.Topic+", "+cfg.DLQTopic, 0, func(ctx context.Context) error {
+		return topics.Ensure(ctx, cfg.Brokers,
+			topics.Spec{Name: cfg.Topic, Partitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor},
+			topics.Spec{Name: cfg.DLQTopic, Partitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor})
+	})
+	if err != nil {
+		c.conn.Close()
+		return nil, err
+	}
+	queue := cfg.BatchSize
+	if queue < 1000 {
+		queue = 1000
+	}
+	if queue > 20000 {
+		queue = 20000
+	}
+	c.reader = kafka.NewReader(kafka.ReaderConfig{
+		Brokers:               cfg.Brokers,
+		GroupID:               cfg.Group,
+		Topic:                 cfg.Topic,
+		MinBytes:              1,
+		MaxBytes:              2 * topics.MaxMessageBytes,
+		MaxWait:               3 * time.Second, // long poll; kafka-go keeps 1s of it as a response margin
+		QueueCapacity:         queue,
+		CommitInterval:        0, // synchronous commits, only from flush
+		StartOffset:           kafka.FirstOffset,
+		SessionTimeout:        cfg.SessionTimeout,
+		HeartbeatInterval:     cfg.SessionTimeout / 4,
+		RebalanceTimeout:      cfg.SessionTimeout,
+		JoinGroupBackoff:      time.Second,
+		ReadBackoffMin:        100 * time.Millisecond,
+		ReadBackoffMax:        cfg.RetryMax,
+		ReadLagInterval:       -1,
+		WatchPartitionChanges: true,
+		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
+			log.Info("kafka reader: " + fmt.Sprintf(msg, args...))
+		}),
+	})
+	c.dlq = &kafka.Writer{
+		Addr:         kafka.TCP(cfg.Brokers...),
+		Topic:        cfg.DLQTopic,
+		Balancer:     &kafka.Murmur2Balancer{},
+		RequiredAcks: kafka.RequireAll,
+		BatchTimeout: 5 * time.Millisecond,
+		BatchSize:    1000,
+		BatchBytes:   2 * topics.MaxMessageBytes,
+		MaxAttempts:  3,
+		WriteTimeout: 30 * time.Second,
+		ReadTimeout:  30 * time.Second,
+	}
+	return c, nil
+}
+
+// Metrics returns the consumer's metrics.
+func (c *Consumer) Metrics() *Metrics { return c.m }
+
+// Close releases the Kafka reader and writer and the ClickHouse connection.
+// Call it after Run returned.
+func (c *Consumer) Close() error {
+	var errs []error
+	if c.reader != nil {
+		if err := c.reader.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close Kafka reader: %w", err))
+		}
+	}
+	if c.dlq != nil {
+		if err := c.dlq.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close DLQ writer: %w", err))
+		}
+	}
+	if c.conn != nil {
+		if err := c.conn.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close ClickHouse connection: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+type pending struct {
+	msgs    []kafka.Message
+	trigger string
+}
+
+// decoded is a batch after decoding: events as columns (one EventBatch per
+// decode worker) and the dead letters. A few are recycled between the
+// decode and store stages.
+type decoded struct {
+	pending
+	evb             []sink.EventBatch
+	dead            [][]sink.DeadLetter
+	valid, rejected int
+	start           time.Time
+	decodeTime      time.Duration
+}
+
+// Run consumes until ctx is done, then flushes what it holds, commits and
+// returns nil. The last flush may take up to the configured shutdown
+// timeout; if it cannot finish, Run returns an error and the unstored
+// messages stay uncommitted (they are consumed again on the next start).
+func (c *Consumer) Run(ctx context.Context) error {
+	// Flushes outlive ctx by up to ShutdownTimeout, so a SIGTERM still
+	// stores and commits what was read.
+	flushCtx, cancelFlush := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelFlush()
+	stopAfter := context.AfterFunc(ctx, func() {
+		time.AfterFunc(c.cfg.ShutdownTimeout, cancelFlush)
+	})
+	defer stopAfter()
+
+	c.log.Info("ingest running", "topic", c.cfg.Topic, "group", c.cfg.Group, "brokers", c.cfg.Brokers,
+		"clickhouse", c.cfg.ClickHouseAddr, "database", c.cfg.Database, "batch_size", c.cfg.BatchSize,
+		"flush_interval", c.cfg.FlushInterval, "decode_workers", c.workers)
+
+	msgs := make(chan kafka.Message, c.cfg.BatchSize)
+	go c.fetch(ctx, msgs)
+
+	// Three stages after fetching: this loop cuts batches, the decode
+	// stage decodes them, the store stage writes and commits them, in
+	// order. Decoding batch n+1 overlaps storing batch n.
+	batches := make(chan pending, 1)
+	decodedCh := make(chan *decoded, 1)
+	free := make(chan *decoded, 3)
+	for i := 0; i < cap(free); i++ {
+		free <- &decoded{evb: make([]sink.EventBatch, c.workers), dead: make([][]sink.DeadLetter, c.workers)}
+	}
+	go c.decodeStage(batches, free, decodedCh)
+	flushDone := make(chan error, 1)
+	go func() { flushDone <- c.storeStage(flushCtx, decodedCh, free) }()
+
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	cur := make([]kafka.Message, 0, c.cfg.BatchSize)
+	send := func(trigger string) bool {
+		timer.Stop()
+		if len(cur) == 0 {
+			return true
+		}
+		select {
+		case batches <- pending{msgs: cur, trigger: trigger}:
+			cur = make([]kafka.Message, 0, c.cfg.BatchSize)
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+loop:
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				break loop
+			}
+			if len(cur) == 0 {
+				timer.Reset(c.cfg.FlushInterval)
+			}
+			cur = append(cur, m)
+			if len(cur) >= c.cfg.BatchSize && !send("size") {
+				break loop
+			}
+		case <-timer.C:
+			if !send("age") {
+				break loop
+			}
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	if len(cur) > 0 {
+		batches <- pending{msgs: cur, trigger: "shutdown"}
+	}
+	close(batches)
+	err := <-flushDone
+	if err != nil {
+		c.log.Error("ingest stopped with unstored messages; they stay uncommitted and are consumed again on the next start", "err", err)
+		return err
+	}
+	c.log.Info("ingest stopped: flushed and committed")
+	return nil
+}
+
+// fetch reads messages until ctx is done, then closes out.
+func (c *Consumer) fetch(ctx context.Context, out chan<- kafka.Message) {
+	defer close(out)
+	backoff := 100 * time.Millisecond
+	for {
+		m, err := c.reader.FetchMessage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.m.Errors.WithLabelValues("fetch").Inc()
+			c.log.Warn("kafka fetch failed; retrying", "topic", c.cfg.Topic, "err", err, "retry_in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return
+			}
+			backoff = min(backoff*2, c.cfg.RetryMax)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		select {
+		case out <- m:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// decodeStage decodes batches in order into recycled decoded values.
+func (c *Consumer) decodeStage(in <-chan pending, free <-chan *decoded, out chan<- *decoded) {
+	defer close(out)
+	for p := range in {
+		d := <-free
+		d.pending = p
+		d.start = time.Now()
+		d.valid, d.rejected = c.decode(d, d.start.UnixMilli())
+		d.decodeTime = time.Since(d.start)
+		out <- d
+	}
+}
+
+// storeStage stores and commits batches in order. After a failure (only
+// possible when ctx ends) it stores nothing more and commits nothing more,
+// so no later commit can cover an unstored message.
+func (c *Consumer) storeStage(ctx context.Context, in <-chan *decoded, free chan<- *decoded) error {
+	var failed error
+	for d := range in {
+		if failed == nil {
+			if err := c.store(ctx, d); err != nil {
+				failed = err
+			}
+		}
+		d.msgs = nil
+		free <- d
+	}
+	return failed
+}
+
+func (c *Consumer) store(ctx context.Context, d *decoded) error {
+	b := d.pending
+	n := len(b.msgs)
+	c.m.Flushes.WithLabelValues(b.trigger).Inc()
+	start := time.Now()
+	valid, rejected := d.valid, d.rejected
+
+	if rejected > 0 {
+		var dead []sink.DeadLetter
+		for _, dl := range d.dead {
+			dead = append(dead, dl...)
+		}
+		if err := c.retry(ctx, "dlq_write", fmt.Sprintf("write %d dead letters to Kafka topic %s", len(dead), c.cfg.DLQTopic), 0,
+			func(ctx context.Context) error { return c.writeDLQ(ctx, dead) }); err != nil {
+			return err
+		}
+		if err := c.retry(ctx, "dead_letter_insert", fmt.Sprintf("insert %d dead letters into ClickHouse", len(dead)), 0,
+			func(ctx context.Context) error { return c.sink.InsertDeadLetters(ctx, dead) }); err != nil {
+			return err
+		}
+		for _, d := range dead {
+			c.m.Rejected.WithLabelValues(string(d.Reason)).Inc()
+		}
+	}
+	if valid > 0 {
+		bs := make([]*sink.EventBatch, len(d.evb))
+		for i := range d.evb {
+			bs[i] = &d.evb[i]
+		}
+		if err := c.retry(ctx, "insert", fmt.Sprintf("insert %d events into ClickHouse %s", valid, c.cfg.ClickHouseAddr), 0,
+			func(ctx context.Context) error {
+				t := time.Now()
+				if err := c.sink.InsertEvents(ctx, bs...); err != nil {
+					return err
+				}
+				c.m.InsertTime.Observe(time.Since(t).Seconds())
+				return nil
+			}); err != nil {
+			return err
+		}
+		c.m.Inserted.Add(float64(valid))
+	}
+	c.m.Consumed.Add(float64(n))
+	stored := time.Since(start)
+
+	// Commit the highest offset of every partition in the batch.
+	last := map[int]kafka.Message{}
+	for _, m := range b.msgs {
+		if p, ok := last[m.Partition]; !ok || m.Offset > p.Offset {
+			last[m.Partition] = m
+		}
+	}
+	commits := make([]kafka.Message, 0, len(last))
+	for _, m := range last {
+		commits = append(commits, m)
+	}
+	err := c.retry(ctx, "commit", fmt.Sprintf("commit offsets of %d messages (group %s)", n, c.cfg.Group), 8,
+		func(ctx context.Context) error { return c.reader.CommitMessages(ctx, commits...) })
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		// Stored but not committed: harmless, the messages come again and
+		// are deduplicated. A later commit covers them.
+		c.log.Error("offsets not committed; the stored messages will be consumed again and deduplicated", "err", err)
+	} else {
+		c.m.Committed.Add(float64(n))
+		c.m.LastCommitTS.SetToCurrentTime()
+		var total int64
+		for _, m := range commits {
+			c.lag[m.Partition] = max(0, m.HighWaterMark-m.Offset-1)
+		}
+		for _, l := range c.lag {
+			total += l
+		}
+		c.m.Lag.Set(float64(total))
+	}
+	c.log.Debug("flushed", "trigger", b.trigger, "messages", n, "events", valid, "rejected", rejected,
+		"decode", d.decodeTime, "waited", start.Sub(d.start.Add(d.decodeTime)), "stored", stored, "total", time.Since(start))
+	return nil
+}
+
+// decode decodes d.msgs with the parallel workers into d.evb and d.dead.
+func (c *Consumer) decode(d *decoded, nowMS int64) (valid, rejected int) {
+	msgs := d.msgs
+	w := c.workers
+	if len(msgs) < 2000 {
+		w = 1
+	}
+	for i := range d.evb {
+		d.evb[i].Reset()
+		d.dead[i] = d.dead[i][:0]
+	}
+	chunk := (len(msgs) + w - 1) / w
+	var wg sync.WaitGroup
+	for i := 0; i < w; i++ {
+		lo := i * chunk
+		hi := min(lo+chunk, len(msgs))
+		if lo >= hi {
+			break
+		}
+		wg.Add(1)
+		go func(i int, part []kafka.Message) {
+			defer wg.Done()
+			dec := &c.dec[i]
+			eb := &d.evb[i]
+			for j := range part {
+				m := &part[j]
+				src := sink.Source{Topic: m.Topic, Partition: int32(m.Partition), Offset: m.Offset}
+				e, err := dec.Decode(m.Value)
+				if err == nil {
+					eb.Add(&e, src, nowMS)
+					continue
+				}
+				kind := model.RejectBadJSON
+				var ve *model.ValidationError
+				if errors.As(err, &ve) && ve.Kind != "" {
+					kind = ve.Kind
+				}
+				d.dead[i] = append(d.dead[i], sink.DeadLetter{
+					ReceivedMS: nowMS, Source: src, Key: string(m.Key), Reason: kind, Error: err.Error(), Payload: m.Value,
+				})
+			}
+		}(i, msgs[lo:hi])
+	}
+	wg.Wait()
+	for i := range d.evb {
+		valid += d.evb[i].Len()
+		rejected += len(d.dead[i])
+	}
+	return valid, rejected
+}
+
+func (c *Consumer) writeDLQ(ctx context.Context, dead []sink.DeadLetter) error {
+	out := make([]kafka.Message, len(dead))
+	for i, d := range dead {
+		value := d.Payload
+		hdr := []kafka.Header{
+			{Key: HeaderReason, Value: []byte(d.Reason)},
+			{Key: HeaderError, Value: []byte(d.Error)},
+			{Key: HeaderSourceTopic, Value: []byte(d.Source.Topic)},
+			{Key: HeaderSourcePartition, Value: []byte(strconv.Itoa(int(d.Source.Partition)))},
+			{Key: HeaderSourceOffset, Value: []byte(strconv.FormatInt(d.Source.Offset, 10))},
+			{Key: HeaderReceivedMS, Value: []byte(strconv.FormatInt(d.ReceivedMS, 10))},
+		}
+		if limit := topics.MaxMessageBytes - 64<<10; len(value) > limit {
+			value = value[:limit]
+			hdr = append(hdr, kafka.Header{Key: HeaderTruncated, Value: []byte("true")})
+		}
+		var key []byte
+		if d.Key != "" {
+			key = []byte(d.Key)
+		}
+		out[i] = kafka.Message{Key: key, Value: value, Headers: hdr}
+	}
+	if err := c.dlq.WriteMessages(ctx, out...); err != nil {
+		return fmt.Errorf("kafka topic %s: %w", c.cfg.DLQTopic, err)
+	}
+	return nil
+}
+
+// retry runs fn until it succeeds, ctx is done, or (when attempts > 0)
+// after that many attempts, waiting with capped exponential backoff in
+// between. Each attempt gets at most a minute.
+func (c *Consumer) retry(ctx context.Context, stage, what string, attempts int, fn func(context.Context) error) error {
+	backoff := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := fn(actx)
+		cancel()
+		if err == nil {
+			if attempt > 1 {
+				c.log.Info("recovered", "stage", stage, "what", what, "attempts", attempt)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: stopped before it succeeded: %w", what, err)
+		}
+		if stage != "startup" {
+			c.m.Errors.WithLabelValues(stage).Inc()
+		}
+		if attempts > 0 && attempt >= attempts {
+			return fmt.Errorf("%s: failed %d times: %w", what, attempt, err)
+		}
+		c.log.Warn("failed; retrying", "stage", stage, "what", what, "attempt", attempt, "err", err, "retry_in", backoff)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return fmt.Errorf("%s: stopped before it succeeded: %w", what, err)
+		}
+		backoff = min(backoff*2, c.cfg.RetryMax)
+	}
+}

@@ -1,0 +1,168 @@
+package emit_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/handoff-dev/handoff/ingest/emit"
+	"github.com/handoff-dev/handoff/ingest/testenv"
+	"github.com/handoff-dev/handoff/model"
+)
+
+var fixed = time.Date(2026, 10, 1, 1, 2, 3, 456789000, time.UTC)
+
+func TestFill(t *testing.T) {
+	var e model.Event
+	emit.Fill(&e, fixed)
+	if e.ID == "" || len(e.ID) != 36 {
+		t.Errorf("event id %q, want a UUID", e.ID)
+	}
+	if !e.Time.Equal(fixed.Truncate(time.Millisecond)) || e.Time.Location() != time.UTC {
+		t.Errorf("time %v", e.Time)
+	}
+	if e.Spec != model.SpecV1 {
+		t.Errorf("spec %q", e.Spec)
+	}
+	// Present values are kept.
+	e2 := model.Event{ID: "mine", Time: fixed.Add(time.Hour)}
+	emit.Fill(&e2, fixed)
+	if e2.ID != "mine" || !e2.Time.Equal(fixed.Add(time.Hour).Truncate(time.Millisecond)) {
+		t.Errorf("filled over given values: %+v", e2)
+	}
+}
+
+func TestPrepareNamesBadEvent(t *testing.T) {
+	em, err := emit.New(emit.Config{Brokers: []string{"127.0.0.1:1"}, Now: func() time.Time { return fixed }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := []model.Event{
+		{Type: model.JobSucceeded, Pipeline: "p", BusinessDate: model.MustParseDate("2026-09-30"), BatchID: "20260930", System: model.Producer},
+		{Type: model.ArtifactFinalized, Pipeline: "p", BusinessDate: model.MustParseDate("2026-09-30"), BatchID: "20260930", System: model.Producer, Object: "f.csv"},
+	}
+	err = em.Prepare(evs)
+	var ve *model.ValidationError
+	if !errors.As(err, &ve) || ve.Field != "rows" || !strings.Contains(err.Error(), "event 2") {
+		t.Fatalf("got %v, want event 2 missing rows", err)
+	}
+	// Emit does not send when any event is invalid, and fails fast.
+	if err := em.Emit(context.Background(), evs...); err == nil {
+		t.Fatal("emit of an invalid event succeeded")
+	}
+	if evs[0].ID == "" {
+		t.Error("Prepare did not fill in place")
+	}
+}
+
+func TestEmitLinesBadLines(t *testing.T) {
+	em, err := emit.New(emit.Config{Brokers: []string{"127.0.0.1:1"}, Now: func() time.Time { return fixed }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := strings.Join([]string{
+		`{"type":"job.succeeded","pipeline":"p","business_date":"2026-09-30","batch_id":"20260930","system":"producer"}`,
+		``,
+		`{"type":"job.succeeded","pipeline":"p","business_date":"2026-13-30","batch_id":"20260930","system":"producer"}`,
+		`not json`,
+	}, "\n")
+	n, err := em.EmitLines(context.Background(), strings.NewReader(in), nil)
+	if n != 0 || err == nil {
+		t.Fatalf("sent %d, err %v; want nothing sent and an error", n, err)
+	}
+	for _, want := range []string{"line 3: business_date", "line 4: not valid JSON", "2 bad line(s)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+	var le *emit.LineError
+	if !errors.As(err, &le) || le.Line != 3 {
+		t.Errorf("first LineError %+v", le)
+	}
+}
+
+func TestEmitToKafka(t *testing.T) {
+	brokers := testenv.KafkaBrokers(t)
+	topic := testenv.Name("test_emit")
+	em, err := emit.New(emit.Config{Brokers: brokers, Topic: topic, CreateTopic: true, Partitions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer em.Close()
+	t.Cleanup(func() {
+		c := &kafka.Client{Addr: kafka.TCP(brokers...)}
+		c.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	evs := testenv.Events(50, "pipe.emit", 3)
+	for i := range evs {
+		if i%2 == 0 {
+			evs[i].ID = "" // filled by the emitter
+		}
+	}
+	if err := em.Emit(ctx, evs...); err != nil {
+		t.Fatal(err)
+	}
+	lines := `{"type":"job.succeeded","pipeline":"pipe.emit","business_date":"2026-09-30","batch_id":"20260930","system":"producer"}` + "\n"
+	n, err := em.EmitLines(ctx, strings.NewReader(lines), nil)
+	if err != nil || n != 1 {
+		t.Fatalf("EmitLines: %d, %v", n, err)
+	}
+
+	got := 0
+	var dec model.Decoder
+	for p := 0; p < 3; p++ {
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: p, MaxWait: 2 * time.Second})
+		conn, err := kafka.DialLeader(ctx, "tcp", brokers[0], topic, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, err := conn.ReadLastOffset()
+		conn.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for off := int64(0); off < last; off++ {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := dec.Decode(m.Value)
+			if err != nil {
+				t.Fatalf("emitted message does not decode: %v: %s", err, m.Value)
+			}
+			if string(m.Key) != e.PartitionKey() {
+				t.Errorf("key %q, want %q", m.Key, e.PartitionKey())
+			}
+			got++
+		}
+		r.Close()
+	}
+	if got != len(evs)+1 {
+		t.Fatalf("read %d events back, want %d", got, len(evs)+1)
+	}
+}
+
+func TestEmitTimeout(t *testing.T) {
+	// Nothing listens on this port: Emit must fail within the timeout,
+	// saying Kafka did not acknowledge.
+	em, err := emit.New(emit.Config{Brokers: []string{"127.0.0.1:1"}, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer em.Close()
+	start := time.Now()
+	err = em.Emit(context.Background(), model.Event{Type: model.JobSucceeded, Pipeline: "p", BusinessDate: model.MustParseDate("2026-09-30"), BatchID: "1", System: model.Producer})
+	if err == nil {
+		t.Fatal("emit to a dead broker succeeded")
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Errorf("took %v", el)
+	}
+	t.Log(err)
+}
