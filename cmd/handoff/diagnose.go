@@ -24,19 +24,29 @@ import (
 	"github.com/handoff-dev/handoff/analyzer/batches"
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/analyzer/report"
+	"github.com/handoff-dev/handoff/ingest/chconn"
 	"github.com/handoff-dev/handoff/ingest/jsonl"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
+	"github.com/handoff-dev/handoff/query/store"
 )
 
 // diagnoseConfig is diagnose's configuration: environment variables first,
 // then flags, which win.
 type diagnoseConfig struct {
-	Events     string `env:"HANDOFF_EVENTS"`
-	Contracts  string `env:"HANDOFF_CONTRACTS"`
-	AsOf       string `env:"HANDOFF_AS_OF"`
-	Format     string `env:"HANDOFF_FORMAT"`
-	ClickHouse string `env:"HANDOFF_CLICKHOUSE"`
+	Events    string `env:"HANDOFF_EVENTS"`
+	Contracts string `env:"HANDOFF_CONTRACTS"`
+	AsOf      string `env:"HANDOFF_AS_OF"`
+	Format    string `env:"HANDOFF_FORMAT"`
+	// ClickHouse selects ClickHouse as the source; only the flag does, so
+	// that HANDOFF_CLICKHOUSE_ADDR in the environment never overrides
+	// --events.
+	ClickHouse string
+	Database   string `env:"HANDOFF_CLICKHOUSE_DATABASE" envDefault:"handoff"`
+	User       string `env:"HANDOFF_CLICKHOUSE_USER"`
+	Password   string `env:"HANDOFF_CLICKHOUSE_PASSWORD"`
+	Pipeline   string
+	From, To   string
 
 	Batch      string
 	Strict     bool
@@ -67,10 +77,15 @@ func diagnose(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.StringVar(&cfg.Batch, "batch", "", "print only this batch, pipeline/business_date/batch_id (the others still count for continuity)")
 	fs.BoolVar(&cfg.Strict, "strict", false, "stop at the first line that fails validation (exit 2)")
 	fs.BoolVar(&cfg.Progress, "progress", false, "log progress every 5s even when standard error is a terminal")
-	fs.StringVar(&cfg.ClickHouse, "clickhouse", cfg.ClickHouse, "read events from ClickHouse at ADDR instead of a file (env HANDOFF_CLICKHOUSE)")
+	fs.StringVar(&cfg.ClickHouse, "clickhouse", "", "read events from ClickHouse at ADDR (host:port, native protocol) instead of a file; needs --pipeline or --batch")
+	fs.StringVar(&cfg.Database, "database", cfg.Database, "ClickHouse database of handoff's tables (env HANDOFF_CLICKHOUSE_DATABASE)")
+	fs.StringVar(&cfg.Pipeline, "pipeline", "", "with --clickhouse: the pipeline to read")
+	fs.StringVar(&cfg.From, "from", "", "with --clickhouse: first business date to read, YYYY-MM-DD (default: open)")
+	fs.StringVar(&cfg.To, "to", "", "with --clickhouse: last business date to read, YYYY-MM-DD (default: open)")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: handoff diagnose --events FILE|- [--contract FILE|DIR] [--as-of RFC3339] [--format text|json] [--batch KEY] [--strict]")
+		fmt.Fprintln(stderr, "       handoff diagnose --clickhouse ADDR (--pipeline P [--from DATE] [--to DATE] | --batch KEY) [--contract ...] [--as-of ...]")
 		fmt.Fprintln(stderr)
 		fmt.Fprintln(stderr, "Replays delivery events and says, for every batch, where its delivery stopped.")
 		fmt.Fprintln(stderr, "Exit status: 0 every batch delivered, 1 some batch not delivered, 2 bad usage or input, 3 failure.")
@@ -117,7 +132,7 @@ func diagnose(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		only = k
 	}
-	src, err := openSource(cfg, stdin)
+	src, err := openSource(ctx, cfg, stdin, only)
 	if err != nil {
 		return err
 	}
@@ -222,12 +237,14 @@ type eventSource interface {
 	feed(ctx context.Context, set *pipelineSets, rep *reporter) error
 }
 
-func openSource(cfg diagnoseConfig, stdin io.Reader) (eventSource, error) {
+func openSource(ctx context.Context, cfg diagnoseConfig, stdin io.Reader, only model.BatchKey) (eventSource, error) {
 	switch {
 	case cfg.ClickHouse != "" && cfg.Events != "":
 		return nil, usageError("--events and --clickhouse are exclusive: read from one source")
 	case cfg.ClickHouse != "":
-		return nil, usageError("--clickhouse %s: reading events from ClickHouse is not built yet; export them as JSON lines and use --events", cfg.ClickHouse)
+		return openClickHouse(ctx, cfg, only)
+	case cfg.Pipeline != "" || cfg.From != "" || cfg.To != "":
+		return nil, usageError("--pipeline, --from and --to select what to read from ClickHouse: use them with --clickhouse ADDR")
 	case cfg.Events == "":
 		return nil, usageError("--events FILE|- is required (or HANDOFF_EVENTS)")
 	case cfg.Events == "-":
@@ -586,4 +603,74 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// openClickHouse opens the ClickHouse source: one pipeline (optionally a
+// range of business dates), or the pipeline of --batch around its date.
+func openClickHouse(ctx context.Context, cfg diagnoseConfig, only model.BatchKey) (eventSource, error) {
+	f := store.Filter{Pipeline: cfg.Pipeline, Heartbeats: true}
+	for _, d := range []struct {
+		flag, v string
+		to      *model.Date
+	}{{"from", cfg.From, &f.From}, {"to", cfg.To, &f.To}} {
+		if d.v == "" {
+			continue
+		}
+		date, err := model.ParseDate(d.v)
+		if err != nil {
+			return nil, usageError("--%s %q: %v", d.flag, d.v, err)
+		}
+		*d.to = date
+	}
+	if !only.IsZero() {
+		if f.Pipeline != "" && f.Pipeline != only.Pipeline {
+			return nil, usageError("--pipeline %s and --batch %s name different pipelines", f.Pipeline, only)
+		}
+		f.Pipeline = only.Pipeline
+		if f.From.IsZero() && f.To.IsZero() {
+			// The week before the batch holds its previous batch under any
+			// daily or weekday schedule: continuity needs it.
+			f.From, f.To = only.BusinessDate.AddDays(-7), only.BusinessDate
+		}
+	}
+	if f.Pipeline == "" {
+		return nil, usageError("--clickhouse needs --pipeline P (optionally --from/--to) or --batch KEY: handoff reads one pipeline at a time")
+	}
+	conn, err := chconn.Open(ctx, chconn.Config{Addr: cfg.ClickHouse, User: cfg.User, Password: cfg.Password})
+	if err != nil {
+		return nil, err
+	}
+	label := fmt.Sprintf("clickhouse %s/%s.events pipeline %s", cfg.ClickHouse, cfg.Database, f.Pipeline)
+	return &clickhouseSource{label: label, st: store.New(conn, cfg.Database), filter: f, close: conn.Close}, nil
+}
+
+// clickhouseSource reads stored events; they were validated on ingest, so
+// nothing is rejected here.
+type clickhouseSource struct {
+	label  string
+	st     *store.Store
+	filter store.Filter
+	close  func() error
+}
+
+func (s *clickhouseSource) name() string { return s.label }
+
+func (s *clickhouseSource) feed(ctx context.Context, set *pipelineSets, rep *reporter) error {
+	defer s.close()
+	n := 0
+	err := s.st.EachEvent(ctx, s.filter, func(e model.Event) error {
+		n++
+		if !e.Type.HasBatch() {
+			rep.sum.heartbeats++
+		}
+		set.Add(&e)
+		rep.tick(n)
+		return nil
+	})
+	rep.sum.lines = n
+	rep.sum.events = n
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.label, err)
+	}
+	return nil
 }

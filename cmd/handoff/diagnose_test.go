@@ -213,7 +213,8 @@ func TestDiagnoseUsage(t *testing.T) {
 		{"extra argument", []string{"--events", seedEvents, "more"}, exitUsage, "more"},
 		{"missing file", []string{"--events", "does-not-exist.jsonl"}, exitUsage, "does-not-exist.jsonl"},
 		{"missing contract", []string{"--events", seedEvents, "--contract", "no-such-dir"}, exitUsage, "no-such-dir"},
-		{"clickhouse not built", []string{"--clickhouse", "localhost:9000"}, exitUsage, "ClickHouse"},
+		{"clickhouse without a pipeline", []string{"--clickhouse", "localhost:9000"}, exitUsage, "--pipeline"},
+		{"pipeline without clickhouse", []string{"--events", "-", "--pipeline", "p"}, exitUsage, "--clickhouse"},
 		{"help", []string{"-h"}, exitOK, "--events"},
 	}
 	for _, tt := range tests {
