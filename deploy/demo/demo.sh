@@ -66,17 +66,16 @@ say "ingest: Kafka -> ClickHouse (log $DEMO_DIR/ingest.log, metrics http://$HAND
 pids+=($!)
 
 say "emit: the seed case's events for 2026-09-29 and 2026-09-30 (deploy/demo/seed-case.jsonl)"
-"$BIN" emit --stdin <deploy/demo/seed-case.jsonl
+"$BIN" emit --stdin --quiet <deploy/demo/seed-case.jsonl
 
 want=$(grep -c . deploy/demo/seed-case.jsonl)
 count_stored() {
   local n
   n=$(clickhouse-client --host 127.0.0.1 --port "${HANDOFF_CLICKHOUSE_ADDR##*:}" -q \
-    "SELECT (SELECT count() FROM $HANDOFF_CLICKHOUSE_DATABASE.events FINAL WHERE pipeline = 'account-balance-snapshot.daily')
-          + (SELECT count() FROM $HANDOFF_CLICKHOUSE_DATABASE.heartbeats FINAL WHERE pipeline = 'account-balance-snapshot.daily')" 2>/dev/null) || return 1
+    "SELECT count() FROM $HANDOFF_CLICKHOUSE_DATABASE.events FINAL WHERE pipeline = 'account-balance-snapshot.daily'" 2>/dev/null) || return 1
   [ "${n:-0}" -ge "$want" ]
 }
-wait_for "$want events in ClickHouse ($HANDOFF_CLICKHOUSE_DATABASE)" 60 count_stored
+wait_for "$want events in ClickHouse ($HANDOFF_CLICKHOUSE_DATABASE.events)" 60 count_stored
 say "stored: $want events in ClickHouse database $HANDOFF_CLICKHOUSE_DATABASE"
 
 say "diagnose, read back from ClickHouse, as of 2026-10-03T00:00:00Z"
