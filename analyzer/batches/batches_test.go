@@ -1,0 +1,164 @@
+package batches_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/handoff-dev/handoff/analyzer/batches"
+	"github.com/handoff-dev/handoff/analyzer/replay"
+	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/model/contract"
+)
+
+// contracts gives every pipeline a daily contract deriving {yyyymmdd}.
+type contracts struct{ schedule contract.Schedule }
+
+func (c contracts) For(p string) *contract.Contract {
+	k := contract.Default(p)
+	k.Source = "test.yaml"
+	k.Schedule = c.schedule
+	k.BatchID = contract.MustTemplate("{yyyymmdd}")
+	return k
+}
+
+// delivered returns the seven boundary events of a delivered batch.
+func delivered(pipeline, date, batchID string) []model.Event {
+	d := model.MustParseDate(date)
+	t0 := d.In(time.UTC).Add(20 * time.Hour)
+	var out []model.Event
+	for i, typ := range []model.EventType{model.JobSucceeded, model.ArtifactFinalized, model.SignalPublished,
+		model.ArtifactTransferred, model.SignalTransferred, model.BatchIdentified, model.ConsumeSucceeded} {
+		e := model.Event{Spec: model.SpecV1, ID: pipeline + batchID + string(typ), Type: typ, Time: t0.Add(time.Duration(i) * time.Minute),
+			Pipeline: pipeline, BusinessDate: d, BatchID: batchID, System: model.Producer}
+		if typ.NeedsObject() {
+			e.Object = "f"
+		}
+		if typ.NeedsRows() {
+			e.Rows, e.HasRows = 10, true
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func add(s *batches.Set, evs ...[]model.Event) {
+	for _, es := range evs {
+		for i := range es {
+			s.Add(&es[i])
+		}
+	}
+}
+
+func kinds(d replay.Diagnosis) []string {
+	var out []string
+	for _, a := range d.Anomalies {
+		out = append(out, string(a.Kind))
+	}
+	return out
+}
+
+func hasKind(d replay.Diagnosis, k replay.AnomalyKind) bool {
+	for _, a := range d.Anomalies {
+		if a.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+func TestContinuity(t *testing.T) {
+	asOf := time.Date(2026, 10, 10, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name     string
+		schedule contract.Schedule
+		events   [][]model.Event
+		batch    string
+		wantGap  bool
+	}{
+		{"first known batch is not checked", contract.Daily,
+			[][]model.Event{delivered("p", "2026-09-30", "20260930")}, "p/2026-09-30/20260930", false},
+		{"previous delivered", contract.Daily,
+			[][]model.Event{delivered("p", "2026-09-29", "20260929"), delivered("p", "2026-09-30", "20260930")}, "p/2026-09-30/20260930", false},
+		{"hole in the calendar", contract.Daily,
+			[][]model.Event{delivered("p", "2026-09-28", "20260928"), delivered("p", "2026-09-30", "20260930")}, "p/2026-09-30/20260930", true},
+		{"previous not delivered", contract.Daily,
+			[][]model.Event{delivered("p", "2026-09-29", "20260929")[:3], delivered("p", "2026-09-30", "20260930")}, "p/2026-09-30/20260930", true},
+		{"re-run under another batch id counts", contract.Daily,
+			[][]model.Event{delivered("p", "2026-09-29", "20260929-rerun"), delivered("p", "2026-09-30", "20260930")}, "p/2026-09-30/20260930", false},
+		{"no schedule, no check", contract.NoSchedule,
+			[][]model.Event{delivered("p", "2026-09-28", "20260928"), delivered("p", "2026-09-30", "20260930")}, "p/2026-09-30/20260930", false},
+		{"weekdays skip the weekend", contract.Weekdays, // 2026-10-05 is a Monday
+			[][]model.Event{delivered("p", "2026-10-02", "20261002"), delivered("p", "2026-10-05", "20261005")}, "p/2026-10-05/20261005", false},
+		{"other pipelines do not count", contract.Daily,
+			[][]model.Event{delivered("q", "2026-09-29", "20260929"), delivered("p", "2026-09-28", "20260928"), delivered("p", "2026-09-30", "20260930")}, "p/2026-09-30/20260930", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := batches.New(contracts{tt.schedule}, asOf)
+			add(s, tt.events...)
+			key, err := model.ParseBatchKey(tt.batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var found bool
+			for _, d := range s.Diagnose(nil) {
+				if d.Batch != tt.batch {
+					continue
+				}
+				found = true
+				if got := hasKind(d, replay.ContinuityGap); got != tt.wantGap {
+					t.Errorf("continuity_gap = %v, want %v (anomalies %v)", got, tt.wantGap, kinds(d))
+				}
+				if d.Status != replay.StatusDelivered {
+					t.Errorf("status %s: a continuity gap must not change a delivered batch's status", d.Status)
+				}
+			}
+			if !found {
+				t.Fatalf("no diagnosis for %s", tt.batch)
+			}
+			one, ok := s.DiagnoseOne(key)
+			if !ok || hasKind(one, replay.ContinuityGap) != tt.wantGap {
+				t.Errorf("DiagnoseOne disagrees with Diagnose (ok=%v, anomalies %v)", ok, kinds(one))
+			}
+		})
+	}
+}
+
+func TestDiagnoseKeepsNeighboursForContinuity(t *testing.T) {
+	s := batches.New(contracts{contract.Daily}, time.Date(2026, 10, 10, 0, 0, 0, 0, time.UTC))
+	add(s, delivered("p", "2026-09-28", "20260928"), delivered("p", "2026-09-30", "20260930"))
+	ds := s.Diagnose(func(k model.BatchKey) bool { return k.BatchID == "20260930" })
+	if len(ds) != 1 || ds[0].BatchID != "20260930" {
+		t.Fatalf("keep selected %d diagnoses, want the one batch", len(ds))
+	}
+	if !hasKind(ds[0], replay.ContinuityGap) {
+		t.Error("a batch selected by keep lost its continuity check")
+	}
+	if s.Len() != 2 || s.Events() != 14 {
+		t.Errorf("Len %d Events %d, want 2 and 14", s.Len(), s.Events())
+	}
+}
+
+func TestHeartbeatsAsOf(t *testing.T) {
+	asOf := time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC)
+	s := batches.New(contracts{}, asOf)
+	add(s, delivered("p", "2026-09-30", "20260930"))
+	hb := func(id string, at time.Time) model.Event {
+		return model.Event{Spec: model.SpecV1, ID: id, Type: model.ProcessHeartbeat, Time: at, Pipeline: "p", System: model.Consumer, Component: "c1"}
+	}
+	add(s, []model.Event{hb("early", asOf.Add(-time.Hour)), hb("late", asOf.Add(time.Hour)), hb("other", asOf.Add(-2*time.Hour))})
+	d := s.Diagnose(nil)[0]
+	var facts []string
+	for _, side := range d.Sides {
+		for _, f := range side.Facts {
+			for _, ev := range f.Evidence {
+				if ev == "early" || ev == "late" || ev == "other" {
+					facts = append(facts, ev)
+				}
+			}
+		}
+	}
+	if len(facts) != 1 || facts[0] != "early" {
+		t.Fatalf("heartbeat facts %v, want only the latest one before as-of (early)", facts)
+	}
+}
