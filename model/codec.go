@@ -327,7 +327,7 @@ func appendValue(b []byte, v *fastjson.Value) ([]byte, error) {
 	var err error
 	switch v.Type() {
 	case fastjson.TypeString:
-		return appendString(b, validUTF8(v.GetStringBytes())), nil
+		return AppendJSONString(b, validUTF8(v.GetStringBytes())), nil
 	case fastjson.TypeNumber:
 		if err := checkNumber(v); err != nil {
 			return b, err
@@ -345,7 +345,7 @@ func appendValue(b []byte, v *fastjson.Value) ([]byte, error) {
 				b = append(b, ',')
 			}
 			n++
-			b = appendString(b, validUTF8(k))
+			b = AppendJSONString(b, validUTF8(k))
 			b = append(b, ':')
 			b, err = appendValue(b, v)
 		})
@@ -445,15 +445,15 @@ const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
 // wire order, empty optional fields left out, attrs keys sorted) to b.
 func (e *Event) AppendJSON(b []byte) []byte {
 	b = append(b, `{"spec":`...)
-	b = appendString(b, e.Spec)
+	b = AppendJSONString(b, e.Spec)
 	b = append(b, `,"event_id":`...)
-	b = appendString(b, e.ID)
+	b = AppendJSONString(b, e.ID)
 	b = append(b, `,"type":`...)
-	b = appendString(b, string(e.Type))
+	b = AppendJSONString(b, string(e.Type))
 	b = append(b, `,"time":"`...)
-	b = e.Time.UTC().AppendFormat(b, TimeLayout)
+	b = AppendTime(b, e.Time)
 	b = append(b, `","pipeline":`...)
-	b = appendString(b, e.Pipeline)
+	b = AppendJSONString(b, e.Pipeline)
 	if !e.BusinessDate.IsZero() {
 		b = append(b, `,"business_date":"`...)
 		b = e.BusinessDate.AppendFormat(b)
@@ -461,10 +461,10 @@ func (e *Event) AppendJSON(b []byte) []byte {
 	}
 	if e.BatchID != "" {
 		b = append(b, `,"batch_id":`...)
-		b = appendString(b, e.BatchID)
+		b = AppendJSONString(b, e.BatchID)
 	}
 	b = append(b, `,"system":`...)
-	b = appendString(b, string(e.System))
+	b = AppendJSONString(b, string(e.System))
 	b = appendOptString(b, "component", e.Component)
 	b = appendOptString(b, "object", e.Object)
 	if e.HasRows {
@@ -492,9 +492,9 @@ func (e *Event) AppendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, k)
+			b = AppendJSONString(b, k)
 			b = append(b, ':')
-			b = appendString(b, e.Attrs[k])
+			b = AppendJSONString(b, e.Attrs[k])
 		}
 		b = append(b, '}')
 	}
@@ -521,22 +521,25 @@ func appendOptString(b []byte, name, v string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, name...)
 	b = append(b, '"', ':')
-	return appendString(b, v)
+	return AppendJSONString(b, v)
 }
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
-func appendString(b []byte, s string) []byte {
+// AppendJSONString appends s as a JSON string. Invalid UTF-8 becomes
+// U+FFFD; U+2028 and U+2029 are escaped for JavaScript; <, > and & are not
+// HTML-escaped (handoff's JSON is read in terminals and by programs). Every
+// JSON handoff writes by hand goes through it.
+func AppendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if jsonSafe[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':
@@ -555,17 +558,70 @@ func appendString(b []byte, s string) []byte {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
+		switch {
+		case r == utf8.RuneError && size == 1:
 			b = append(b, s[start:i]...)
 			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		default:
 			i += size
-			start = i
 			continue
 		}
 		i += size
+		start = i
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// jsonSafe marks the bytes a JSON string holds as they are: printable ASCII
+// but the quote and the backslash.
+var jsonSafe = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// AppendTime appends t in TimeLayout (RFC 3339, UTC, exactly three
+// fractional digits), the one way handoff writes a time. It computes the
+// civil date from Unix milliseconds (Howard Hinnant's algorithm) instead
+// of going through time.Time.AppendFormat, which showed in profiles.
+func AppendTime(b []byte, t time.Time) []byte {
+	unixMs := t.UnixMilli()
+	days := unixMs / 86400000
+	rem := unixMs % 86400000
+	if rem < 0 {
+		rem += 86400000
+		days--
+	}
+	z := days + 719468
+	era := z / 146097
+	if z < 0 && z%146097 != 0 {
+		era--
+	}
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	d := int(doy - (153*mp+2)/5 + 1)
+	mo := int(mp + 3)
+	if mo > 12 {
+		mo -= 12
+	}
+	y := int(yoe + era*400)
+	if mo <= 2 {
+		y++
+	}
+	ms := int(rem % 1000)
+	sec := int(rem / 1000)
+	h, mi, s := sec/3600, sec/60%60, sec%60
+	return append(b, byte('0'+y/1000%10), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
+		byte('0'+mo/10), byte('0'+mo%10), '-', byte('0'+d/10), byte('0'+d%10), 'T',
+		byte('0'+h/10), byte('0'+h%10), ':', byte('0'+mi/10), byte('0'+mi%10), ':',
+		byte('0'+s/10), byte('0'+s%10), '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
 }
 
 // parseTimeFast parses the shapes handoff's emitters write,

@@ -550,60 +550,30 @@ func (v *view) stalledOnFailure(verdict model.Hypothesis) bool {
 	return last != nil && last.typ().IsFailure()
 }
 
-func fmtTime(t time.Time) string { return string(appendTime(make([]byte, 0, 24), t)) }
+func fmtTime(t time.Time) string { return string(model.AppendTime(make([]byte, 0, 24), t)) }
 
-// appendTime appends t as RFC 3339 UTC with milliseconds
-// (2026-10-01T01:20:05.120Z), the one layout handoff writes. It is
-// time.AppendFormat(model.TimeLayout) without the layout interpreter, which
-// showed in the replay's profile.
-func appendTime(b []byte, t time.Time) []byte {
-	return appendMillis(b, t.UnixMilli())
-}
+// appendTime is model.AppendTime, named for the replay's many call sites.
+func appendTime(b []byte, t time.Time) []byte { return model.AppendTime(b, t) }
 
-// appendMillis formats Unix milliseconds, with the civil-from-days
-// algorithm of Howard Hinnant (proleptic Gregorian, any year 0000-9999).
-func appendMillis(b []byte, unixMs int64) []byte {
-	days := unixMs / 86400000
-	rem := unixMs % 86400000
-	if rem < 0 {
-		rem += 86400000
-		days--
-	}
-	z := days + 719468
-	era := z / 146097
-	if z < 0 && z%146097 != 0 {
-		era--
-	}
-	doe := z - era*146097
-	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
-	doy := doe - (365*yoe + yoe/4 - yoe/100)
-	mp := (5*doy + 2) / 153
-	d := int(doy - (153*mp+2)/5 + 1)
-	mo := int(mp + 3)
-	if mo > 12 {
-		mo -= 12
-	}
-	y := int(yoe + era*400)
-	if mo <= 2 {
-		y++
-	}
-	ms := int(rem % 1000)
-	sec := int(rem / 1000)
-	h, mi, s := sec/3600, sec/60%60, sec%60
-	b = append(b, byte('0'+y/1000%10), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
-		byte('0'+mo/10), byte('0'+mo%10), '-', byte('0'+d/10), byte('0'+d%10), 'T',
-		byte('0'+h/10), byte('0'+h%10), ':', byte('0'+mi/10), byte('0'+mi%10), ':',
-		byte('0'+s/10), byte('0'+s%10), '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
-	return b
-}
+// FormatDuration writes a duration to the minute as "1d 6h 40m" (negative
+// durations with a leading "-"): the form of the replay's anomaly details,
+// which reports reuse so that both read alike.
+func FormatDuration(d time.Duration) string { return fmtDuration(d) }
 
 func fmtDuration(d time.Duration) string {
+	neg := d < 0
+	if neg {
+		d = -d
+	}
 	d = d.Round(time.Minute)
 	days := d / (24 * time.Hour)
 	d -= days * 24 * time.Hour
 	h := d / time.Hour
 	m := (d - h*time.Hour) / time.Minute
 	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
 	if days > 0 {
 		b.WriteString(strconv.Itoa(int(days)) + "d ")
 	}

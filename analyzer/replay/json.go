@@ -3,7 +3,8 @@ package replay
 import (
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/handoff-dev/handoff/model"
 )
 
 // AppendJSON appends the diagnosis as compact JSON to b. Field names are
@@ -12,19 +13,19 @@ import (
 // backfill writes tens of thousands of diagnoses a second.
 func (d *Diagnosis) AppendJSON(b []byte) []byte {
 	b = append(b, `{"batch":`...)
-	b = appendJSONString(b, d.Batch)
+	b = model.AppendJSONString(b, d.Batch)
 	b = append(b, `,"pipeline":`...)
-	b = appendJSONString(b, d.Pipeline)
+	b = model.AppendJSONString(b, d.Pipeline)
 	b = append(b, `,"business_date":`...)
-	b = appendJSONString(b, d.BusinessDate)
+	b = model.AppendJSONString(b, d.BusinessDate)
 	b = append(b, `,"batch_id":`...)
-	b = appendJSONString(b, d.BatchID)
+	b = model.AppendJSONString(b, d.BatchID)
 	b = append(b, `,"status":`...)
-	b = appendJSONString(b, string(d.Status))
+	b = model.AppendJSONString(b, string(d.Status))
 	b = append(b, `,"verdict":`...)
-	b = appendJSONString(b, d.Verdict)
+	b = model.AppendJSONString(b, d.Verdict)
 	b = append(b, `,"first_missing":`...)
-	b = appendJSONString(b, d.FirstMissing)
+	b = model.AppendJSONString(b, d.FirstMissing)
 	b = append(b, `,"hypotheses":[`...)
 	for i := range d.Hypotheses {
 		h := &d.Hypotheses[i]
@@ -32,13 +33,13 @@ func (d *Diagnosis) AppendJSON(b []byte) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"name":`...)
-		b = appendJSONString(b, h.Name)
+		b = model.AppendJSONString(b, h.Name)
 		b = append(b, `,"verdict":`...)
-		b = appendJSONString(b, string(h.Verdict))
+		b = model.AppendJSONString(b, string(h.Verdict))
 		b = append(b, `,"evidence":`...)
 		b = appendJSONStrings(b, h.Evidence)
 		b = append(b, `,"reason":`...)
-		b = appendJSONString(b, h.Reason)
+		b = model.AppendJSONString(b, h.Reason)
 		b = append(b, '}')
 	}
 	b = append(b, `],"anomalies":[`...)
@@ -48,9 +49,9 @@ func (d *Diagnosis) AppendJSON(b []byte) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"kind":`...)
-		b = appendJSONString(b, string(a.Kind))
+		b = model.AppendJSONString(b, string(a.Kind))
 		b = append(b, `,"detail":`...)
-		b = appendJSONString(b, a.Detail)
+		b = model.AppendJSONString(b, a.Detail)
 		b = append(b, `,"evidence":`...)
 		b = appendJSONStrings(b, a.Evidence)
 		b = append(b, '}')
@@ -58,7 +59,7 @@ func (d *Diagnosis) AppendJSON(b []byte) []byte {
 	b = append(b, `],"as_of":`...)
 	b = appendJSONTime(b, d.AsOf)
 	b = append(b, `,"contract":`...)
-	b = appendJSONString(b, d.Contract)
+	b = model.AppendJSONString(b, d.Contract)
 	b = append(b, `,"boundaries":[`...)
 	for i := range d.Boundaries {
 		s := &d.Boundaries[i]
@@ -66,7 +67,7 @@ func (d *Diagnosis) AppendJSON(b []byte) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"name":`...)
-		b = appendJSONString(b, s.Name)
+		b = model.AppendJSONString(b, s.Name)
 		b = append(b, `,"required":`...)
 		b = strconv.AppendBool(b, s.Required)
 		b = append(b, `,"proven":`...)
@@ -94,14 +95,14 @@ func (d *Diagnosis) AppendJSON(b []byte) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"system":`...)
-		b = appendJSONString(b, s.System)
+		b = model.AppendJSONString(b, s.System)
 		b = append(b, `,"facts":[`...)
 		for j := range s.Facts {
 			if j > 0 {
 				b = append(b, ',')
 			}
 			b = append(b, `{"text":`...)
-			b = appendJSONString(b, s.Facts[j].Text)
+			b = model.AppendJSONString(b, s.Facts[j].Text)
 			b = append(b, `,"evidence":`...)
 			b = appendJSONStrings(b, s.Facts[j].Evidence)
 			b = append(b, '}')
@@ -110,9 +111,9 @@ func (d *Diagnosis) AppendJSON(b []byte) []byte {
 	}
 	n := &d.NextStep
 	b = append(b, `],"next_step":{"action":`...)
-	b = appendJSONString(b, n.Action)
+	b = model.AppendJSONString(b, n.Action)
 	b = append(b, `,"summary":`...)
-	b = appendJSONString(b, n.Summary)
+	b = model.AppendJSONString(b, n.Summary)
 	b = append(b, `,"checks":[`...)
 	for i := range n.Checks {
 		c := &n.Checks[i]
@@ -120,11 +121,11 @@ func (d *Diagnosis) AppendJSON(b []byte) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"name":`...)
-		b = appendJSONString(b, c.Name)
+		b = model.AppendJSONString(b, c.Name)
 		b = append(b, `,"state":`...)
-		b = appendJSONString(b, c.State)
+		b = model.AppendJSONString(b, c.State)
 		b = append(b, `,"detail":`...)
-		b = appendJSONString(b, c.Detail)
+		b = model.AppendJSONString(b, c.Detail)
 		b = append(b, `,"evidence":`...)
 		b = appendJSONStrings(b, c.Evidence)
 		b = append(b, '}')
@@ -132,7 +133,7 @@ func (d *Diagnosis) AppendJSON(b []byte) []byte {
 	b = append(b, ']')
 	if n.Signal != "" {
 		b = append(b, `,"signal":`...)
-		b = appendJSONString(b, n.Signal)
+		b = model.AppendJSONString(b, n.Signal)
 	}
 	b = append(b, `},"events":`...)
 	b = strconv.AppendInt(b, int64(d.Events), 10)
@@ -153,7 +154,7 @@ func appendJSONTime(b []byte, t time.Time) []byte {
 		return append(b, `"0001-01-01T00:00:00.000Z"`...)
 	}
 	b = append(b, '"')
-	b = appendTime(b, t)
+	b = model.AppendTime(b, t)
 	return append(b, '"')
 }
 
@@ -163,70 +164,7 @@ func appendJSONStrings(b []byte, ss []string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, s)
+		b = model.AppendJSONString(b, s)
 	}
 	return append(b, ']')
 }
-
-const hex = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string. Unlike encoding/json it does
-// not escape <, > and &: diagnoses are read in terminals, where "->" is
-// better than "-\u003e". U+2028 and U+2029 are escaped for JavaScript.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if jsonSafe[c] {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-// jsonSafe marks the bytes a JSON string may hold as they are: printable
-// ASCII but the quote and the backslash. Everything else takes the slow
-// path, which escapes or validates UTF-8.
-var jsonSafe = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()

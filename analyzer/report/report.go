@@ -613,31 +613,9 @@ func fmtTime(t time.Time) string {
 	return t.UTC().Format(model.TimeLayout)
 }
 
-// fmtDuration writes a duration to the minute as "1d 6h 40m", the form the
-// replay's anomaly details use, so that report and details read alike.
-func fmtDuration(d time.Duration) string {
-	neg := d < 0
-	if neg {
-		d = -d
-	}
-	d = d.Round(time.Minute)
-	days := d / (24 * time.Hour)
-	d -= days * 24 * time.Hour
-	h := d / time.Hour
-	m := (d - h*time.Hour) / time.Minute
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	if days > 0 {
-		b.WriteString(strconv.Itoa(int(days)) + "d ")
-	}
-	if days > 0 || h > 0 {
-		b.WriteString(strconv.Itoa(int(h)) + "h ")
-	}
-	b.WriteString(strconv.Itoa(int(m)) + "m")
-	return b.String()
-}
+// fmtDuration is replay.FormatDuration: reports and anomaly details
+// write durations alike.
+func fmtDuration(d time.Duration) string { return replay.FormatDuration(d) }
 
 // pad right-pads s with spaces to n columns (counting runes, not bytes).
 func pad(s string, n int) string {
