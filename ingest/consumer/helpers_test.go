@@ -163,7 +163,12 @@ func uncommitted(t *testing.T, brokers []string, group, topic string) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c := &kafka.Client{Addr: kafka.TCP(brokers...)}
+	// A transport of its own: kafka.DefaultTransport pools connections,
+	// and a pooled connection to a broker that was restarted since
+	// (TestKafkaDown) fails the next request with EOF.
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	c := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}
 	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
 	if err != nil || len(meta.Topics) != 1 {
 		t.Fatalf("metadata of %s: %v", topic, err)
@@ -268,7 +273,9 @@ func readAll(t *testing.T, brokers []string, topic string) []kafka.Message {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c := &kafka.Client{Addr: kafka.TCP(brokers...)}
+	tr := &kafka.Transport{} // not the pooled default: see uncommitted
+	defer tr.CloseIdleConnections()
+	c := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}
 	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
 	if err != nil || len(meta.Topics) != 1 {
 		t.Fatalf("metadata of %s: %v", topic, err)
