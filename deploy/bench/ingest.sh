@@ -1,0 +1,400 @@
+#!/usr/bin/env bash
+# Benchmark sustained ingest, Kafka -> ClickHouse, on the local services:
+# `handoff ingest` against ClickHouse's own Kafka table engine with a
+# materialized view, on the same topic, into the same table shape, in the
+# same run. Prints events/s of both, the ratio, and handoff's peak RSS.
+#
+#   deploy/bench/ingest.sh                  # 1,000,000 events
+#   EVENTS=200000 deploy/bench/ingest.sh
+#   KEEP=1 deploy/bench/ingest.sh           # keep the topic and databases
+#
+# Steps: start the services when they are not running (deploy/services/up.sh;
+# they are left running), build bin/handoff and bin/bench-load, generate a
+# deterministic event file (deploy/bench/gen, no bad lines) under
+# .data/bench/ if it is not there yet, load EVENTS distinct valid events into
+# a new topic handoff.bench.<id> (PARTITIONS partitions) BEFORE measuring,
+# then measure one after the other:
+#   1. handoff: `bin/handoff ingest` into a new database handoff_bench_<id>,
+#      timed from the process start until `SELECT count()` of its events
+#      table reaches EVENTS; then SIGTERM.
+#   2. engine: in a new database handoff_bench_<id>_engine, the events table,
+#      a Kafka engine table on the same topic (new consumer group) and a
+#      materialized view into the events table, timed from the CREATE until
+#      the count reaches EVENTS; then the view and the Kafka table are
+#      dropped.
+# Between the legs it waits for leg 1's background merges to finish. Both
+# legs are polled over ClickHouse's HTTP port every POLL seconds (curl: a
+# clickhouse-client per poll costs ~50 ms of CPU, a lot on 2 cores).
+# At the end the topic, the DLQ topic, both groups and both databases are
+# removed unless KEEP=1; the logs stay in .data/bench/ingest-<id>/.
+#
+# Environment: EVENTS (1000000), SEED (1), PARTITIONS (4), DEADLINE (600 s
+# per leg), POLL (0.2 s), KEEP (0), ENGINE_CONSUMERS (PARTITIONS:
+# kafka_num_consumers, one consumer per partition),
+# ENGINE_BLOCK_SIZE (empty: the server's default, kafka_max_block_size),
+# LEGS ("handoff engine": which legs, in order), PROFILE (0; 1: record
+# each leg with a system-wide `perf record -g` into .data/bench/ingest-<id>/
+# and print the CPU samples by command and by shared object). HANDOFF_* variables
+# (HANDOFF_BATCH_SIZE, HANDOFF_DECODE_WORKERS, ...) reach `handoff ingest`,
+# except the topic, group, database and metrics address, which the script
+# sets.
+#
+# The engine leg's table differs from handoff.events where ClickHouse 18.16
+# cannot do better; see deploy/bench/README.md.
+set -euo pipefail
+
+cd "$(dirname "$0")/../.."
+EVENTS=${EVENTS:-1000000}
+SEED=${SEED:-1}
+PARTITIONS=${PARTITIONS:-4}
+DEADLINE=${DEADLINE:-600}
+POLL=${POLL:-0.2}
+KEEP=${KEEP:-0}
+ENGINE_CONSUMERS=${ENGINE_CONSUMERS:-$PARTITIONS}
+ENGINE_BLOCK_SIZE=${ENGINE_BLOCK_SIZE:-}
+LEGS=${LEGS:-handoff engine}
+
+say() { printf '[bench] %s\n' "$*" >&2; }
+die() { printf '[bench] error: %s\n' "$*" >&2; exit 1; }
+
+bash deploy/services/up.sh >&2
+# shellcheck disable=SC1091 # written by up.sh
+. .data/services.env
+DATA=${HANDOFF_DATA_DIR:-.data}
+CH_HTTP=${HANDOFF_CLICKHOUSE_HTTP_ADDR:-127.0.0.1:18123}
+CH_HOST=${HANDOFF_CLICKHOUSE_ADDR%:*}
+CH_PORT=${HANDOFF_CLICKHOUSE_ADDR##*:}
+
+mkdir -p .data/bench bin
+go build -o bin/handoff ./cmd/handoff
+go build -o bin/bench-load ./deploy/bench/load
+
+# About 7% of the generator's lines repeat an event_id (redeliveries):
+# generate 10% more lines than events, the loader keeps the first EVENTS
+# distinct ones.
+LINES=$((EVENTS + EVENTS / 10 + 1000))
+FILE=.data/bench/events-$LINES-seed$SEED-bad0.jsonl
+if [ ! -s "$FILE" ]; then
+	go run ./deploy/bench/gen -events "$LINES" -seed "$SEED" -bad 0 -out "$FILE.tmp"
+	mv "$FILE.tmp" "$FILE"
+fi
+
+ID=$(date -u +%Y%m%d%H%M%S)_$$
+TOPIC=handoff.bench.$ID
+DLQ=$TOPIC.dlq
+GROUP_H=handoff-bench-$ID
+GROUP_E=handoff-bench-engine-$ID
+DB_H=handoff_bench_$ID
+DB_E=handoff_bench_${ID}_engine
+RUN=.data/bench/ingest-$ID
+mkdir -p "$RUN"
+
+# --- helpers ---------------------------------------------------------------
+
+ch() { # ch SQL: run on the native port
+	clickhouse-client --host "$CH_HOST" --port "$CH_PORT" --multiquery -q "$1"
+}
+if command -v curl >/dev/null 2>&1; then
+	count_rows() { # count_rows DB: rows in DB.events, 0 while it does not exist
+		curl -sf --max-time 5 "http://$CH_HTTP/" --data-binary "SELECT count() FROM $1.events" 2>/dev/null || echo 0
+	}
+else
+	count_rows() { clickhouse-client --host "$CH_HOST" --port "$CH_PORT" -q "SELECT count() FROM $1.events" 2>/dev/null || echo 0; }
+fi
+query() { # query SQL: one value, 0 on error
+	if command -v curl >/dev/null 2>&1; then
+		curl -sf --max-time 30 "http://$CH_HTTP/" --data-binary "$1" 2>/dev/null || echo 0
+	else
+		clickhouse-client --host "$CH_HOST" --port "$CH_PORT" -q "$1" 2>/dev/null || echo 0
+	fi
+}
+now() { echo "$EPOCHREALTIME"; }
+TICKS=$(getconf CLK_TCK)
+cpu_s() { # cpu_s PID: user+system CPU seconds of a live process, 0 if gone
+	if [ -n "${1:-}" ] && [ -r "/proc/$1/stat" ]; then
+		sed 's/.*) //' "/proc/$1/stat" | awk -v t="$TICKS" '{ printf "%.2f", ($12 + $13) / t }'
+	else
+		echo 0
+	fi
+}
+busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat; }
+CH_PID=$(cat "$DATA/clickhouse/clickhouse-server.pid" 2>/dev/null || true)
+K_PID=$(cat "$DATA/kafka/kafka.pid" 2>/dev/null || true)
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+HANDOFF_PID=
+cleanup() {
+	local rc=$?
+	profile_stop
+	if [ -n "$HANDOFF_PID" ] && kill -0 "$HANDOFF_PID" 2>/dev/null; then
+		kill -TERM "$HANDOFF_PID" 2>/dev/null || true
+		wait "$HANDOFF_PID" 2>/dev/null || true
+	fi
+	if [ "$KEEP" = 1 ]; then
+		say "kept (KEEP=1): topic $TOPIC, databases $DB_H and $DB_E, groups $GROUP_H, $GROUP_E"
+	else
+		ch "DROP TABLE IF EXISTS $DB_E.events_mv; DROP TABLE IF EXISTS $DB_E.events_queue;
+			DROP DATABASE IF EXISTS $DB_E; DROP DATABASE IF EXISTS $DB_H" >/dev/null 2>&1 ||
+			say "warning: could not drop databases $DB_H, $DB_E"
+		bin/bench-load -delete-groups "$GROUP_H,$GROUP_E" -delete-topics "$TOPIC,$DLQ" ||
+			say "warning: could not delete topics $TOPIC, $DLQ or groups $GROUP_H, $GROUP_E"
+	fi
+	say "logs: $RUN"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# wait_rows DB START LEG [PID]: poll until DB.events holds EVENTS rows; sets
+# FIRST (time of the first non-zero count) and DONE, and writes the counts
+# seen (seconds since START, rows) to $RUN/<leg>.counts. Fails on the
+# deadline, or when PID (if given) exits.
+wait_rows() {
+	local db=$1 start=$2 leg=$3 pid=${4:-} c=0 leg_file
+	leg_file=$(echo "$leg" | tr ' ' '_')
+	FIRST=
+	while :; do
+		c=$(count_rows "$db")
+		printf '%s\t%s\n' "$(secs "$start" "$(now)")" "$c" >>"$RUN/$leg_file.counts"
+		if [ -z "$FIRST" ] && [ "${c:-0}" -gt 0 ]; then FIRST=$(now); fi
+		if [ "${c:-0}" -ge "$EVENTS" ]; then
+			# A consumer can deliver some messages twice (the engine does
+			# after a rebalance between its consumers): done only when
+			# EVENTS distinct event_ids are stored.
+			local t u
+			t=$(now)
+			u=$(query "SELECT uniqExact(event_id) FROM $db.events")
+			if [ "${u:-0}" -ge "$EVENTS" ]; then
+				DONE=$t
+				DUPS=$((c - EVENTS))
+				[ "$DUPS" -eq 0 ] || say "$leg: $DUPS rows were stored twice (at-least-once delivery; ReplacingMergeTree merges them later)"
+				return 0
+			fi
+		fi
+		if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+			tail -n 20 "$RUN/handoff.log" >&2 || true
+			die "$leg: the process exited with $c of $EVENTS rows stored; log: $RUN/handoff.log"
+		fi
+		if awk -v n="$(now)" -v s="$start" -v d="$DEADLINE" 'BEGIN { exit !(n - s > d) }'; then
+			die "$leg: timed out after ${DEADLINE}s with $c of $EVENTS rows in $db.events (raise DEADLINE, or see $RUN)"
+		fi
+		sleep "$POLL"
+	done
+}
+
+# profile_start LEG / profile_stop: system-wide perf record of a leg (PROFILE=1).
+PERF_PID=''
+profile_start() {
+	[ "${PROFILE:-0}" = 1 ] || return 0
+	command -v perf >/dev/null 2>&1 || { say "PROFILE=1 but perf is not installed (apt-get install linux-perf)"; return 0; }
+	perf record -q -a -g -F 499 -o "$RUN/$1.perf.data" >/dev/null 2>&1 &
+	PERF_PID=$!
+}
+profile_stop() {
+	[ -n "$PERF_PID" ] || return 0
+	kill -INT "$PERF_PID" 2>/dev/null || true
+	wait "$PERF_PID" 2>/dev/null || true
+	PERF_PID=''
+}
+profile_report() { # profile_report LEG
+	local f=$RUN/$1.perf.data
+	[ -s "$f" ] || return 0
+	echo "  profile $f: CPU samples by command, then by shared object:"
+	perf report -i "$f" --stdio --no-children -g none --sort comm 2>/dev/null | grep -E '^ +[0-9]' | head -n 8 | sed 's/^/   /' || true
+	perf report -i "$f" --stdio --no-children -g none --sort comm,dso 2>/dev/null | grep -E '^ +[0-9]' | head -n 12 | sed 's/^/   /' || true
+}
+
+rate() { awk -v n="$EVENTS" -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", n / (b - a) }'; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+
+# --- load ------------------------------------------------------------------
+
+say "$(nproc) CPUs, load average $(loadavg); file $FILE; topic $TOPIC ($PARTITIONS partitions)"
+bin/bench-load -in "$FILE" -n "$EVENTS" -topic "$TOPIC" -partitions "$PARTITIONS" -start-groups "$GROUP_E" 2>&1 |
+	tee "$RUN/load.log" >&2
+[ "${PIPESTATUS[0]}" -eq 0 ] || die "loading the topic failed"
+sleep 2 # let the broker flush and the machine settle
+
+H_RATE='' E_RATE='' H_RSS=''
+# --- leg 1: handoff ingest ---------------------------------------------------
+
+leg_handoff() {
+	say "handoff ingest: database $DB_H, group $GROUP_H; load average $(loadavg)"
+	local ch0 k0 b0 t0 start
+	ch0=$(cpu_s "$CH_PID") k0=$(cpu_s "$K_PID")
+	read -r b0 t0 < <(busy_ticks)
+	start=$(now)
+	HANDOFF_TOPIC=$TOPIC HANDOFF_DLQ_TOPIC=$DLQ HANDOFF_GROUP=$GROUP_H \
+		HANDOFF_CLICKHOUSE_DATABASE=$DB_H HANDOFF_METRICS_ADDR=127.0.0.1:0 \
+		HANDOFF_LOG_LEVEL=${HANDOFF_LOG_LEVEL:-debug} \
+		bin/handoff ingest >"$RUN/handoff.log" 2>&1 &
+	HANDOFF_PID=$!
+	profile_start handoff
+	wait_rows "$DB_H" "$start" "handoff ingest" "$HANDOFF_PID"
+	profile_stop
+	local hcpu rss ch1 k1 b1 t1 murl
+	hcpu=$(cpu_s "$HANDOFF_PID")
+	rss=$(awk '/^VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$HANDOFF_PID/status")
+	ch1=$(cpu_s "$CH_PID") k1=$(cpu_s "$K_PID")
+	read -r b1 t1 < <(busy_ticks)
+	murl=$(grep -o 'url=http://[^ ]*/metrics' "$RUN/handoff.log" | head -n1 | cut -d= -f2)
+	if [ -n "$murl" ]; then
+		curl -sf --max-time 5 "$murl" >"$RUN/metrics.txt" 2>/dev/null || true
+	fi
+	kill -TERM "$HANDOFF_PID"
+	local rc=0
+	wait "$HANDOFF_PID" || rc=$?
+	HANDOFF_PID=
+	[ "$rc" -eq 0 ] || say "warning: handoff ingest exited with $rc after SIGTERM; log $RUN/handoff.log"
+	H_RATE=$(rate "$start" "$DONE")
+	H_RSS=$rss
+	printf 'handoff ingest: %d events in %ss: %d events/s (%d events/s from the first stored row, %ss after start); peak RSS %d MiB\n' \
+		"$EVENTS" "$(secs "$start" "$DONE")" "$H_RATE" "$(rate "$FIRST" "$DONE")" "$(secs "$start" "$FIRST")" "$rss"
+	printf '  CPU seconds: handoff %s, clickhouse-server %s, kafka %s; machine busy %s%% of %d CPUs\n' \
+		"$hcpu" "$(awk -v a="$ch0" -v b="$ch1" 'BEGIN { printf "%.2f", b - a }')" \
+		"$(awk -v a="$k0" -v b="$k1" 'BEGIN { printf "%.2f", b - a }')" \
+		"$(awk -v a="$b0" -v b="$b1" -v c="$t0" -v d="$t1" 'BEGIN { printf "%.0f", 100 * (b - a) / (d - c) }')" "$(nproc)"
+	if [ -s "$RUN/metrics.txt" ]; then
+		awk '
+			/^handoff_ingest_insert_seconds_sum/ { s = $2 }
+			/^handoff_ingest_insert_seconds_count/ { n = $2 }
+			/^handoff_ingest_flushes_total/ { f += $2 }
+			/^handoff_ingest_rejected_total/ { r += $2 }
+			END { if (n > 0) printf "  %d flushes, %d INSERTs taking %.2fs in all (%.0f ms each), %d rejected\n", f, n, s, 1000 * s / n, r }
+		' "$RUN/metrics.txt"
+	fi
+	profile_report handoff
+}
+
+# --- leg 2: ClickHouse Kafka engine -------------------------------------------
+
+# handoff.events (ingest/schema/schema.sql) as 18.16 lets a materialized view
+# fill it: time, event_date and ingested are ALIAS instead of MATERIALIZED
+# (18.16 wants MATERIALIZED columns in the view's output, and a view cannot
+# name an output column `time` while reading the input column `time`).
+engine_sql() {
+	local block=
+	[ -n "$ENGINE_BLOCK_SIZE" ] && block=", kafka_max_block_size = $ENGINE_BLOCK_SIZE"
+	cat <<EOF
+CREATE DATABASE $DB_E;
+CREATE TABLE $DB_E.events (
+    pipeline        String,
+    business_date   Date,
+    batch_id        String,
+    event_id        String,
+    spec            String,
+    type            String,
+    time_ms         Int64,
+    time            DateTime ALIAS toDateTime(intDiv(time_ms, 1000)),
+    event_date      Date ALIAS toDate(toDateTime(intDiv(time_ms, 1000))),
+    system          String,
+    component       String,
+    object          String,
+    rows            Int64,
+    has_rows        UInt8,
+    bytes           Int64,
+    has_bytes       UInt8,
+    checksum        String,
+    attempt         Int64,
+    has_attempt     UInt8,
+    error           String,
+    attrs           Nested(key String, value String),
+    ingested_ms     Int64,
+    ingested        DateTime ALIAS toDateTime(intDiv(ingested_ms, 1000)),
+    kafka_topic     String,
+    kafka_partition Int32,
+    kafka_offset    Int64
+) ENGINE = ReplacingMergeTree(ingested_ms)
+PARTITION BY toYYYYMM(business_date)
+ORDER BY (pipeline, business_date, batch_id, event_id);
+EOF
+	# The wire fields, as JSONEachRow reads them (absent: the type's
+	# default; the nested attrs object is skipped: the engine always sets
+	# input_format_skip_unknown_fields).
+	cat <<EOF
+CREATE TABLE $DB_E.events_queue (
+    spec String, event_id String, type String, time String, pipeline String,
+    business_date Date, batch_id String, system String, component String,
+    object String, rows Int64, bytes Int64, checksum String, attempt Int64, error String
+) ENGINE = Kafka SETTINGS kafka_broker_list = '$HANDOFF_KAFKA_BROKERS', kafka_topic_list = '$TOPIC',
+    kafka_group_name = '$GROUP_E', kafka_format = 'JSONEachRow', kafka_num_consumers = $ENGINE_CONSUMERS$block;
+CREATE MATERIALIZED VIEW $DB_E.events_mv TO $DB_E.events AS SELECT
+    pipeline, business_date, batch_id, event_id, spec, type,
+    toInt64(toUnixTimestamp(parseDateTimeBestEffort(time))) * 1000
+        + toInt64OrZero(substring(concat(extract(time, '\\\\.([0-9]+)'), '000'), 1, 3)) AS time_ms,
+    system, component, object,
+    rows, toUInt8(rows != 0) AS has_rows, bytes, toUInt8(bytes != 0) AS has_bytes,
+    checksum, attempt, toUInt8(attempt != 0) AS has_attempt, error,
+    CAST([] AS Array(String)) AS \`attrs.key\`, CAST([] AS Array(String)) AS \`attrs.value\`,
+    toInt64(toUnixTimestamp(now())) * 1000 AS ingested_ms,
+    '$TOPIC' AS kafka_topic, toInt32(0) AS kafka_partition, toInt64(0) AS kafka_offset
+FROM $DB_E.events_queue;
+EOF
+}
+
+leg_engine() {
+	say "kafka engine: database $DB_E, group $GROUP_E, kafka_num_consumers $ENGINE_CONSUMERS${ENGINE_BLOCK_SIZE:+, kafka_max_block_size $ENGINE_BLOCK_SIZE}; load average $(loadavg)"
+	engine_sql >"$RUN/engine.sql"
+	local ch0 k0 b0 t0 ch1 k1 b1 t1 start
+	ch0=$(cpu_s "$CH_PID") k0=$(cpu_s "$K_PID")
+	read -r b0 t0 < <(busy_ticks)
+	start=$(now)
+	profile_start engine
+	ch "$(cat "$RUN/engine.sql")" || die "kafka engine: creating the tables failed (SQL in $RUN/engine.sql)"
+	wait_rows "$DB_E" "$start" "kafka engine"
+	profile_stop
+	ch1=$(cpu_s "$CH_PID") k1=$(cpu_s "$K_PID")
+	read -r b1 t1 < <(busy_ticks)
+	ch "DROP TABLE $DB_E.events_mv; DROP TABLE $DB_E.events_queue" || say "warning: could not drop the view and Kafka table"
+	E_RATE=$(rate "$start" "$DONE")
+	# No rate "from the first stored row": the engine stores in blocks of
+	# up to max_insert_block_size rows, so its count jumps.
+	printf 'kafka engine:   %d events in %ss: %d events/s (first rows stored %ss after CREATE)\n' \
+		"$EVENTS" "$(secs "$start" "$DONE")" "$E_RATE" "$(secs "$start" "$FIRST")"
+	printf '  CPU seconds: clickhouse-server %s, kafka %s; machine busy %s%% of %d CPUs\n' \
+		"$(awk -v a="$ch0" -v b="$ch1" 'BEGIN { printf "%.2f", b - a }')" \
+		"$(awk -v a="$k0" -v b="$k1" 'BEGIN { printf "%.2f", b - a }')" \
+		"$(awk -v a="$b0" -v b="$b1" -v c="$t0" -v d="$t1" 'BEGIN { printf "%.0f", 100 * (b - a) / (d - c) }')" "$(nproc)"
+	profile_report engine
+}
+
+# Wait (up to 2 min) for background merges of the databases so far, so they
+# do not slow the next leg.
+settle() {
+	local _
+	for _ in $(seq 600); do
+		[ "$(curl -sf --max-time 5 "http://$CH_HTTP/" --data-binary \
+			"SELECT count() FROM system.merges WHERE database IN ('$DB_H', '$DB_E')" 2>/dev/null || echo 0)" = 0 ] && break
+		sleep 0.2
+	done
+	sleep 2
+}
+
+first=1
+for leg in $LEGS; do
+	[ "$first" = 1 ] || settle
+	first=0
+	case "$leg" in
+		handoff) leg_handoff ;;
+		engine) leg_engine ;;
+		*) die "unknown leg $leg in LEGS (want handoff and/or engine)" ;;
+	esac
+done
+
+# Same content? Every column both legs fill the same way (not attrs,
+# ingested_ms, kafka_partition, kafka_offset).
+if [ -n "$H_RATE" ] && [ -n "$E_RATE" ]; then
+	# Over distinct rows: redelivered copies are identical in these columns.
+	hash="count(), sum(h) FROM (SELECT DISTINCT cityHash64(pipeline, business_date, batch_id, event_id, spec, type, time_ms, system, component, object, rows, has_rows, bytes, has_bytes, checksum, attempt, has_attempt, error) AS h FROM"
+	a=$(ch "SELECT $hash $DB_H.events)")
+	b=$(ch "SELECT $hash $DB_E.events)")
+	if [ "$a" = "$b" ]; then
+		echo "content: both tables hold the same $EVENTS rows (all columns but attrs, ingested_ms and kafka_partition/offset)"
+	else
+		echo "content: WARNING: the tables differ: handoff $a, engine $b"
+	fi
+	ratio=$(awk -v a="$H_RATE" -v b="$E_RATE" 'BEGIN { printf "%.2f", a / b }')
+	echo "ratio handoff/engine: $ratio (target: handoff >= 100000 events/s and >= engine)"
+	printf '%s\t%s\t%d\t%s\t%s\t%s\t%s MiB\t%s\t%s\n' "$(date -u +%FT%TZ)" "$ID" "$EVENTS" "$H_RATE" "$E_RATE" "$ratio" "$H_RSS" \
+		"consumers=$ENGINE_CONSUMERS${ENGINE_BLOCK_SIZE:+,block=$ENGINE_BLOCK_SIZE}" "$(loadavg)" >>.data/bench/ingest-results.tsv
+fi
