@@ -96,15 +96,15 @@ type Anomaly struct {
 
 // BoundaryState is one rung of the ladder as the batch's evidence shows it.
 type BoundaryState struct {
-	Name     string `json:"name"`
-	Required bool   `json:"required"`
-	Proven   bool   `json:"proven"`
+	Name string `json:"name"`
 	// At is when the boundary was first proven (zero when not proven).
 	At time.Time `json:"at,omitzero"`
 	// Due is when the boundary is due (zero when no deadline is known).
 	Due      time.Time `json:"due,omitzero"`
-	Overdue  bool      `json:"overdue"`
 	Evidence []string  `json:"evidence"`
+	Required bool      `json:"required"`
+	Proven   bool      `json:"proven"`
+	Overdue  bool      `json:"overdue"`
 	// OutOfOrder is set on a proven boundary above the first missing one:
 	// the evidence exists, but the chain below it is broken.
 	OutOfOrder bool `json:"out_of_order"`

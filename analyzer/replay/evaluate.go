@@ -462,6 +462,7 @@ func (v *view) boundaries(d *Diagnosis) model.Boundary {
 	if v.latest == 0 {
 		latest = time.Time{}
 	}
+	dues, hasDue := v.c.Dues(v.key, provenAt, latest)
 	d.Boundaries = make([]BoundaryState, 0, len(model.Ladder))
 	for _, b := range model.Ladder {
 		bs := BoundaryState{Name: b.String(), Required: v.c.Requires(b), Evidence: v.provenOf(b)}
@@ -470,11 +471,9 @@ func (v *view) boundaries(d *Diagnosis) model.Boundary {
 			bs.At = t
 			bs.OutOfOrder = first != model.NoBoundary && b > first
 		}
-		if bs.Required {
-			if due, ok := v.c.Due(b, v.key, provenAt, latest); ok {
-				bs.Due = due.UTC()
-				v.dueBy[b] = b
-			}
+		if bs.Required && hasDue[b] {
+			bs.Due = dues[b].UTC()
+			v.dueBy[b] = b
 		}
 		d.Boundaries = append(d.Boundaries, bs)
 	}

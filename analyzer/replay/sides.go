@@ -37,7 +37,7 @@ func (v *view) sides(d *Diagnosis, ctx Context) {
 		facts[i] = backing[len(backing) : len(backing) : len(backing)+n]
 		backing = backing[:len(backing)+n]
 	}
-	buf := make([]byte, 0, 100*len(v.recs))
+	buf := make([]byte, 0, 96*len(v.recs))
 	ends := make([]int, len(v.recs))
 	for i, r := range v.recs {
 		buf = describe(buf, r)

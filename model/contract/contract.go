@@ -181,48 +181,77 @@ type ProvenAt func(model.Boundary) (time.Time, bool)
 // latest is the time of the batch's latest boundary event (or of its latest
 // event, when no boundary is proven), the anchor of the default rule.
 func (c *Contract) Due(b model.Boundary, key model.BatchKey, proven ProvenAt, latest time.Time) (time.Time, bool) {
-	return c.due(b, key, proven, latest, 0)
+	if !b.Valid() {
+		return time.Time{}, false
+	}
+	due, ok := c.Dues(key, proven, latest)
+	return due[b], ok[b]
 }
 
-func (c *Contract) due(b model.Boundary, key model.BatchKey, proven ProvenAt, latest time.Time, depth int) (time.Time, bool) {
-	if !b.Valid() || depth > len(model.Ladder) {
-		return time.Time{}, false
+// Dues is Due for every boundary at once, indexed by boundary (ok[b] is
+// false where no deadline can be computed yet). It computes each deadline
+// once, in ladder order, so a relative deadline reuses the one before it:
+// the replay asks for all seven for every batch.
+func (c *Contract) Dues(key model.BatchKey, proven ProvenAt, latest time.Time) (due [model.Consumed + 1]time.Time, ok [model.Consumed + 1]bool) {
+	loc := c.Location
+	if loc == nil {
+		loc = time.UTC
 	}
-	d := c.Deadlines[b]
-	switch d.Kind {
-	case Absolute:
-		loc := c.Location
-		if loc == nil {
-			loc = time.UTC
-		}
-		// Build the wall-clock time rather than adding TimeOfDay to midnight:
-		// on a daylight-saving day, midnight + 6h is not 06:00.
-		day := key.BusinessDate.AddDays(d.Days)
-		tod := d.TimeOfDay
-		h, m, sec := tod/time.Hour, tod%time.Hour/time.Minute, tod%time.Minute/time.Second
-		return time.Date(day.Year, day.Month, day.Day, int(h), int(m), int(sec), int(tod%time.Second), loc), true
-	case Relative:
-		prev := c.previousRequired(b)
-		if prev == model.NoBoundary {
-			loc := c.Location
-			if loc == nil {
-				loc = time.UTC
+	var day dayCache
+	for _, b := range model.Ladder {
+		d := c.Deadlines[b]
+		switch d.Kind {
+		case Absolute:
+			due[b], ok[b] = day.at(key.BusinessDate.AddDays(d.Days), d.TimeOfDay, loc), true
+		case Relative:
+			prev := c.previousRequired(b)
+			if prev == model.NoBoundary {
+				due[b], ok[b] = day.at(key.BusinessDate, 0, loc).Add(d.After), true
+			} else if t, p := proven(prev); p {
+				due[b], ok[b] = t.Add(d.After), true
+			} else if ok[prev] {
+				due[b], ok[b] = due[prev].Add(d.After), true
 			}
-			return key.BusinessDate.In(loc).Add(d.After), true
+		default:
+			if !latest.IsZero() {
+				due[b], ok[b] = latest.Add(DefaultDeadline), true
+			}
 		}
-		if t, ok := proven(prev); ok {
-			return t.Add(d.After), true
-		}
-		t, ok := c.due(prev, key, proven, latest, depth+1)
-		if !ok {
-			return time.Time{}, false
-		}
-		return t.Add(d.After), true
 	}
-	if latest.IsZero() {
-		return time.Time{}, false
+	return due, ok
+}
+
+// dayCache remembers the last midnight it computed: a contract's absolute
+// deadlines mostly fall on one day, and a zone-aware time.Date is the
+// costly part of a deadline.
+type dayCache struct {
+	date     model.Date
+	midnight time.Time
+	// exact is false where midnight does not exist (a zone that skips
+	// 00:00 on a daylight-saving day): then every time is built by hand.
+	exact bool
+	set   bool
+}
+
+// at returns the wall-clock time tod after midnight of date in loc. On a
+// daylight-saving day midnight + 6h is not 06:00, so when the offset at
+// the result differs from midnight's, it builds the wall-clock time instead.
+func (dc *dayCache) at(date model.Date, tod time.Duration, loc *time.Location) time.Time {
+	if !dc.set || dc.date != date {
+		dc.date, dc.midnight, dc.set = date, date.In(loc), true
+		h, m, s := dc.midnight.Clock()
+		dc.exact = h == 0 && m == 0 && s == 0
 	}
-	return latest.Add(DefaultDeadline), true
+	t := dc.midnight.Add(tod)
+	if loc == time.UTC {
+		return t
+	}
+	_, off0 := dc.midnight.Zone()
+	if _, off := t.Zone(); off == off0 && dc.exact {
+		return t
+	}
+	h, m, sec := tod/time.Hour, tod%time.Hour/time.Minute, tod%time.Minute/time.Second
+	return time.Date(date.Year, date.Month, date.Day, int(h), int(m), int(sec), int(tod%time.Second), loc)
 }
 
 // previousRequired returns the required boundary before b, or NoBoundary.

@@ -211,3 +211,37 @@ func TestParseTemplateErrors(t *testing.T) {
 	}()
 	contract.MustTemplate("{nope}")
 }
+
+// TestDuesMatchWallClock checks the cached deadline arithmetic against
+// time.Date over a year of days in zones with daylight saving, including
+// one that skips midnight (America/Santiago) and one with a 30-minute
+// shift (Australia/Lord_Howe).
+func TestDuesMatchWallClock(t *testing.T) {
+	for _, zone := range []string{"Europe/London", "America/New_York", "America/Santiago", "Australia/Lord_Howe", "Asia/Shanghai", "UTC"} {
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Skipf("zone database lacks %s: %v", zone, err)
+		}
+		c := contract.Default("p")
+		c.Location = loc
+		tods := []time.Duration{0, 30 * time.Minute, 2*time.Hour + 30*time.Minute, 6 * time.Hour, 23*time.Hour + 59*time.Minute}
+		for i, b := range []model.Boundary{model.Produced, model.Finalized, model.Transferred, model.SignalDelivered, model.Consumed} {
+			c.Deadlines[b] = contract.Deadline{Kind: contract.Absolute, Days: i % 2, TimeOfDay: tods[i]}
+		}
+		none := func(model.Boundary) (time.Time, bool) { return time.Time{}, false }
+		start := model.MustParseDate("2026-01-01")
+		for n := 0; n < 366; n++ {
+			key := model.BatchKey{Pipeline: "p", BusinessDate: start.AddDays(n), BatchID: "x"}
+			due, ok := c.Dues(key, none, time.Time{})
+			for _, b := range []model.Boundary{model.Produced, model.Finalized, model.Transferred, model.SignalDelivered, model.Consumed} {
+				d := c.Deadlines[b]
+				day := key.BusinessDate.AddDays(d.Days)
+				tod := d.TimeOfDay
+				want := time.Date(day.Year, day.Month, day.Day, int(tod/time.Hour), int(tod%time.Hour/time.Minute), 0, 0, loc)
+				if !ok[b] || !due[b].Equal(want) {
+					t.Fatalf("%s %s %s: due %v, want %v", zone, key.BusinessDate, b, due[b], want)
+				}
+			}
+		}
+	}
+}
