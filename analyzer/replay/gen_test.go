@@ -111,3 +111,52 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+// deliveredBatch returns a delivered batch as a production pipeline emits
+// it: the seven boundary events plus context events (job.started,
+// artifact.staged, consume.started), sometimes a heartbeat-free retry.
+func deliveredBatch(r *rand.Rand, pipeline string, date model.Date) []model.Event {
+	key := model.BatchKey{Pipeline: pipeline, BusinessDate: date, BatchID: date.Compact()}
+	base := date.In(time.UTC).Add(17 * time.Hour)
+	csv := "account_balance_snapshot_" + key.BatchID + ".csv"
+	flag := "account_balance_snapshot_" + key.BatchID + ".flag"
+	rows := int64(100000 + r.IntN(50000))
+	var out []model.Event
+	add := func(t model.EventType, sys model.System, comp string, mut func(*model.Event)) {
+		n := len(out) + 1
+		e := model.Event{
+			Spec: model.SpecV1, ID: fmt.Sprintf("%s-%s-%02d", pipeline, key.BatchID, n), Type: t,
+			Time:     base.Add(time.Duration(n)*time.Minute + time.Duration(r.IntN(60000))*time.Millisecond),
+			Pipeline: key.Pipeline, BusinessDate: key.BusinessDate, BatchID: key.BatchID,
+			System: sys, Component: comp,
+		}
+		if mut != nil {
+			mut(&e)
+		}
+		out = append(out, e)
+	}
+	attempt := func(e *model.Event) { e.Attempt, e.HasAttempt = 1, true }
+	if r.IntN(4) == 0 { // a failed first attempt, retried
+		add(model.JobStarted, model.Producer, "build-runner-3", attempt)
+		add(model.JobFailed, model.Producer, "build-runner-3", func(e *model.Event) { e.Error = "exit 137" })
+	}
+	add(model.JobStarted, model.Producer, "build-runner-3", attempt)
+	add(model.ArtifactStaged, model.Producer, "build-runner-3", func(e *model.Event) { e.Object = csv + ".tmp" })
+	add(model.ArtifactFinalized, model.Producer, "build-runner-3", func(e *model.Event) {
+		e.Object, e.Rows, e.HasRows, e.Bytes, e.HasBytes, e.Checksum = csv, rows, true, rows*80, true, "sha256:9f2c5a11"
+	})
+	add(model.JobSucceeded, model.Producer, "build-runner-3", attempt)
+	add(model.SignalPublished, model.Producer, "build-runner-3", func(e *model.Event) { e.Object, e.Rows, e.HasRows = flag, rows, true })
+	add(model.ArtifactTransferred, model.Exchange, "sftp-relay-2", func(e *model.Event) {
+		e.Object, e.Bytes, e.HasBytes, e.Checksum = csv, rows*80, true, "sha256:9f2c5a11"
+	})
+	add(model.SignalTransferred, model.Exchange, "sftp-relay-2", func(e *model.Event) { e.Object = flag })
+	add(model.BatchIdentified, model.Consumer, "consume-runner-1", nil)
+	add(model.ConsumeStarted, model.Consumer, "consume-runner-1", attempt)
+	if r.IntN(5) == 0 {
+		add(model.ConsumeFailed, model.Consumer, "consume-runner-1", func(e *model.Event) { e.Error = "lock timeout" })
+		add(model.ConsumeStarted, model.Consumer, "consume-runner-1", func(e *model.Event) { e.Attempt, e.HasAttempt = 2, true })
+	}
+	add(model.ConsumeSucceeded, model.Consumer, "consume-runner-1", func(e *model.Event) { e.Rows, e.HasRows = rows, true })
+	return out
+}
