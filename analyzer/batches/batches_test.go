@@ -149,14 +149,8 @@ func TestHeartbeatsAsOf(t *testing.T) {
 	add(s, []model.Event{hb("early", asOf.Add(-time.Hour)), hb("late", asOf.Add(time.Hour)), hb("other", asOf.Add(-2*time.Hour))})
 	d := s.Diagnose(nil)[0]
 	var facts []string
-	for _, side := range d.Sides {
-		for _, f := range side.Facts {
-			for _, ev := range f.Evidence {
-				if ev == "early" || ev == "late" || ev == "other" {
-					facts = append(facts, ev)
-				}
-			}
-		}
+	for _, h := range d.Alive {
+		facts = append(facts, h.EventID)
 	}
 	if len(facts) != 1 || facts[0] != "early" {
 		t.Fatalf("heartbeat facts %v, want only the latest one before as-of (early)", facts)

@@ -69,9 +69,21 @@ type Diagnosis struct {
 	// Contract names the contract applied ("default" or its file).
 	Contract   string          `json:"contract"`
 	Boundaries []BoundaryState `json:"boundaries"`
-	Sides      []Side          `json:"sides"`
 	NextStep   NextStep        `json:"next_step"`
 	Events     int             `json:"events"`
+	// Timeline is the batch's events as the replay read them, in time
+	// order: the evidence every id above refers to. Narrate turns it into
+	// sentences per side.
+	Timeline []Entry `json:"timeline"`
+	// Expected holds the names that derive from the batch's identity under
+	// its contract ("" where the contract has no template).
+	Expected Expected `json:"expected"`
+	// Previous is what is known of the previous batch of the schedule; nil
+	// when continuity was not checked.
+	Previous *PreviousBatch `json:"previous,omitempty"`
+	// Alive lists the latest heartbeat of each process of the pipeline, as
+	// of the diagnosis.
+	Alive []Heartbeat `json:"alive"`
 	// FirstEventAt and LastEventAt bound the batch's timeline.
 	FirstEventAt time.Time `json:"first_event_at"`
 	LastEventAt  time.Time `json:"last_event_at"`
@@ -110,7 +122,43 @@ type BoundaryState struct {
 	OutOfOrder bool `json:"out_of_order"`
 }
 
-// Side is what one system (producer, exchange, consumer, operator) shows.
+// Entry is one event of a batch's timeline. Optional numbers carry a Has*
+// flag, as in model.Event: zero rows is a count, not an absence.
+type Entry struct {
+	EventID    string          `json:"event_id"`
+	Type       model.EventType `json:"type"`
+	Time       time.Time       `json:"time"`
+	System     model.System    `json:"system"`
+	Component  string          `json:"component,omitempty"`
+	Object     string          `json:"object,omitempty"`
+	Rows       int64           `json:"rows,omitempty"`
+	Bytes      int64           `json:"bytes,omitempty"`
+	Checksum   string          `json:"checksum,omitempty"`
+	Attempt    int64           `json:"attempt,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	HasRows    bool            `json:"-"`
+	HasBytes   bool            `json:"-"`
+	HasAttempt bool            `json:"-"`
+}
+
+// Expected holds the names that derive from a batch's identity.
+type Expected struct {
+	BatchID  string `json:"batch_id,omitempty"`
+	Artifact string `json:"artifact,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+}
+
+// PreviousBatch is the previous batch of the schedule, as a diagnosis
+// reports it.
+type PreviousBatch struct {
+	Batch     string `json:"batch"`
+	Seen      bool   `json:"seen"`
+	Delivered bool   `json:"delivered"`
+	Verdict   string `json:"verdict,omitempty"`
+}
+
+// Side is what one system (producer, exchange, consumer, operator) shows:
+// the narrative form of the timeline (see Narrate).
 type Side struct {
 	System string `json:"system"`
 	// Facts are short sentences, in time order, each naming its evidence.

@@ -38,10 +38,10 @@ type Previous struct {
 
 // Heartbeat is the latest process.heartbeat of one process.
 type Heartbeat struct {
-	System    model.System
-	Component string
-	At        time.Time
-	EventID   string
+	System    model.System `json:"system"`
+	Component string       `json:"component"`
+	At        time.Time    `json:"at"`
+	EventID   string       `json:"event_id"`
 }
 
 // Replay folds events into a State and evaluates it: the diagnosis of one
@@ -269,7 +269,7 @@ func (s *State) Evaluate(c *contract.Contract, asOf time.Time, ctx Context) Diag
 	first := v.boundaries(&d)
 	v.anomalies(&d, first, ctx.Previous)
 	d.Status = v.status(&d, verdict, first)
-	v.sides(&d, ctx)
+	v.context(&d, ctx)
 	d.NextStep = v.nextStep(&d, verdict, first)
 	return d
 }

@@ -300,7 +300,7 @@ func checkDesignInvariants(t *testing.T, d *replay.Diagnosis) {
 	if (supported == 1) == d.Delivered() {
 		t.Errorf("%s: %d supported hypotheses with verdict %s", d.Batch, supported, d.Verdict)
 	}
-	for _, s := range d.Sides {
+	for _, s := range replay.Narrate(d) {
 		for _, f := range s.Facts {
 			if strings.Contains(strings.ToLower(f.Text), "consumer ok") {
 				t.Errorf("%s: %q: absence of a failure is not evidence of health", d.Batch, f.Text)

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"encoding/json"
 	"strconv"
 	"time"
 
@@ -88,29 +89,9 @@ func (d *Diagnosis) AppendJSON(b []byte) []byte {
 		b = strconv.AppendBool(b, s.OutOfOrder)
 		b = append(b, '}')
 	}
-	b = append(b, `],"sides":[`...)
-	for i := range d.Sides {
-		s := &d.Sides[i]
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"system":`...)
-		b = model.AppendJSONString(b, s.System)
-		b = append(b, `,"facts":[`...)
-		for j := range s.Facts {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"text":`...)
-			b = model.AppendJSONString(b, s.Facts[j].Text)
-			b = append(b, `,"evidence":`...)
-			b = appendJSONStrings(b, s.Facts[j].Evidence)
-			b = append(b, '}')
-		}
-		b = append(b, "]}"...)
-	}
+	b = append(b, ']')
 	n := &d.NextStep
-	b = append(b, `],"next_step":{"action":`...)
+	b = append(b, `,"next_step":{"action":`...)
 	b = model.AppendJSONString(b, n.Action)
 	b = append(b, `,"summary":`...)
 	b = model.AppendJSONString(b, n.Summary)
@@ -141,7 +122,114 @@ func (d *Diagnosis) AppendJSON(b []byte) []byte {
 	b = appendJSONTime(b, d.FirstEventAt)
 	b = append(b, `,"last_event_at":`...)
 	b = appendJSONTime(b, d.LastEventAt)
+	b = append(b, `,"timeline":[`...)
+	for i := range d.Timeline {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = d.Timeline[i].appendJSON(b)
+	}
+	b = append(b, `],"expected":{`...)
+	sep := ""
+	for _, f := range [...]struct{ k, v string }{{"batch_id", d.Expected.BatchID}, {"artifact", d.Expected.Artifact}, {"signal", d.Expected.Signal}} {
+		if f.v != "" {
+			b = append(b, sep...)
+			b = append(b, '"')
+			b = append(b, f.k...)
+			b = append(b, `":`...)
+			b = model.AppendJSONString(b, f.v)
+			sep = ","
+		}
+	}
+	b = append(b, '}')
+	if p := d.Previous; p != nil {
+		b = append(b, `,"previous":{"batch":`...)
+		b = model.AppendJSONString(b, p.Batch)
+		b = append(b, `,"seen":`...)
+		b = strconv.AppendBool(b, p.Seen)
+		b = append(b, `,"delivered":`...)
+		b = strconv.AppendBool(b, p.Delivered)
+		if p.Verdict != "" {
+			b = append(b, `,"verdict":`...)
+			b = model.AppendJSONString(b, p.Verdict)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `,"alive":[`...)
+	for i, h := range d.Alive {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"system":`...)
+		b = model.AppendJSONString(b, string(h.System))
+		b = append(b, `,"component":`...)
+		b = model.AppendJSONString(b, h.Component)
+		b = append(b, `,"at":`...)
+		b = appendJSONTime(b, h.At)
+		b = append(b, `,"event_id":`...)
+		b = model.AppendJSONString(b, h.EventID)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+// appendJSON appends the entry; numbers that were not stated are left out.
+func (e *Entry) appendJSON(b []byte) []byte {
+	b = append(b, `{"event_id":`...)
+	b = model.AppendJSONString(b, e.EventID)
+	b = append(b, `,"type":`...)
+	b = model.AppendJSONString(b, string(e.Type))
+	b = append(b, `,"time":`...)
+	b = appendJSONTime(b, e.Time)
+	b = append(b, `,"system":`...)
+	b = model.AppendJSONString(b, string(e.System))
+	for _, f := range [...]struct{ k, v string }{{"component", e.Component}, {"object", e.Object}, {"checksum", e.Checksum}, {"error", e.Error}} {
+		if f.v != "" {
+			b = append(b, ',', '"')
+			b = append(b, f.k...)
+			b = append(b, `":`...)
+			b = model.AppendJSONString(b, f.v)
+		}
+	}
+	for _, f := range [...]struct {
+		k   string
+		v   int64
+		has bool
+	}{{"rows", e.Rows, e.HasRows}, {"bytes", e.Bytes, e.HasBytes}, {"attempt", e.Attempt, e.HasAttempt}} {
+		if f.has {
+			b = append(b, ',', '"')
+			b = append(b, f.k...)
+			b = append(b, `":`...)
+			b = strconv.AppendInt(b, f.v, 10)
+		}
+	}
 	return append(b, '}')
+}
+
+// UnmarshalJSON decodes an entry, setting the Has* flags of the numbers
+// present, so that a diagnosis read back from JSON equals the original.
+func (e *Entry) UnmarshalJSON(data []byte) error {
+	type plain Entry // no methods: no recursion
+	var aux struct {
+		plain
+		Rows    *int64 `json:"rows"`
+		Bytes   *int64 `json:"bytes"`
+		Attempt *int64 `json:"attempt"`
+	}
+	if err := json.Unmarshal(data, &aux); err != nil {
+		return err
+	}
+	*e = Entry(aux.plain)
+	if aux.Rows != nil {
+		e.Rows, e.HasRows = *aux.Rows, true
+	}
+	if aux.Bytes != nil {
+		e.Bytes, e.HasBytes = *aux.Bytes, true
+	}
+	if aux.Attempt != nil {
+		e.Attempt, e.HasAttempt = *aux.Attempt, true
+	}
+	return nil
 }
 
 // MarshalJSON implements json.Marshaler with AppendJSON, so that every

@@ -9,66 +9,64 @@ import (
 
 var sideOrder = [...]model.System{model.Producer, model.Exchange, model.Consumer, model.Operator}
 
-// sides fills d.Sides: what each system shows, in time order, then what it
-// does not show. Absences are stated as absences, never as health.
-func (v *view) sides(d *Diagnosis, ctx Context) {
-	// Facts of all sides share one backing array, all event sentences one
-	// string, and evidence lists one array: a few allocations per batch
-	// instead of several per event.
-	var count [len(sideOrder)]int
-	for _, r := range v.recs {
-		count[r.side]++
-	}
-	// Room for what is added after the events: absences (at most 3, 2 and
-	// 4 with the previous batch), and heartbeats.
-	count[sideIndex(model.Producer)] += 3
-	count[sideIndex(model.Exchange)] += 2
-	count[sideIndex(model.Consumer)] += 4
-	for _, h := range ctx.Alive {
-		count[sideIndex(h.System)]++
-	}
-	total := 0
-	for _, n := range count {
-		total += n
-	}
-	backing := make([]Fact, 0, total)
-	var facts [len(sideOrder)][]Fact
-	for i, n := range count {
-		facts[i] = backing[len(backing) : len(backing) : len(backing)+n]
-		backing = backing[:len(backing)+n]
-	}
-	buf := make([]byte, 0, 96*len(v.recs))
-	ends := make([]int, len(v.recs))
+// context fills the structured evidence of d: the timeline, the names that
+// derive from the identity, the previous batch and the live processes.
+// The narrative is not built here (see Narrate): a streaming detector
+// evaluates far more often than anyone reads a report.
+func (v *view) context(d *Diagnosis, ctx Context) {
+	d.Timeline = make([]Entry, len(v.recs))
 	for i, r := range v.recs {
-		buf = describe(buf, r)
-		ends[i] = len(buf)
-	}
-	// buf is never written again, so the string may share its bytes,
-	// as strings.Builder does; it saves a copy of every sentence.
-	var text string
-	if len(buf) > 0 {
-		text = unsafe.String(&buf[0], len(buf))
-	}
-	evs := make([]string, len(v.recs))
-	start := 0
-	for i, r := range v.recs {
-		si := r.side
-		evs[i] = r.id
-		facts[si] = append(facts[si], Fact{Text: text[start:ends[i]], Evidence: evs[i : i+1 : i+1]})
-		start = ends[i]
-	}
-	for _, h := range ctx.Alive {
-		if h.At.After(v.asOf) {
-			continue
+		d.Timeline[i] = Entry{
+			EventID: r.id, Type: r.typ(), Time: r.at(), System: sideOrder[r.side],
+			Component: r.component, Object: r.object, Checksum: r.checksum, Error: r.err,
+			Rows: r.rows, Bytes: r.bytes, Attempt: r.attempt,
+			HasRows: r.hasRows, HasBytes: r.hasBytes, HasAttempt: r.hasAttempt,
 		}
+	}
+	d.Expected = Expected{BatchID: v.wantBatchID, Artifact: v.wantArtifact, Signal: v.wantSignal}
+	if p := ctx.Previous; p.Checked {
+		d.Previous = &PreviousBatch{Batch: p.Key.String(), Seen: p.Seen, Delivered: p.Delivered, Verdict: p.Verdict}
+	}
+	d.Alive = noHeartbeats
+	for _, h := range ctx.Alive {
+		if !h.At.After(v.asOf) {
+			if len(d.Alive) == 0 {
+				d.Alive = make([]Heartbeat, 0, len(ctx.Alive))
+			}
+			d.Alive = append(d.Alive, h)
+		}
+	}
+}
+
+var noHeartbeats = []Heartbeat{}
+
+// Narrate tells a diagnosis' evidence per side (producer, exchange,
+// consumer, operator), as the report prints it: what each side shows, in
+// time order, then what it does not show. Absences are stated as absences,
+// never as health. It reads only d, so a diagnosis read back from storage
+// narrates the same as a fresh one.
+func Narrate(d *Diagnosis) []Side {
+	var facts [len(sideOrder)][]Fact
+	buf := make([]byte, 0, 96*len(d.Timeline))
+	for i := range d.Timeline {
+		e := &d.Timeline[i]
+		start := len(buf)
+		buf = describe(buf, e)
+		// Each sentence is a string over buf's bytes, which are never
+		// written again (a growing buf copies, it does not overwrite).
+		text := unsafe.String(&buf[start], len(buf)-start)
+		si := sideIndex(e.System)
+		facts[si] = append(facts[si], Fact{Text: text, Evidence: []string{e.EventID}})
+	}
+	for _, h := range d.Alive {
 		i := sideIndex(h.System)
 		facts[i] = append(facts[i], Fact{
 			Text:     "process " + strconv.Quote(h.Component) + " is alive: last heartbeat " + fmtTime(h.At) + " (alive is not the same as having handled this batch)",
 			Evidence: []string{h.EventID},
 		})
 	}
-	if p := ctx.Previous; p.Checked {
-		text := "previous batch " + p.Key.String()
+	if p := d.Previous; p != nil {
+		text := "previous batch " + p.Batch
 		switch {
 		case p.Delivered:
 			text += " was delivered normally"
@@ -78,38 +76,50 @@ func (v *view) sides(d *Diagnosis, ctx Context) {
 			text += " has no events at all"
 		}
 		i := sideIndex(model.Consumer)
-		facts[i] = append(facts[i], Fact{Text: text, Evidence: noIDs})
+		facts[i] = append(facts[i], Fact{Text: text, Evidence: []string{}})
+	}
+	state := func(b model.Boundary) (required, proven bool) {
+		if i := int(b) - 1; i >= 0 && i < len(d.Boundaries) {
+			return d.Boundaries[i].Required, d.Boundaries[i].Proven
+		}
+		return false, false
 	}
 	absent := func(sys model.System, b model.Boundary, text string) {
-		if v.c.Requires(b) && len(v.proven[b]) == 0 {
+		if req, proven := state(b); req && !proven {
 			i := sideIndex(sys)
-			facts[i] = append(facts[i], Fact{Text: text, Evidence: noIDs})
+			facts[i] = append(facts[i], Fact{Text: text, Evidence: []string{}})
 		}
 	}
 	absent(model.Producer, model.Produced, "no job SUCCESS recorded")
 	absent(model.Producer, model.Finalized, "no final artifact recorded (final name in place, temporary file gone)")
 	signal := "the completion signal"
-	if v.hasSignal && (len(v.proven[model.Signaled]) == 0 || len(v.proven[model.SignalDelivered]) == 0) {
-		signal += " " + strconv.Quote(v.wantSignal)
+	_, signaled := state(model.Signaled)
+	_, delivered := state(model.SignalDelivered)
+	if d.Expected.Signal != "" && (!signaled || !delivered) {
+		signal += " " + strconv.Quote(d.Expected.Signal)
 	}
 	absent(model.Producer, model.Signaled, signal+" was not published at the source")
 	absent(model.Exchange, model.Transferred, "the data file is not recorded at the receiver")
 	absent(model.Exchange, model.SignalDelivered, signal+" does not exist on the receiving side: the consumer's trigger condition is not met")
 	absent(model.Consumer, model.Identified, "the receiver has not identified this batch by business_date + batch_id")
-	if len(v.proven[model.Consumed]) == 0 && v.c.Requires(model.Consumed) {
+	if req, proven := state(model.Consumed); req && !proven {
 		text := "no consume attempt recorded for this batch, and no failure record: that is an absence of evidence, not proof that the consumer is fine"
-		if len(v.of(model.ConsumeStarted)) > 0 || len(v.of(model.ConsumeFailed)) > 0 {
-			text = "no successful consumption recorded for this batch"
+		for _, e := range d.Timeline {
+			if e.Type == model.ConsumeStarted || e.Type == model.ConsumeFailed {
+				text = "no successful consumption recorded for this batch"
+				break
+			}
 		}
 		i := sideIndex(model.Consumer)
-		facts[i] = append(facts[i], Fact{Text: text, Evidence: noIDs})
+		facts[i] = append(facts[i], Fact{Text: text, Evidence: []string{}})
 	}
-	d.Sides = make([]Side, 0, len(sideOrder))
+	sides := make([]Side, 0, len(sideOrder))
 	for i, sys := range sideOrder {
 		if len(facts[i]) > 0 {
-			d.Sides = append(d.Sides, Side{System: string(sys), Facts: facts[i]})
+			sides = append(sides, Side{System: string(sys), Facts: facts[i]})
 		}
 	}
+	return sides
 }
 
 func sideIndex(s model.System) int {
@@ -122,40 +132,40 @@ func sideIndex(s model.System) int {
 }
 
 // describe appends one sentence saying what an event shows.
-func describe(b []byte, r *record) []byte {
-	b = appendTime(b, r.at())
+func describe(b []byte, r *Entry) []byte {
+	b = appendTime(b, r.Time)
 	b = append(b, ' ')
-	switch r.typ() {
+	switch r.Type {
 	case model.JobStarted:
 		b = append(b, "job started"...)
 	case model.JobSucceeded:
 		b = append(b, "job reported SUCCESS"...)
 	case model.JobFailed:
 		b = append(b, "job failed: "...)
-		b = append(b, r.err...)
+		b = append(b, r.Error...)
 	case model.ArtifactStaged:
 		b = append(b, "temporary file "...)
-		b = appendQuote(b, r.object)
+		b = appendQuote(b, r.Object)
 		b = append(b, " written"...)
 	case model.ArtifactFinalized:
 		b = append(b, "final file "...)
-		b = appendQuote(b, r.object)
+		b = appendQuote(b, r.Object)
 		b = append(b, " in place"...)
 	case model.SignalPublished:
 		b = append(b, "completion signal "...)
-		b = appendQuote(b, r.object)
+		b = appendQuote(b, r.Object)
 		b = append(b, " published at the source"...)
 	case model.ArtifactTransferred:
 		b = append(b, "data file "...)
-		b = appendQuote(b, r.object)
+		b = appendQuote(b, r.Object)
 		b = append(b, " present and readable at the receiver"...)
 	case model.SignalTransferred:
 		b = append(b, "completion signal "...)
-		b = appendQuote(b, r.object)
+		b = appendQuote(b, r.Object)
 		b = append(b, " delivered to the receiver"...)
 	case model.SignalRestored:
 		b = append(b, "completion signal "...)
-		b = appendQuote(b, r.object)
+		b = appendQuote(b, r.Object)
 		b = append(b, " restored"...)
 	case model.BatchIdentified:
 		b = append(b, "receiver identified the batch by business_date + batch_id"...)
@@ -165,9 +175,9 @@ func describe(b []byte, r *record) []byte {
 		b = append(b, "consumed the batch"...)
 	case model.ConsumeFailed:
 		b = append(b, "consume failed: "...)
-		b = append(b, r.err...)
+		b = append(b, r.Error...)
 	default:
-		b = append(b, r.typ()...)
+		b = append(b, r.Type...)
 	}
 	open := false
 	sep := func() {
@@ -178,29 +188,29 @@ func describe(b []byte, r *record) []byte {
 			open = true
 		}
 	}
-	if r.hasRows {
+	if r.HasRows {
 		sep()
-		b = strconv.AppendInt(b, r.rows, 10)
+		b = strconv.AppendInt(b, r.Rows, 10)
 		b = append(b, " rows"...)
 	}
-	if r.hasBytes {
+	if r.HasBytes {
 		sep()
-		b = strconv.AppendInt(b, r.bytes, 10)
+		b = strconv.AppendInt(b, r.Bytes, 10)
 		b = append(b, " bytes"...)
 	}
-	if r.checksum != "" {
+	if r.Checksum != "" {
 		sep()
-		b = append(b, r.checksum...)
+		b = append(b, r.Checksum...)
 	}
-	if r.component != "" {
+	if r.Component != "" {
 		sep()
 		b = append(b, "by "...)
-		b = append(b, r.component...)
+		b = append(b, r.Component...)
 	}
-	if r.hasAttempt {
+	if r.HasAttempt {
 		sep()
 		b = append(b, "attempt "...)
-		b = strconv.AppendInt(b, r.attempt, 10)
+		b = strconv.AppendInt(b, r.Attempt, 10)
 	}
 	if open {
 		b = append(b, ')')

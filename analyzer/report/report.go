@@ -253,8 +253,9 @@ var sideOrder = [...]string{string(model.Producer), string(model.Exchange), stri
 
 func (p *printer) evidence(d *replay.Diagnosis) {
 	p.section("EVIDENCE")
+	sides := replay.Narrate(d)
 	for _, sys := range sideOrder {
-		side := findSide(d, sys)
+		side := findSide(sides, sys)
 		if side == nil && sys == string(model.Operator) {
 			continue
 		}
@@ -267,7 +268,7 @@ func (p *printer) evidence(d *replay.Diagnosis) {
 			p.para("    - ", "      ", f.Text+ids(f.Evidence))
 		}
 	}
-	for _, side := range d.Sides {
+	for _, side := range sides {
 		if !knownSide(side.System) {
 			// A system outside the four of wire format v1 cannot pass
 			// validation, but a report must not drop evidence silently.
@@ -465,36 +466,26 @@ func (p *printer) caveats(d *replay.Diagnosis) {
 }
 
 // noConsumeAttempt reports whether the consumer shows no attempt at all for
-// the batch. The replay states this absence as a consumer-side fact; the
-// report keys on that fact rather than re-deriving it, so that the two can
-// never disagree.
+// the batch: consumption is required and unproven, and the timeline has no
+// consume.started or consume.failed. It is the same rule by which
+// replay.Narrate states that absence on the consumer side.
 func noConsumeAttempt(d *replay.Diagnosis) bool {
 	if proven(d, model.Consumed) {
 		return false
 	}
-	side := findSide(d, string(model.Consumer))
-	if side == nil {
+	if i := int(model.Consumed) - 1; i >= len(d.Boundaries) || !d.Boundaries[i].Required {
 		return false
 	}
-	for _, f := range side.Facts {
-		if strings.HasPrefix(f.Text, "no consume attempt recorded") {
-			return true
+	for _, e := range d.Timeline {
+		if e.Type == model.ConsumeStarted || e.Type == model.ConsumeFailed {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
-// hasHeartbeat reports whether any side shows a process heartbeat.
-func hasHeartbeat(d *replay.Diagnosis) bool {
-	for _, side := range d.Sides {
-		for _, f := range side.Facts {
-			if strings.Contains(f.Text, "last heartbeat") {
-				return true
-			}
-		}
-	}
-	return false
-}
+// hasHeartbeat reports whether the diagnosis shows a process heartbeat.
+func hasHeartbeat(d *replay.Diagnosis) bool { return len(d.Alive) > 0 }
 
 var checkMarks = map[string]string{
 	replay.CheckPass:    "[pass]",
@@ -552,10 +543,10 @@ func (p *printer) summary(ds []replay.Diagnosis) {
 	}
 }
 
-func findSide(d *replay.Diagnosis, sys string) *replay.Side {
-	for i := range d.Sides {
-		if d.Sides[i].System == sys {
-			return &d.Sides[i]
+func findSide(sides []replay.Side, sys string) *replay.Side {
+	for i := range sides {
+		if sides[i].System == sys {
+			return &sides[i]
 		}
 	}
 	return nil

@@ -298,21 +298,23 @@ func TestTextNextStep(t *testing.T) {
 func TestTextSides(t *testing.T) {
 	d := &replay.Diagnosis{
 		Batch: "p/2026-09-30/1", Status: replay.StatusInProgress, Verdict: "not_produced", AsOf: asOf, Contract: "default",
-		Sides: []replay.Side{
-			{System: "operator", Facts: []replay.Fact{{Text: "completion signal restored", Evidence: []string{"op1"}}}},
-			{System: "producer", Facts: []replay.Fact{{Text: "job started", Evidence: []string{"p1"}}}},
+		// The operator's event comes first in time; the report still
+		// lists the sides left to right along the chain.
+		Timeline: []replay.Entry{
+			{EventID: "op1", Type: model.SignalRestored, Time: asOf.Add(-2 * time.Hour), System: model.Operator, Object: "f.flag"},
+			{EventID: "p1", Type: model.JobStarted, Time: asOf.Add(-time.Hour), System: model.Producer},
 		},
 	}
 	out := text(t, d)
 	ev := out[strings.Index(out, "\nEVIDENCE\n"):strings.Index(out, "\nHYPOTHESES\n")]
 	// Left to right along the chain, whatever order the sides came in; a
 	// side with no facts says so instead of vanishing.
-	want := "\nEVIDENCE\n  producer\n    - job started [p1]\n  exchange\n    - no events recorded from this side\n" +
-		"  consumer\n    - no events recorded from this side\n  operator\n    - completion signal restored [op1]\n"
+	want := "\nEVIDENCE\n  producer\n    - 2026-10-02T23:00:00.000Z job started [p1]\n  exchange\n    - no events recorded from this side\n" +
+		"  consumer\n    - no events recorded from this side\n  operator\n    - 2026-10-02T22:00:00.000Z completion signal \"f.flag\" restored [op1]\n"
 	if ev != want {
 		t.Errorf("evidence section:\n%s\nwant:\n%s", ev, want)
 	}
-	d.Sides = d.Sides[1:]
+	d.Timeline = d.Timeline[1:]
 	if out := text(t, d); strings.Contains(out, "  operator\n") {
 		t.Errorf("an operator that did nothing is not shown:\n%s", out)
 	}
