@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -158,16 +157,9 @@ func diagnose(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 
 	set := newPipelineSets(contracts, asOf)
-	if os.Getenv("GOMEMLIMIT") == "" {
-		// The folded events of a large run are a few hundred MiB; without a
-		// limit the heap grows to twice what is live before the GC runs.
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(memoryLimit))
-		if os.Getenv("GOGC") == "" {
-			// Under the limit, collect less often: most of what a run
-			// allocates stays live until the end.
-			defer debug.SetGCPercent(debug.SetGCPercent(300))
-		}
-	}
+	// The folded events of a large run are a few hundred MiB and stay live
+	// to the end: collect less often, under a soft limit.
+	defer gcDefaults(diagnoseGCPercent, softMemoryLimit)()
 	sum := &summary{rejected: map[model.RejectKind]int{}}
 	msgs := bufio.NewWriter(stderr)
 	defer msgs.Flush()
@@ -422,10 +414,6 @@ func loadContracts(path string) (*contract.Set, error) {
 	}
 	return set, nil
 }
-
-// memoryLimit is diagnose's soft memory limit (debug.SetMemoryLimit) when
-// GOMEMLIMIT is not set.
-const memoryLimit = 768 << 20
 
 // pipelineSets folds events into one batches.Set per pipeline. Everything
 // a Set computes across batches (continuity with the previous batch, the

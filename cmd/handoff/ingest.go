@@ -83,6 +83,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return fmt.Errorf("ingest: start: %w", err)
 	}
+	defer gcDefaults(ingestGCPercent, softMemoryLimit)()
 	runErr := c.Run(ctx)
 	closeErr := c.Close()
 	if runErr != nil {

@@ -205,6 +205,11 @@ type pending struct {
 // decode and store stages.
 type decoded struct {
 	pending
+	// n is the number of messages and last the last message read of every
+	// partition in the batch (what to commit, without key and value): the
+	// messages themselves are dropped once decoded.
+	n               int
+	last            []kafka.Message
 	evb             []sink.EventBatch
 	dead            [][]sink.DeadLetter
 	valid, rejected int
@@ -230,60 +235,80 @@ func (c *Consumer) Run(ctx context.Context) error {
 		"clickhouse", c.cfg.ClickHouseAddr, "database", c.cfg.Database, "batch_size", c.cfg.BatchSize,
 		"flush_interval", c.cfg.FlushInterval, "decode_workers", c.workers)
 
-	msgs := make(chan kafka.Message, c.cfg.BatchSize)
-	go c.fetch(ctx, msgs)
-
-	// Three stages after fetching: this loop cuts batches, the decode
-	// stage decodes them, the store stage writes and commits them, in
-	// order. Decoding batch n+1 overlaps storing batch n.
+	// Three stages after fetching: this loop fetches and cuts batches, the
+	// decode stage decodes them, the store stage writes and commits them,
+	// in order. Decoding batch n+1 overlaps storing batch n. The loop reads
+	// the Kafka reader directly (no goroutine and channel per message in
+	// between); the reader's own queue buffers while a hand-over waits.
 	batches := make(chan pending, 1)
+	// Message slices of decoded batches, cleared, for the next batches.
+	spare := make(chan []kafka.Message, 2)
 	decodedCh := make(chan *decoded, 1)
-	free := make(chan *decoded, 3)
+	// In use at once: up to coalesce being stored, as many being built
+	// into the next INSERT, one handed over, one being decoded.
+	free := make(chan *decoded, 2*coalesce+2)
 	for i := 0; i < cap(free); i++ {
 		free <- &decoded{evb: make([]sink.EventBatch, c.workers), dead: make([][]sink.DeadLetter, c.workers)}
 	}
-	go c.decodeStage(batches, free, decodedCh)
+	go c.decodeStage(batches, free, decodedCh, spare)
 	flushDone := make(chan error, 1)
 	go func() { flushDone <- c.storeStage(flushCtx, decodedCh, free) }()
 
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
 	cur := make([]kafka.Message, 0, c.cfg.BatchSize)
+	// bctx ends FlushInterval after the first message of the current
+	// batch (the age trigger); it is ctx while the batch is empty.
+	bctx, bcancel := ctx, context.CancelFunc(func() {})
 	send := func(trigger string) bool {
-		timer.Stop()
+		bcancel()
+		bctx, bcancel = ctx, func() {}
 		if len(cur) == 0 {
 			return true
 		}
 		select {
 		case batches <- pending{msgs: cur, trigger: trigger}:
-			cur = make([]kafka.Message, 0, c.cfg.BatchSize)
+			select {
+			case cur = <-spare:
+			default:
+				cur = make([]kafka.Message, 0, c.cfg.BatchSize)
+			}
 			return true
 		case <-ctx.Done():
 			return false
 		}
 	}
+	backoff := 100 * time.Millisecond
 loop:
 	for {
-		select {
-		case m, ok := <-msgs:
-			if !ok {
+		m, err := c.reader.FetchMessage(bctx)
+		if err != nil {
+			if ctx.Err() != nil {
 				break loop
 			}
-			if len(cur) == 0 {
-				timer.Reset(c.cfg.FlushInterval)
+			if bctx.Err() != nil { // the batch's age
+				if !send("age") {
+					break loop
+				}
+				continue
 			}
-			cur = append(cur, m)
-			if len(cur) >= c.cfg.BatchSize && !send("size") {
-				break loop
+			c.m.Errors.WithLabelValues("fetch").Inc()
+			c.log.Warn("kafka fetch failed; retrying", "topic", c.cfg.Topic, "err", err, "retry_in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-bctx.Done():
 			}
-		case <-timer.C:
-			if !send("age") {
-				break loop
-			}
-		case <-ctx.Done():
+			backoff = min(backoff*2, c.cfg.RetryMax)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		if len(cur) == 0 {
+			bctx, bcancel = context.WithTimeout(ctx, c.cfg.FlushInterval)
+		}
+		cur = append(cur, m)
+		if len(cur) >= c.cfg.BatchSize && !send("size") {
 			break loop
 		}
 	}
+	bcancel()
 	if len(cur) > 0 {
 		batches <- pending{msgs: cur, trigger: "shutdown"}
 	}
@@ -297,76 +322,163 @@ loop:
 	return nil
 }
 
-// fetch reads messages until ctx is done, then closes out.
-func (c *Consumer) fetch(ctx context.Context, out chan<- kafka.Message) {
-	defer close(out)
-	backoff := 100 * time.Millisecond
-	for {
-		m, err := c.reader.FetchMessage(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			c.m.Errors.WithLabelValues("fetch").Inc()
-			c.log.Warn("kafka fetch failed; retrying", "topic", c.cfg.Topic, "err", err, "retry_in", backoff)
-			select {
-			case <-time.After(backoff):
-			case <-ctx.Done():
-				return
-			}
-			backoff = min(backoff*2, c.cfg.RetryMax)
-			continue
-		}
-		backoff = 100 * time.Millisecond
-		select {
-		case out <- m:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
 // decodeStage decodes batches in order into recycled decoded values.
-func (c *Consumer) decodeStage(in <-chan pending, free <-chan *decoded, out chan<- *decoded) {
+func (c *Consumer) decodeStage(in <-chan pending, free <-chan *decoded, out chan<- *decoded, spare chan<- []kafka.Message) {
 	defer close(out)
 	for p := range in {
 		d := <-free
 		d.pending = p
 		d.start = time.Now()
 		d.valid, d.rejected = c.decode(d, d.start.UnixMilli())
+		d.n = len(p.msgs)
+		d.last = lastOffsets(d.last[:0], p.msgs)
+		// The events own copies of their strings and dead letters keep
+		// their payload: the messages are not needed any more.
+		clear(p.msgs)
+		select {
+		case spare <- p.msgs[:0]:
+		default:
+		}
+		d.msgs = nil
 		d.decodeTime = time.Since(d.start)
 		out <- d
 	}
 }
 
-// storeStage stores and commits batches in order. After a failure (only
-// possible when ctx ends) it stores nothing more and commits nothing more,
-// so no later commit can cover an unstored message.
-func (c *Consumer) storeStage(ctx context.Context, in <-chan *decoded, free chan<- *decoded) error {
-	var failed error
-	for d := range in {
-		if failed == nil {
-			if err := c.store(ctx, d); err != nil {
-				failed = err
+// lastOffsets appends to dst the message of the highest offset of every
+// partition in msgs, without key, value and headers.
+func lastOffsets(dst []kafka.Message, msgs []kafka.Message) []kafka.Message {
+	for i := range msgs {
+		m := &msgs[i]
+		k := -1
+		for j := range dst {
+			if dst[j].Partition == m.Partition {
+				k = j
+				break
 			}
 		}
-		d.msgs = nil
-		free <- d
+		if k < 0 {
+			dst = append(dst, kafka.Message{})
+			k = len(dst) - 1
+		} else if dst[k].Offset >= m.Offset {
+			continue
+		}
+		dst[k] = kafka.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, HighWaterMark: m.HighWaterMark}
+	}
+	return dst
+}
+
+// coalesce is how many decoded batches at most one INSERT carries. When
+// the store stage falls behind (ClickHouse is the slower side), the
+// batches decoded meanwhile go into one INSERT: every INSERT makes a new
+// part per month it touches (~60 files), and creating parts is a large
+// share of ClickHouse's CPU per row; under light load each batch is still
+// stored on its own, as soon as it is decoded.
+const coalesce = 2
+
+// storeStage stores and commits batches in order, a group of up to
+// coalesce batches that are ready at once per INSERT. It runs in two
+// steps: one goroutine builds the next group's INSERT block (the driver's
+// copy of the columns) while this one sends the previous group, waits for
+// ClickHouse and commits, so only sending and committing are serial. After
+// a failure (only possible when ctx ends) it stores nothing more and
+// commits nothing more, so no later commit can cover an unstored message.
+func (c *Consumer) storeStage(ctx context.Context, in <-chan *decoded, free chan<- *decoded) error {
+	type built struct {
+		group []*decoded
+		ins   *sink.PreparedEvents // nil: nothing prepared (no events, or prepare failed)
+		// cancel ends the prepared INSERT's context after it was sent or
+		// aborted.
+		cancel context.CancelFunc
+	}
+	ready := make(chan built) // unbuffered: at most one built group waits
+	stopBuilding := make(chan struct{})
+	go func() {
+		defer close(ready)
+		for d := range in {
+			group := []*decoded{d}
+		more:
+			for len(group) < coalesce {
+				select {
+				case d, ok := <-in:
+					if !ok {
+						break more
+					}
+					group = append(group, d)
+				default:
+					break more
+				}
+			}
+			b := built{group: group, cancel: func() {}}
+			select {
+			case <-stopBuilding:
+			default:
+				// A failed prepare is not an error here: store retries the
+				// whole INSERT.
+				pctx, cancel := context.WithTimeout(ctx, time.Minute)
+				ins, err := c.sink.PrepareEvents(pctx, eventBatches(group)...)
+				if err != nil || ins == nil {
+					if err != nil {
+						c.log.Debug("building the next INSERT failed; it is retried when stored", "err", err)
+					}
+					cancel()
+				} else {
+					b.ins, b.cancel = ins, cancel
+				}
+			}
+			ready <- b
+		}
+	}()
+	var failed error
+	for b := range ready {
+		if failed == nil {
+			if err := c.store(ctx, b.group, b.ins); err != nil {
+				failed = err
+				close(stopBuilding)
+			}
+		} else {
+			b.ins.Abort()
+		}
+		b.cancel()
+		for _, d := range b.group {
+			d.msgs = nil
+			free <- d
+		}
 	}
 	return failed
 }
 
-func (c *Consumer) store(ctx context.Context, d *decoded) error {
-	b := d.pending
-	n := len(b.msgs)
-	c.m.Flushes.WithLabelValues(b.trigger).Inc()
+func eventBatches(group []*decoded) []*sink.EventBatch {
+	var bs []*sink.EventBatch
+	for _, d := range group {
+		for i := range d.evb {
+			bs = append(bs, &d.evb[i])
+		}
+	}
+	return bs
+}
+
+// store writes the dead letters and then the events of a group of batches,
+// then commits the highest offset of every partition in them. ins, when
+// not nil, is the group's events INSERT already built: the first attempt
+// sends it (store sends or aborts it), retries build it again.
+func (c *Consumer) store(ctx context.Context, group []*decoded, ins *sink.PreparedEvents) error {
+	defer func() { ins.Abort() }() // after Send: a no-op
 	start := time.Now()
-	valid, rejected := d.valid, d.rejected
+	var n, valid, rejected int
+	for _, d := range group {
+		c.m.Flushes.WithLabelValues(d.trigger).Inc()
+		n += d.n
+		valid += d.valid
+		rejected += d.rejected
+	}
 
 	if rejected > 0 {
 		var dead []sink.DeadLetter
-		for _, dl := range d.dead {
-			dead = append(dead, dl...)
+		for _, d := range group {
+			for _, dl := range d.dead {
+				dead = append(dead, dl...)
+			}
 		}
 		if err := c.retry(ctx, "dlq_write", fmt.Sprintf("write %d dead letters to Kafka topic %s", len(dead), c.cfg.DLQTopic), 0,
 			func(ctx context.Context) error { return c.writeDLQ(ctx, dead) }); err != nil {
@@ -381,14 +493,18 @@ func (c *Consumer) store(ctx context.Context, d *decoded) error {
 		}
 	}
 	if valid > 0 {
-		bs := make([]*sink.EventBatch, len(d.evb))
-		for i := range d.evb {
-			bs[i] = &d.evb[i]
-		}
+		bs := eventBatches(group)
 		if err := c.retry(ctx, "insert", fmt.Sprintf("insert %d events into ClickHouse %s", valid, c.cfg.ClickHouseAddr), 0,
 			func(ctx context.Context) error {
 				t := time.Now()
-				if err := c.sink.InsertEvents(ctx, bs...); err != nil {
+				var err error
+				if ins != nil {
+					err = ins.Send()
+					ins = nil
+				} else {
+					err = c.sink.InsertEvents(ctx, bs...)
+				}
+				if err != nil {
 					return err
 				}
 				c.m.InsertTime.Observe(time.Since(t).Seconds())
@@ -401,16 +517,10 @@ func (c *Consumer) store(ctx context.Context, d *decoded) error {
 	c.m.Consumed.Add(float64(n))
 	stored := time.Since(start)
 
-	// Commit the highest offset of every partition in the batch.
-	last := map[int]kafka.Message{}
-	for _, m := range b.msgs {
-		if p, ok := last[m.Partition]; !ok || m.Offset > p.Offset {
-			last[m.Partition] = m
-		}
-	}
-	commits := make([]kafka.Message, 0, len(last))
-	for _, m := range last {
-		commits = append(commits, m)
+	// Commit the highest offset of every partition in the group.
+	var commits []kafka.Message
+	for _, d := range group {
+		commits = lastOffsets(commits, d.last)
 	}
 	err := c.retry(ctx, "commit", fmt.Sprintf("commit offsets of %d messages (group %s)", n, c.cfg.Group), 8,
 		func(ctx context.Context) error { return c.reader.CommitMessages(ctx, commits...) })
@@ -433,8 +543,13 @@ func (c *Consumer) store(ctx context.Context, d *decoded) error {
 		}
 		c.m.Lag.Set(float64(total))
 	}
-	c.log.Debug("flushed", "trigger", b.trigger, "messages", n, "events", valid, "rejected", rejected,
-		"decode", d.decodeTime, "waited", start.Sub(d.start.Add(d.decodeTime)), "stored", stored, "total", time.Since(start))
+	var decodeTime time.Duration
+	for _, d := range group {
+		decodeTime += d.decodeTime
+	}
+	first := group[0]
+	c.log.Debug("flushed", "trigger", first.trigger, "batches", len(group), "messages", n, "events", valid, "rejected", rejected,
+		"decode", decodeTime, "waited", start.Sub(first.start.Add(first.decodeTime)), "stored", stored, "total", time.Since(start))
 	return nil
 }
 

@@ -206,6 +206,25 @@ func (s *Sink) Database() string { return s.db }
 // assumed stored; sending the same batch again is safe because events
 // are deduplicated by event_id.
 func (s *Sink) InsertEvents(ctx context.Context, bs ...*EventBatch) error {
+	p, err := s.PrepareEvents(ctx, bs...)
+	if err != nil {
+		return err
+	}
+	return p.Send()
+}
+
+// PreparedEvents is an INSERT of events whose block is built but not sent
+// yet: building the block (copying every column into the driver's) can
+// overlap the previous INSERT. Call Send or Abort exactly once.
+type PreparedEvents struct {
+	batch driver.Batch
+	what  string
+}
+
+// PrepareEvents starts an INSERT of the batches and builds its block; ctx
+// bounds the INSERT until Send returns. It returns nil and no error when
+// the batches are empty (Send and Abort of nil do nothing).
+func (s *Sink) PrepareEvents(ctx context.Context, bs ...*EventBatch) (*PreparedEvents, error) {
 	n := 0
 	var cols [][]any
 	for _, b := range bs {
@@ -215,12 +234,33 @@ func (s *Sink) InsertEvents(ctx context.Context, bs ...*EventBatch) error {
 		}
 	}
 	if n == 0 {
+		return nil, nil
+	}
+	what := fmt.Sprintf("insert %d events into %s.%s", n, s.db, schema.Events)
+	batch, err := s.prepare(ctx, schema.Events, EventColumns, cols...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return &PreparedEvents{batch: batch, what: what}, nil
+}
+
+// Send sends the block and waits for ClickHouse's acknowledgement. On error
+// nothing may be assumed stored.
+func (p *PreparedEvents) Send() error {
+	if p == nil {
 		return nil
 	}
-	if err := s.send(ctx, schema.Events, EventColumns, cols...); err != nil {
-		return fmt.Errorf("insert %d events into %s.%s: %w", n, s.db, schema.Events, err)
+	if err := p.batch.Send(); err != nil {
+		return fmt.Errorf("%s: send: %w", p.what, err)
 	}
 	return nil
+}
+
+// Abort gives the INSERT up without sending it.
+func (p *PreparedEvents) Abort() {
+	if p != nil {
+		_ = p.batch.Abort()
+	}
 }
 
 // Events is a convenience that inserts events with no Kafka source.
@@ -264,25 +304,31 @@ func (s *Sink) InsertDeadLetters(ctx context.Context, dls []DeadLetter) error {
 	return nil
 }
 
-func (s *Sink) send(ctx context.Context, table, columns string, parts ...[]any) (err error) {
-	batch, err := s.conn.PrepareBatch(ctx, "INSERT INTO "+s.db+"."+table+" ("+columns+")")
+func (s *Sink) send(ctx context.Context, table, columns string, parts ...[]any) error {
+	batch, err := s.prepare(ctx, table, columns, parts...)
 	if err != nil {
-		return fmt.Errorf("prepare: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = batch.Abort()
-		}
-	}()
-	for _, cols := range parts {
-		for i, c := range cols {
-			if err := batch.Column(i).Append(c); err != nil {
-				return fmt.Errorf("column %d: %w", i, err)
-			}
-		}
+		return err
 	}
 	if err := batch.Send(); err != nil {
 		return fmt.Errorf("send: %w", err)
 	}
 	return nil
+}
+
+// prepare starts an INSERT and appends the columns (whole columns at once:
+// the driver copies a []string column in one call).
+func (s *Sink) prepare(ctx context.Context, table, columns string, parts ...[]any) (_ driver.Batch, err error) {
+	batch, err := s.conn.PrepareBatch(ctx, "INSERT INTO "+s.db+"."+table+" ("+columns+")")
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	for _, cols := range parts {
+		for i, c := range cols {
+			if err := batch.Column(i).Append(c); err != nil {
+				_ = batch.Abort()
+				return nil, fmt.Errorf("column %d: %w", i, err)
+			}
+		}
+	}
+	return batch, nil
 }
