@@ -373,8 +373,8 @@ func (s *summary) print(w io.Writer, took time.Duration) {
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 	}
 	slices.Sort(kinds)
-	fmt.Fprintf(w, "summary: %d lines read, %d events (%d heartbeats), %d batches, %d lines rejected",
-		s.lines, s.events, s.heartbeats, s.batches, rejected)
+	fmt.Fprintf(w, "summary: %s read, %s (%s), %s, %s rejected",
+		count(s.lines, "line"), count(s.events, "event"), count(s.heartbeats, "heartbeat"), count(s.batches, "batch"), count(rejected, "line"))
 	if len(kinds) > 0 {
 		fmt.Fprintf(w, " (%s)", strings.Join(kinds, ", "))
 	}
@@ -661,4 +661,15 @@ func (s *clickhouseSource) feed(ctx context.Context, set *pipelineSets, rep *rep
 		return fmt.Errorf("%s: %w", s.label, err)
 	}
 	return nil
+}
+
+// count writes n and the word, in the plural unless n is 1.
+func count(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	if strings.HasSuffix(word, "ch") {
+		return fmt.Sprint(n) + " " + word + "es"
+	}
+	return fmt.Sprint(n) + " " + word + "s"
 }

@@ -79,7 +79,7 @@ func TestDiagnoseSeedCase(t *testing.T) {
 	if !strings.HasPrefix(ds[1].AsOf, "2026-10-03T00:00:00") {
 		t.Errorf("as_of %s", ds[1].AsOf)
 	}
-	for _, want := range []string{"summary: 17 lines read, 17 events (1 heartbeats), 2 batches, 0 lines rejected", "delivered 1", "late 1"} {
+	for _, want := range []string{"summary: 17 lines read, 17 events (1 heartbeat), 2 batches, 0 lines rejected", "delivered 1", "late 1"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errs)
 		}
@@ -163,7 +163,7 @@ func TestDiagnoseBadLines(t *testing.T) {
 		file + `:4: business_date "2026-13-01": month out of range`,
 		file + ":5: not valid JSON",
 		file + `:14: type "job.exploded": unknown event type`,
-		"summary: 14 lines read, 10 events (0 heartbeats), 1 batches, 3 lines rejected (bad_json 1, bad_value 1, unknown_type 1)",
+		"summary: 14 lines read, 10 events (0 heartbeats), 1 batch, 3 lines rejected (bad_json 1, bad_value 1, unknown_type 1)",
 	} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errs)
