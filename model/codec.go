@@ -267,10 +267,10 @@ func strBytes(field string, v *fastjson.Value) ([]byte, error) {
 // internType returns the EventType constant for b without allocating, or
 // a copy of b for an unknown type (which validation then rejects).
 func internType(b []byte) EventType {
-	for _, t := range EventTypes {
-		if string(t) == string(b) {
-			return t
-		}
+	// The conversion in the call does not allocate; the result is the
+	// constant of that name.
+	if i := EventType(b).Index(); i >= 0 {
+		return EventTypes[i]
 	}
 	return EventType(b)
 }

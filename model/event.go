@@ -42,17 +42,45 @@ var EventTypes = [...]EventType{
 	ProcessHeartbeat,
 }
 
-// Known reports whether t is a v1 event type.
-func (t EventType) Known() bool {
+// Index returns t's position in EventTypes, or -1 for an unknown type: a
+// small dense key for tables indexed by type. A switch, not a loop over
+// EventTypes: the replay calls it for every event and rule.
+func (t EventType) Index() int {
 	switch t {
-	case JobStarted, JobSucceeded, JobFailed, ArtifactStaged, ArtifactFinalized,
-		ArtifactTransferred, SignalPublished, SignalTransferred, SignalRestored,
-		BatchIdentified, ConsumeStarted, ConsumeSucceeded, ConsumeFailed,
-		ProcessHeartbeat:
-		return true
+	case JobSucceeded:
+		return 0
+	case ArtifactFinalized:
+		return 1
+	case SignalPublished:
+		return 2
+	case ArtifactTransferred:
+		return 3
+	case SignalTransferred:
+		return 4
+	case SignalRestored:
+		return 5
+	case BatchIdentified:
+		return 6
+	case ConsumeSucceeded:
+		return 7
+	case JobStarted:
+		return 8
+	case JobFailed:
+		return 9
+	case ArtifactStaged:
+		return 10
+	case ConsumeStarted:
+		return 11
+	case ConsumeFailed:
+		return 12
+	case ProcessHeartbeat:
+		return 13
 	}
-	return false
+	return -1
 }
+
+// Known reports whether t is a v1 event type.
+func (t EventType) Known() bool { return t.Index() >= 0 }
 
 // Proves returns the boundary an event of type t proves, or NoBoundary for
 // context events (job.started, *.failed, artifact.staged, consume.started,

@@ -155,3 +155,16 @@ func TestValidateBuiltEvent(t *testing.T) {
 		t.Errorf("Validate with a 257-byte event_id = %v, want a bad event_id", err)
 	}
 }
+
+// TestEventTypeIndex pins Index to the order of EventTypes, which tables
+// indexed by type rely on.
+func TestEventTypeIndex(t *testing.T) {
+	for i, typ := range model.EventTypes {
+		if got := typ.Index(); got != i {
+			t.Errorf("%s.Index() = %d, want %d", typ, got, i)
+		}
+	}
+	if got := model.EventType("job.done").Index(); got != -1 {
+		t.Errorf("unknown type: Index() = %d, want -1", got)
+	}
+}

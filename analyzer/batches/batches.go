@@ -25,7 +25,6 @@ type Contracts interface {
 }
 
 type procKey struct {
-	pipeline  string
 	system    model.System
 	component string
 }
@@ -37,9 +36,14 @@ type Set struct {
 	asOf      time.Time
 	asOfMs    int64
 	states    map[model.BatchKey]*replay.State
-	alive     map[procKey]replay.Heartbeat
-	events    int
-	ignored   int
+	// first is each pipeline's earliest business date: the start of what
+	// the set knows, before which no batch is expected. Kept up to date by
+	// Add, so that diagnosing one batch never scans them all.
+	first map[string]model.Date
+	// alive holds the latest heartbeat of each process, by pipeline.
+	alive   map[string]map[procKey]replay.Heartbeat
+	events  int
+	ignored int
 }
 
 // New returns an empty Set that will diagnose as of asOf. Heartbeats later
@@ -51,7 +55,8 @@ func New(contracts Contracts, asOf time.Time) *Set {
 		asOf:      asOf,
 		asOfMs:    asOf.UnixMilli(),
 		states:    make(map[model.BatchKey]*replay.State),
-		alive:     make(map[procKey]replay.Heartbeat),
+		first:     make(map[string]model.Date),
+		alive:     make(map[string]map[procKey]replay.Heartbeat),
 	}
 }
 
@@ -65,10 +70,15 @@ func (s *Set) Add(e *model.Event) {
 			s.ignored++
 			return
 		}
-		k := procKey{e.Pipeline, e.System, e.Component}
-		h, ok := s.alive[k]
+		procs := s.alive[e.Pipeline]
+		if procs == nil {
+			procs = make(map[procKey]replay.Heartbeat)
+			s.alive[e.Pipeline] = procs
+		}
+		k := procKey{e.System, e.Component}
+		h, ok := procs[k]
 		if !ok || h.At.UnixMilli() < ms || (h.At.UnixMilli() == ms && h.EventID < e.ID) {
-			s.alive[k] = replay.Heartbeat{System: e.System, Component: e.Component, At: e.Time.UTC(), EventID: e.ID}
+			procs[k] = replay.Heartbeat{System: e.System, Component: e.Component, At: e.Time.UTC(), EventID: e.ID}
 		}
 		return
 	}
@@ -77,6 +87,9 @@ func (s *Set) Add(e *model.Event) {
 	if st == nil {
 		st = new(replay.State)
 		s.states[k] = st
+		if d, ok := s.first[k.Pipeline]; !ok || k.BusinessDate.Compare(d) < 0 {
+			s.first[k.Pipeline] = k.BusinessDate
+		}
 	}
 	st.Step(e)
 }
@@ -103,14 +116,13 @@ func (s *Set) Keys() []model.BatchKey {
 func (s *Set) Diagnose(keep func(model.BatchKey) bool) []replay.Diagnosis {
 	keys := s.Keys()
 	out := make([]replay.Diagnosis, 0, len(keys))
-	first := s.firstDates(keys)
 	verdicts := make(map[model.BatchKey]model.Hypothesis)
 	for _, k := range keys {
 		if keep != nil && !keep(k) {
 			continue
 		}
 		c := s.contracts.For(k.Pipeline)
-		ctx := replay.Context{Previous: s.previous(k, c, first, verdicts), Alive: s.aliveFor(k.Pipeline)}
+		ctx := replay.Context{Previous: s.previous(k, c, verdicts), Alive: s.aliveFor(k.Pipeline)}
 		out = append(out, s.states[k].Evaluate(c, s.asOf, ctx))
 	}
 	return out
@@ -124,28 +136,15 @@ func (s *Set) DiagnoseOne(k model.BatchKey) (replay.Diagnosis, bool) {
 		return replay.Diagnosis{}, false
 	}
 	c := s.contracts.For(k.Pipeline)
-	first := s.firstDates(s.Keys())
-	ctx := replay.Context{Previous: s.previous(k, c, first, map[model.BatchKey]model.Hypothesis{}), Alive: s.aliveFor(k.Pipeline)}
+	ctx := replay.Context{Previous: s.previous(k, c, map[model.BatchKey]model.Hypothesis{}), Alive: s.aliveFor(k.Pipeline)}
 	return st.Evaluate(c, s.asOf, ctx), true
-}
-
-// firstDates returns each pipeline's earliest business date: the start of
-// what the set knows, before which no batch is expected.
-func (s *Set) firstDates(keys []model.BatchKey) map[string]model.Date {
-	first := make(map[string]model.Date)
-	for _, k := range keys {
-		if d, ok := first[k.Pipeline]; !ok || k.BusinessDate.Compare(d) < 0 {
-			first[k.Pipeline] = k.BusinessDate
-		}
-	}
-	return first
 }
 
 // previous builds the continuity context of batch k: the previous batch of
 // the schedule, if the set knows the pipeline from before k's date.
-func (s *Set) previous(k model.BatchKey, c *contract.Contract, first map[string]model.Date, verdicts map[model.BatchKey]model.Hypothesis) replay.Previous {
+func (s *Set) previous(k model.BatchKey, c *contract.Contract, verdicts map[model.BatchKey]model.Hypothesis) replay.Previous {
 	pk, ok := c.Previous(k)
-	if !ok || pk.BusinessDate.Compare(first[k.Pipeline]) < 0 {
+	if !ok || pk.BusinessDate.Compare(s.first[k.Pipeline]) < 0 {
 		return replay.Previous{}
 	}
 	p := replay.Previous{Checked: true, Key: pk}
@@ -182,11 +181,13 @@ func (s *Set) sameDate(k model.BatchKey) []model.BatchKey {
 }
 
 func (s *Set) aliveFor(pipeline string) []replay.Heartbeat {
-	var out []replay.Heartbeat
-	for k, h := range s.alive {
-		if k.pipeline == pipeline {
-			out = append(out, h)
-		}
+	procs := s.alive[pipeline]
+	if len(procs) == 0 {
+		return nil
+	}
+	out := make([]replay.Heartbeat, 0, len(procs))
+	for _, h := range procs {
+		out = append(out, h)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].System != out[j].System {

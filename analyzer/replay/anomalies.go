@@ -50,9 +50,9 @@ func (v *view) anomalies(d *Diagnosis, first model.Boundary, cont Previous) {
 			continue
 		}
 		if bs.Proven {
-			add(Late, b.String()+" proven at "+fmtTime(bs.At)+", "+fmtDuration(bs.At.Sub(bs.Due))+" after its deadline "+fmtTime(bs.Due), bs.Evidence)
+			add(Late, b.String()+" proven at "+fmtTime(bs.At)+", "+FormatDuration(bs.At.Sub(bs.Due))+" after its deadline "+fmtTime(bs.Due), bs.Evidence)
 		} else if b == first {
-			add(Late, b.String()+" missing "+fmtDuration(v.asOf.Sub(bs.Due))+" after its deadline "+fmtTime(bs.Due)+deadlineText(v, b, v.dueBy[b]), nil)
+			add(Late, b.String()+" missing "+FormatDuration(v.asOf.Sub(bs.Due))+" after its deadline "+fmtTime(bs.Due)+deadlineText(v, b, v.dueBy[b]), nil)
 		}
 	}
 }
@@ -234,7 +234,7 @@ func (v *view) signalBeforeFinal(add addFunc) {
 			case len(fin) == 0:
 				add(SignalBeforeFinal, string(t)+" "+strconv.Quote(r.object)+" at "+fmtTime(r.at())+" but no final artifact is recorded: completion declared for data that is not final", []string{r.id})
 			case r.ms < fin[0].ms:
-				add(SignalBeforeFinal, string(t)+" "+strconv.Quote(r.object)+" at "+fmtTime(r.at())+", "+fmtDuration(fin[0].at().Sub(r.at()))+" before the artifact was final at "+fmtTime(fin[0].at()), []string{r.id, fin[0].id})
+				add(SignalBeforeFinal, string(t)+" "+strconv.Quote(r.object)+" at "+fmtTime(r.at())+", "+FormatDuration(fin[0].at().Sub(r.at()))+" before the artifact was final at "+fmtTime(fin[0].at()), []string{r.id, fin[0].id})
 			}
 		}
 	}

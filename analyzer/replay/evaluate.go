@@ -85,43 +85,7 @@ type view struct {
 	hasBatchID, hasArtifact, hasSignal    bool
 }
 
-// typeIndex returns t's index in model.EventTypes, or -1. A switch, not a
-// loop: it runs for every event and every rule's lookup.
-func typeIndex(t model.EventType) int {
-	switch t {
-	case model.JobSucceeded:
-		return 0
-	case model.ArtifactFinalized:
-		return 1
-	case model.SignalPublished:
-		return 2
-	case model.ArtifactTransferred:
-		return 3
-	case model.SignalTransferred:
-		return 4
-	case model.SignalRestored:
-		return 5
-	case model.BatchIdentified:
-		return 6
-	case model.ConsumeSucceeded:
-		return 7
-	case model.JobStarted:
-		return 8
-	case model.JobFailed:
-		return 9
-	case model.ArtifactStaged:
-		return 10
-	case model.ConsumeStarted:
-		return 11
-	case model.ConsumeFailed:
-		return 12
-	case model.ProcessHeartbeat:
-		return 13
-	}
-	return -1
-}
-
-func (v *view) of(t model.EventType) []*record { return v.byType[typeIndex(t)] }
+func (v *view) of(t model.EventType) []*record { return v.byType[t.Index()] }
 
 // init fills v from s. A view lives on its caller's stack: it is a
 // kilobyte, and a replay makes one per batch.
@@ -323,17 +287,21 @@ func (v *view) hypotheses(d *Diagnosis) model.Hypothesis {
 
 // Reasons are built once: a replay states them for every batch.
 var (
-	notRequiredReason [model.Delivered]string
-	downstreamReason  [model.Delivered]string
+	notRequiredReason = hypothesisReasons(func(h model.Hypothesis) string {
+		return "the contract does not require the " + h.Boundary().String() + " boundary"
+	})
+	downstreamReason = hypothesisReasons(func(h model.Hypothesis) string {
+		return "downstream of " + h.String() + ": no evidence either way"
+	})
 	// exclusionReasons is indexed by the set of proven data boundaries.
 	exclusionReasons = buildExclusionReasons()
 )
 
-func init() {
+func hypothesisReasons(f func(model.Hypothesis) string) (r [model.Delivered]string) {
 	for _, h := range model.Hypotheses {
-		notRequiredReason[h] = "the contract does not require the " + h.Boundary().String() + " boundary"
-		downstreamReason[h] = "downstream of " + h.String() + ": no evidence either way"
+		r[h] = f(h)
 	}
+	return r
 }
 
 func buildExclusionReasons() map[model.BoundarySet]string {
@@ -551,15 +519,10 @@ func (v *view) stalledOnFailure(verdict model.Hypothesis) bool {
 
 func fmtTime(t time.Time) string { return string(model.AppendTime(make([]byte, 0, 24), t)) }
 
-// appendTime is model.AppendTime, named for the replay's many call sites.
-func appendTime(b []byte, t time.Time) []byte { return model.AppendTime(b, t) }
-
 // FormatDuration writes a duration to the minute as "1d 6h 40m" (negative
 // durations with a leading "-"): the form of the replay's anomaly details,
 // which reports reuse so that both read alike.
-func FormatDuration(d time.Duration) string { return fmtDuration(d) }
-
-func fmtDuration(d time.Duration) string {
+func FormatDuration(d time.Duration) string {
 	neg := d < 0
 	if neg {
 		d = -d

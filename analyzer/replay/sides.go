@@ -133,7 +133,7 @@ func sideIndex(s model.System) int {
 
 // describe appends one sentence saying what an event shows.
 func describe(b []byte, r *Entry) []byte {
-	b = appendTime(b, r.Time)
+	b = model.AppendTime(b, r.Time)
 	b = append(b, ' ')
 	switch r.Type {
 	case model.JobStarted:

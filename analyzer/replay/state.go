@@ -115,7 +115,7 @@ func (s *State) LastEventAt() time.Time {
 // events of another batch are ignored and reported as false, so a caller
 // that routes events by key can detect a routing bug.
 func (s *State) Step(e *model.Event) bool {
-	ti := typeIndex(e.Type)
+	ti := e.Type.Index()
 	if !e.Type.HasBatch() || ti < 0 {
 		// Heartbeats carry no batch; an unknown type proves nothing (and
 		// never passes validation).

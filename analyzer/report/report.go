@@ -185,7 +185,7 @@ func (p *printer) symptom(d *replay.Diagnosis) {
 		if !bs.Due.IsZero() {
 			t += ", due " + fmtTime(bs.Due)
 			if bs.Overdue {
-				t += ", overdue by " + fmtDuration(d.AsOf.Sub(bs.Due))
+				t += ", overdue by " + replay.FormatDuration(d.AsOf.Sub(bs.Due))
 			} else {
 				t += ", not yet due"
 			}
@@ -225,9 +225,9 @@ func (p *printer) chain(d *replay.Diagnosis) {
 		var notes []string
 		if bs.Overdue {
 			if bs.Proven {
-				notes = append(notes, "proven "+fmtDuration(bs.At.Sub(bs.Due))+" after its deadline")
+				notes = append(notes, "proven "+replay.FormatDuration(bs.At.Sub(bs.Due))+" after its deadline")
 			} else {
-				notes = append(notes, "overdue by "+fmtDuration(d.AsOf.Sub(bs.Due)))
+				notes = append(notes, "overdue by "+replay.FormatDuration(d.AsOf.Sub(bs.Due)))
 			}
 		}
 		if bs.OutOfOrder {
@@ -603,10 +603,6 @@ func fmtTime(t time.Time) string {
 	}
 	return t.UTC().Format(model.TimeLayout)
 }
-
-// fmtDuration is replay.FormatDuration: reports and anomaly details
-// write durations alike.
-func fmtDuration(d time.Duration) string { return replay.FormatDuration(d) }
 
 // pad right-pads s with spaces to n columns (counting runes, not bytes).
 func pad(s string, n int) string {

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"github.com/handoff-dev/handoff/analyzer/replay"
+
 	"strings"
 	"testing"
 	"time"
@@ -45,8 +47,8 @@ func TestFmtDuration(t *testing.T) {
 		{-2 * time.Hour, "-2h 0m"},
 	}
 	for _, tt := range tests {
-		if got := fmtDuration(tt.d); got != tt.want {
-			t.Errorf("fmtDuration(%v) = %q, want %q", tt.d, got, tt.want)
+		if got := replay.FormatDuration(tt.d); got != tt.want {
+			t.Errorf("replay.FormatDuration(%v) = %q, want %q", tt.d, got, tt.want)
 		}
 	}
 }

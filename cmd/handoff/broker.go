@@ -24,8 +24,8 @@ func runBroker(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	fs.IntVar(&cfg.Port, "port", cfg.Port, "port on 127.0.0.1 (env HANDOFF_BROKER_PORT)")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory that persists topics and offsets (env HANDOFF_BROKER_DATA_DIR; empty: in memory)")
 	fs.IntVar(&cfg.Partitions, "partitions", cfg.Partitions, "partitions of auto-created topics (env HANDOFF_BROKER_PARTITIONS)")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{code: exitUsage}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	b, err := broker.Start(cfg)
 	if err != nil {

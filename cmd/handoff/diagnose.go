@@ -97,14 +97,8 @@ func diagnose(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			fmt.Fprintf(stderr, "  --%s %s\n    \t%s\n", f.Name, name, usage)
 		})
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &exitError{code: exitUsage} // the flag package printed why
-	}
-	if fs.NArg() > 0 {
-		return usageError("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 
 	// Check every option before reading anything.

@@ -79,14 +79,8 @@ func runEmit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintln(stderr, "2 on bad input, 3 when Kafka does not acknowledge in time. See docs/emit.md.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &exitError{code: exitUsage}
-	}
-	if fs.NArg() > 0 {
-		return usageError("unexpected arguments: %s (values with spaces need quotes)", strings.Join(fs.Args(), " "))
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -203,11 +197,4 @@ func emitOptInt(name, v string) (int64, bool, error) {
 		return 0, false, usageError("--%s %q: want a whole number", name, v)
 	}
 	return n, true, nil
-}
-
-func emitEnvOr(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok && v != "" {
-		return v
-	}
-	return def
 }

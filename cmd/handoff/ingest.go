@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,22 +29,16 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("handoff ingest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg.RegisterFlags(fs)
-	logLevel := fs.String("log-level", emitEnvOr("HANDOFF_LOG_LEVEL", "info"), "log level: debug, info, warn, error (HANDOFF_LOG_LEVEL)")
-	logFormat := fs.String("log-format", emitEnvOr("HANDOFF_LOG_FORMAT", "text"), "log format: text or json (HANDOFF_LOG_FORMAT)")
+	logLevel := fs.String("log-level", envOr("HANDOFF_LOG_LEVEL", "info"), "log level: debug, info, warn, error (HANDOFF_LOG_LEVEL)")
+	logFormat := fs.String("log-format", envOr("HANDOFF_LOG_FORMAT", "text"), "log format: text or json (HANDOFF_LOG_FORMAT)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: handoff ingest [flags]")
 		fmt.Fprintln(stderr, "\nConsume delivery events from Kafka into ClickHouse; rejected messages go to the dead-letter topic.")
 		fmt.Fprintln(stderr, "Every flag has a HANDOFF_* variable (named in its help); flags win.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &exitError{code: exitUsage}
-	}
-	if fs.NArg() > 0 {
-		return usageError("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)

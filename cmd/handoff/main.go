@@ -17,10 +17,12 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	// Contracts name time zones (Asia/Shanghai); embed the zone database so
 	// they load on machines without /usr/share/zoneinfo.
@@ -52,6 +54,31 @@ func (e *exitError) Unwrap() error { return e.err }
 // usageError marks an error as the caller's mistake (exit 2).
 func usageError(format string, args ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// parseFlags parses a command's flags: -h prints the usage and ends the
+// command with exit 0, a bad flag with exit 2 (the flag package has said
+// why), and so does a stray argument, which is usually an unquoted value.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return &exitError{code: exitOK}
+		}
+		return &exitError{code: exitUsage}
+	}
+	if fs.NArg() > 0 {
+		return usageError("unexpected arguments: %s (values with spaces need quotes)", strings.Join(fs.Args(), " "))
+	}
+	return nil
+}
+
+// envOr returns the environment variable name, or def when it is unset or
+// empty.
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
 }
 
 type command struct {
