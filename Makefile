@@ -23,6 +23,8 @@ vet:
 	$(GO) vet ./...
 	@# The rooms' import rules (design.md section 7), checked on every run.
 	@bash deploy/check-imports.sh
+	@# No tracked binary or file over 1 MiB; go.mod tidy.
+	@bash deploy/check-tree.sh
 
 services:
 	bash deploy/services/up.sh
