@@ -10,7 +10,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
-	"github.com/handoff-dev/handoff/ingest/broker"
+	"github.com/handoff-dev/handoff/internal/broker"
 )
 
 // runBroker runs the embedded Kafka-protocol broker until interrupted.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/ingest/consumer"
-	"github.com/handoff-dev/handoff/ingest/testenv"
+	"github.com/handoff-dev/handoff/internal/testenv"
 )
 
 // proxy is a loopback TCP proxy that can be cut (every connection closed,

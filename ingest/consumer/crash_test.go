@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/ingest/schema"
-	"github.com/handoff-dev/handoff/ingest/testenv"
+	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/ingest/topics"
 )
 

@@ -21,7 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/handoff-dev/handoff/ingest/consumer"
-	"github.com/handoff-dev/handoff/ingest/testenv"
+	"github.com/handoff-dev/handoff/internal/testenv"
 )
 
 // privateKafka is a real Apache Kafka broker of this test alone, run by

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/ingest/schema"
-	"github.com/handoff-dev/handoff/ingest/testenv"
+	"github.com/handoff-dev/handoff/internal/testenv"
 )
 
 func TestStatements(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/handoff-dev/handoff/ingest/broker"
+	"github.com/handoff-dev/handoff/internal/broker"
 )
 
 // TestKafkaGoRoundTripAndPersistence checks what the demo relies on: the
