@@ -422,9 +422,6 @@ func isJSONNumber(s string) bool {
 // ParseTime parses an RFC 3339 time (UTC or with an offset) and returns it in
 // UTC, truncated to the millisecond, the precision handoff keeps everywhere.
 func ParseTime(s string) (time.Time, error) {
-	if t, ok := parseTimeFast(s); ok {
-		return t, nil
-	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("want RFC 3339, like 2026-10-01T01:20:05.120Z")
@@ -622,73 +619,4 @@ func AppendTime(b []byte, t time.Time) []byte {
 		byte('0'+mo/10), byte('0'+mo%10), '-', byte('0'+d/10), byte('0'+d%10), 'T',
 		byte('0'+h/10), byte('0'+h%10), ':', byte('0'+mi/10), byte('0'+mi%10), ':',
 		byte('0'+s/10), byte('0'+s%10), '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
-}
-
-// parseTimeFast parses the shapes handoff's emitters write,
-// 2006-01-02T15:04:05[.fff…](Z|±hh:mm), at fixed positions. It reports
-// false for anything else, which ParseTime then hands to time.Parse, so
-// the fast path can only ever agree with the slow one.
-func parseTimeFast(s string) (time.Time, bool) {
-	if len(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
-		return time.Time{}, false
-	}
-	num := func(i, n int) (int, bool) {
-		v := 0
-		for j := i; j < i+n; j++ {
-			c := s[j]
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			v = v*10 + int(c-'0')
-		}
-		return v, true
-	}
-	y, ok1 := num(0, 4)
-	mo, ok2 := num(5, 2)
-	d, ok3 := num(8, 2)
-	h, ok4 := num(11, 2)
-	mi, ok5 := num(14, 2)
-	sec, ok6 := num(17, 2)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, time.Month(mo)) || h > 23 || mi > 59 || sec > 59 {
-		return time.Time{}, false
-	}
-	i := 19
-	ms := 0
-	if s[i] == '.' {
-		j := i + 1
-		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-			if j-i <= 3 {
-				ms = ms*10 + int(s[j]-'0')
-			}
-			j++
-		}
-		if j == i+1 {
-			return time.Time{}, false
-		}
-		for k := j - i - 1; k < 3; k++ {
-			ms *= 10
-		}
-		i = j
-	}
-	offset := 0
-	switch {
-	case i == len(s)-1 && s[i] == 'Z':
-	case i == len(s)-6 && (s[i] == '+' || s[i] == '-') && s[i+3] == ':':
-		oh, ok1 := num(i+1, 2)
-		om, ok2 := num(i+4, 2)
-		if !ok1 || !ok2 || oh > 23 || om > 59 {
-			return time.Time{}, false
-		}
-		offset = (oh*60 + om) * 60
-		if s[i] == '-' {
-			offset = -offset
-		}
-	default:
-		return time.Time{}, false
-	}
-	t := time.Date(y, time.Month(mo), d, h, mi, sec, ms*1e6, time.UTC).Add(-time.Duration(offset) * time.Second)
-	if y := t.Year(); y < 0 || y > 9999 {
-		return time.Time{}, false // let the slow path say why
-	}
-	return t, true
 }
