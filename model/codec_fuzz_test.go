@@ -53,4 +53,15 @@ var fuzzSeeds = []string{
 	``,
 	`{"rows":-1}`,
 	`{"rows":1.5,"bytes":"7","attempt":99999999999999999999}`,
+	// Strictness: raw control characters in strings, lone surrogates, bad
+	// escapes, duplicate keys, and dates and times ClickHouse cannot store.
+	"{\"spec\":\"handoff/v1\",\"event_id\":\"e8\",\"type\":\"job.started\",\"time\":\"2026-10-01T01:00:00Z\",\"pipeline\":\"p\",\"business_date\":\"2026-09-30\",\"batch_id\":\"b\",\"system\":\"producer\",\"error\":\"a\x00b\",\"attrs\":{\"k\":\"\t\"}}",
+	"{\n\t\"spec\": \"handoff/v1\",\r\n\"x\": \"\x1f\"}",
+	`{"spec":"handoff/v1","event_id":"e9","type":"job.started","time":"2026-10-01T01:00:00Z","pipeline":"p","business_date":"2026-09-30","batch_id":"b","system":"producer","object":"\ud800x","attrs":{"a":"\udc00","b":"\ud83d\ude00","c":"\\ud800"}}`,
+	`{"object":"\q","error":"\u12"}`,
+	`{"spec":"handoff/v1","event_id":"e10","type":"job.started","time":"2026-10-01T01:00:00Z","pipeline":"p","business_date":"2026-09-30","batch_id":"b","batch_id":"c","system":"producer"}`,
+	`{"spec":"handoff/v1","event_id":"e11","type":"job.started","time":"2026-10-01T01:00:00Z","pipeline":"p","business_date":"2026-09-30","batch_id":"b","system":"producer","x":null,"x":1,"attrs":{"k":1,"k":2}}`,
+	`{"spec":"handoff/v1","event_id":"e12","type":"job.started","time":"0001-01-01T00:00:00Z","pipeline":"p","business_date":"1970-01-01","batch_id":"b","system":"producer"}`,
+	`{"spec":"handoff/v1","event_id":"e13","type":"job.started","time":"2105-12-31T23:59:59.999Z","pipeline":"p","business_date":"2105-12-31","batch_id":"b","system":"producer"}`,
+	`{"spec":"handoff/v1","event_id":"e14","type":"job.started","time":"2106-01-01T00:00:00Z","pipeline":"p","business_date":"2150-06-01","batch_id":"b","system":"producer"}`,
 }

@@ -62,6 +62,9 @@ func (d *Decoder) DecodeWith(data []byte, fill func(*Event)) (Event, error) {
 	if err != nil {
 		return e, &ValidationError{Reason: "not a JSON object", Kind: RejectBadJSON}
 	}
+	if err := checkStrings(data); err != nil {
+		return e, err
+	}
 	var ferr error
 	// String fields are gathered as byte slices into the parser's buffer and
 	// copied into one allocation per event below: a decoder that allocates
@@ -73,12 +76,28 @@ func (d *Decoder) DecodeWith(data []byte, fill func(*Event)) (Event, error) {
 	field := func(name string, slot int, v *fastjson.Value) {
 		raw[slot], ferr = strBytes(name, v)
 	}
+	var seen uint32 // bit i: wire field i seen
 	o.Visit(func(k []byte, v *fastjson.Value) {
-		if ferr != nil || v.Type() == fastjson.TypeNull {
+		if ferr != nil {
 			return
 		}
-		switch string(k) {
-		case "spec":
+		f := wireField(k)
+		if f < 0 {
+			// Kept with nulls, so that a duplicate shows whatever the values.
+			extraKeys = append(extraKeys, validUTF8(k))
+			extra = append(extra, v)
+			return
+		}
+		if seen&(1<<f) != 0 {
+			ferr = duplicateKey(string(k))
+			return
+		}
+		seen |= 1 << f
+		if v.Type() == fastjson.TypeNull {
+			return
+		}
+		switch f {
+		case fSpec:
 			var b []byte
 			if b, ferr = strBytes("spec", v); ferr == nil {
 				e.Spec = SpecV1
@@ -86,68 +105,52 @@ func (d *Decoder) DecodeWith(data []byte, fill func(*Event)) (Event, error) {
 					e.Spec = string(b)
 				}
 			}
-		case "event_id":
+		case fEventID:
 			field("event_id", oID, v)
-		case "type":
+		case fType:
 			var b []byte
 			if b, ferr = strBytes("type", v); ferr == nil {
 				e.Type = internType(b)
 			}
-		case "time":
+		case fTime:
 			rawTime, ferr = strBytes("time", v)
-		case "pipeline":
+		case fPipeline:
 			field("pipeline", oPipeline, v)
-		case "business_date":
+		case fBusinessDate:
 			rawDate, ferr = strBytes("business_date", v)
-		case "batch_id":
+		case fBatchID:
 			field("batch_id", oBatchID, v)
-		case "system":
+		case fSystem:
 			var b []byte
 			if b, ferr = strBytes("system", v); ferr == nil {
 				e.System = internSystem(b)
 			}
-		case "component":
+		case fComponent:
 			field("component", oComponent, v)
-		case "object":
+		case fObject:
 			field("object", oObject, v)
-		case "rows":
+		case fRows:
 			e.Rows, ferr = integer("rows", v)
 			e.HasRows = ferr == nil
-		case "bytes":
+		case fBytes:
 			e.Bytes, ferr = integer("bytes", v)
 			e.HasBytes = ferr == nil
-		case "checksum":
+		case fChecksum:
 			field("checksum", oChecksum, v)
-		case "attempt":
+		case fAttempt:
 			e.Attempt, ferr = integer("attempt", v)
 			e.HasAttempt = ferr == nil
-		case "error":
+		case fError:
 			field("error", oError, v)
-		case "attrs":
-			ao, err := v.Object()
-			if err != nil {
-				ferr = badValue("attrs", string(v.MarshalTo(nil)), "must be a JSON object")
-				return
-			}
-			if ao.Len() == 0 {
-				return
-			}
-			e.Attrs = make(map[string]string, ao.Len())
-			ao.Visit(func(ak []byte, av *fastjson.Value) {
-				if ferr != nil {
-					return
-				}
-				var s string
-				s, ferr = attrValue(av)
-				e.Attrs[validUTF8(ak)] = s
-			})
-		default:
-			extraKeys = append(extraKeys, validUTF8(k))
-			extra = append(extra, v)
+		case fAttrs:
+			e.Attrs, ferr = decodeAttrs(v)
 		}
 	})
 	if ferr != nil {
 		return e, ferr
+	}
+	if k, ok := firstDuplicate(extraKeys); ok {
+		return e, duplicateKey(k)
 	}
 	var pipeline, component string
 	if len(raw[oPipeline]) > 0 {
@@ -186,6 +189,9 @@ func (d *Decoder) DecodeWith(data []byte, fill func(*Event)) (Event, error) {
 		e.Component = component
 	}
 	for i, k := range extraKeys {
+		if extra[i].Type() == fastjson.TypeNull {
+			continue
+		}
 		if e.Attrs == nil {
 			e.Attrs = make(map[string]string, len(extra))
 		}
@@ -209,6 +215,9 @@ func (d *Decoder) DecodeWith(data []byte, fill func(*Event)) (Event, error) {
 		if err != nil {
 			return e, badValue("time", string(rawTime), err.Error())
 		}
+		if !timeStorable(t) {
+			return e, badValue("time", string(rawTime), timeRangeReason)
+		}
 		e.Time = t
 	}
 	if rawDate != nil {
@@ -231,6 +240,129 @@ func (d *Decoder) DecodeWith(data []byte, fill func(*Event)) (Event, error) {
 func Decode(data []byte) (Event, error) {
 	var d Decoder
 	return d.Decode(data)
+}
+
+// Wire fields of v1, numbered for the decoder's duplicate check.
+const (
+	fSpec = iota
+	fEventID
+	fType
+	fTime
+	fPipeline
+	fBusinessDate
+	fBatchID
+	fSystem
+	fComponent
+	fObject
+	fRows
+	fBytes
+	fChecksum
+	fAttempt
+	fError
+	fAttrs
+)
+
+// wireField returns the number of the v1 field named k, or -1 for a field
+// v1 does not define (which then joins attrs).
+func wireField(k []byte) int {
+	switch string(k) {
+	case "spec":
+		return fSpec
+	case "event_id":
+		return fEventID
+	case "type":
+		return fType
+	case "time":
+		return fTime
+	case "pipeline":
+		return fPipeline
+	case "business_date":
+		return fBusinessDate
+	case "batch_id":
+		return fBatchID
+	case "system":
+		return fSystem
+	case "component":
+		return fComponent
+	case "object":
+		return fObject
+	case "rows":
+		return fRows
+	case "bytes":
+		return fBytes
+	case "checksum":
+		return fChecksum
+	case "attempt":
+		return fAttempt
+	case "error":
+		return fError
+	case "attrs":
+		return fAttrs
+	}
+	return -1
+}
+
+// duplicateKey rejects a message that states a member twice. encoding/json
+// and fastjson keep the last value, other parsers the first; an audit
+// record whose meaning depends on the reader's parser is no evidence.
+func duplicateKey(k string) *ValidationError {
+	if len(k) > 80 {
+		k = k[:77] + "..."
+	}
+	return &ValidationError{Field: k, Reason: "duplicate key: the message states it twice and which value holds is ambiguous", Kind: RejectBadValue}
+}
+
+// firstDuplicate returns the first key of keys that occurs twice. A few
+// keys are compared pairwise; many go through a map, so that a message of
+// thousands of unknown fields costs linear time.
+func firstDuplicate(keys []string) (string, bool) {
+	if len(keys) <= 16 {
+		for i := 1; i < len(keys); i++ {
+			for _, k := range keys[:i] {
+				if k == keys[i] {
+					return k, true
+				}
+			}
+		}
+		return "", false
+	}
+	seen := make(map[string]struct{}, len(keys))
+	for _, k := range keys {
+		if _, ok := seen[k]; ok {
+			return k, true
+		}
+		seen[k] = struct{}{}
+	}
+	return "", false
+}
+
+// decodeAttrs decodes the attrs object. Its size is checked before the
+// map is built: a message of 20,000 attrs is rejected without building it.
+func decodeAttrs(v *fastjson.Value) (map[string]string, error) {
+	ao, err := v.Object()
+	if err != nil {
+		return nil, badValue("attrs", string(v.MarshalTo(nil)), "must be a JSON object")
+	}
+	if ao.Len() == 0 {
+		return nil, nil
+	}
+	if ao.Len() > MaxAttrs {
+		return nil, tooManyAttrs(ao.Len())
+	}
+	attrs := make(map[string]string, ao.Len())
+	var ferr error
+	ao.Visit(func(ak []byte, av *fastjson.Value) {
+		if ferr != nil {
+			return
+		}
+		k := validUTF8(ak)
+		if _, dup := attrs[k]; dup {
+			ferr = badValue("attrs", k, "duplicate key: the message states it twice and which value holds is ambiguous")
+			return
+		}
+		attrs[k], ferr = attrValue(av)
+	})
+	return attrs, ferr
 }
 
 // Slots of the string fields an event owns (see DecodeWith).

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -50,6 +51,39 @@ func badValue(field, value, reason string) *ValidationError {
 	}
 	return &ValidationError{Field: field, Value: value, Reason: reason, Kind: RejectBadValue}
 }
+
+// Bounds of what an event may carry, checked by Validate. ClickHouse 18.16
+// stores a Date as days since 1970-01-01 and renders 1970-01-01..2105-12-31
+// faithfully; its DateTime ends in February 2106. handoff stores event
+// times as Int64 milliseconds with a DateTime derived from them, and
+// heartbeats (which have no business date) with day 0, 1970-01-01. A date
+// or time outside these bounds would be stored as another one, silently,
+// so it is rejected instead.
+const (
+	// MinBusinessDay is the first business date accepted, 1970-01-02, in
+	// days since 1970-01-01 (Date.DaysSinceEpoch). Day 0 marks heartbeats.
+	MinBusinessDay = 1
+	// MaxBusinessDay is the last business date accepted, 2105-12-31.
+	MaxBusinessDay = 49672
+	// MinTimeMillis is the earliest event time accepted,
+	// 1970-01-01T00:00:00Z, in milliseconds since the Unix epoch.
+	MinTimeMillis = 0
+	// MaxTimeMillis is the latest event time accepted,
+	// 2105-12-31T23:59:59.999Z.
+	MaxTimeMillis = 4291747199999
+)
+
+// Caps on an event's attrs, counted after unknown top-level fields have
+// joined them. Producers put a handful of attributes on an event; the caps
+// keep a hostile or broken one from making every later step (sorting,
+// storing, rendering) pay for tens of thousands.
+const (
+	// MaxAttrs is the most attrs an event may carry.
+	MaxAttrs = 256
+	// MaxAttrsBytes bounds the total length of an event's attr keys and
+	// values, in bytes.
+	MaxAttrsBytes = 64 << 10
+)
 
 // maxNameLen bounds identity fields, which end up in keys, file names and
 // ClickHouse primary keys.
@@ -101,6 +135,13 @@ func (e *Event) Validate() error {
 		return &ValidationError{Field: "type", Value: string(e.Type), Reason: "unknown event type", Kind: RejectUnknownType}
 	case e.Time.IsZero():
 		return missing("time")
+	case !timeStorable(e.Time):
+		v := e.Time.UTC()
+		s := string(AppendTime(nil, v))
+		if y := v.Year(); y < 0 || y > 9999 {
+			s = v.Format(time.RFC3339Nano)
+		}
+		return badValue("time", s, timeRangeReason)
 	}
 	if err := checkName("pipeline", e.Pipeline); err != nil {
 		return err
@@ -110,6 +151,9 @@ func (e *Event) Validate() error {
 	}
 	if !e.System.Known() {
 		return badValue("system", string(e.System), "unknown system (want producer, exchange, consumer or operator)")
+	}
+	if !e.BusinessDate.IsZero() && !dateStorable(e.BusinessDate) {
+		return badValue("business_date", e.BusinessDate.String(), dateRangeReason)
 	}
 	if e.Type.HasBatch() {
 		if e.BusinessDate.IsZero() {
@@ -141,5 +185,44 @@ func (e *Event) Validate() error {
 	if e.Type.IsFailure() && e.Error == "" {
 		return missing("error")
 	}
+	return checkAttrs(e.Attrs)
+}
+
+// checkAttrs applies MaxAttrs and MaxAttrsBytes.
+func checkAttrs(attrs map[string]string) error {
+	if len(attrs) > MaxAttrs {
+		return tooManyAttrs(len(attrs))
+	}
+	n := 0
+	for k, v := range attrs {
+		n += len(k) + len(v)
+	}
+	if n > MaxAttrsBytes {
+		return &ValidationError{Field: "attrs", Reason: fmt.Sprintf("%d bytes of attr keys and values, over the limit of %d per event", n, MaxAttrsBytes), Kind: RejectBadValue}
+	}
 	return nil
+}
+
+func tooManyAttrs(n int) *ValidationError {
+	return &ValidationError{Field: "attrs", Reason: fmt.Sprintf("%d attrs, over the limit of %d per event", n, MaxAttrs), Kind: RejectBadValue}
+}
+
+// The reasons for dates and times outside the bounds: what the bounds are
+// and why, so that whoever reads the dead letter knows it is not a typo in
+// the format.
+const (
+	dateRangeReason = "outside 1970-01-02..2105-12-31, the dates ClickHouse stores (1970-01-01 marks heartbeats)"
+	timeRangeReason = "outside 1970-01-01T00:00:00Z..2105-12-31T23:59:59.999Z, the times ClickHouse stores"
+)
+
+// dateStorable reports whether d lies within MinBusinessDay..MaxBusinessDay.
+func dateStorable(d Date) bool {
+	n := d.DaysSinceEpoch()
+	return n >= MinBusinessDay && n <= MaxBusinessDay
+}
+
+// timeStorable reports whether t lies within MinTimeMillis..MaxTimeMillis.
+func timeStorable(t time.Time) bool {
+	ms := t.UnixMilli()
+	return ms >= MinTimeMillis && ms <= MaxTimeMillis
 }
