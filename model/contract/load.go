@@ -3,6 +3,7 @@ package contract
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"strings"
@@ -14,6 +15,10 @@ import (
 // the contracts. Every file is parsed and all errors are returned together;
 // two files for one pipeline are an error naming both. An empty directory
 // gives an empty Set: every pipeline then gets the default contract.
+//
+// Only regular files are read (symbolic links are followed), each through
+// a limit of MaxFileSize: a FIFO or a device named like a contract is an
+// error naming it, never opened.
 //
 // The caller chooses the file system (os.DirFS, embed.FS, fstest.MapFS), so
 // this package does no I/O of its own.
@@ -58,10 +63,62 @@ func isYAML(name string) bool {
 	return strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")
 }
 
+// loadFile reads one contract file. Only a regular file is opened (a
+// symbolic link is followed to what it names): opening a FIFO blocks until
+// a writer comes, and a device such as /dev/zero never ends. The read
+// stops one byte past MaxFileSize whatever the file claims its size is.
+// A file swapped for a special one between the Stat and the Open is caught
+// by the second check, after the Open: fs.FS offers no way to open without
+// blocking, so that window remains.
 func loadFile(fsys fs.FS, name string) (*Contract, error) {
-	data, err := fs.ReadFile(fsys, name)
+	info, err := fs.Stat(fsys, name)
 	if err != nil {
 		return nil, fmt.Errorf("loading contract: %w", err)
 	}
+	if err := checkRegular(name, info.Mode()); err != nil {
+		return nil, err
+	}
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("loading contract: %w", err)
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err != nil {
+		return nil, fmt.Errorf("loading contract %s: %w", name, err)
+	} else if err := checkRegular(name, info.Mode()); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("loading contract %s: %w", name, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, &ParseError{Source: name, Err: fmt.Errorf("file is over the %d-byte limit", MaxFileSize)}
+	}
 	return Parse(name, data)
+}
+
+// checkRegular refuses anything but a regular file, saying what it is.
+func checkRegular(name string, mode fs.FileMode) error {
+	if mode.IsRegular() {
+		return nil
+	}
+	var what string
+	switch {
+	case mode&fs.ModeNamedPipe != 0:
+		what = "a named pipe (FIFO)"
+	case mode&fs.ModeCharDevice != 0:
+		what = "a character device"
+	case mode&fs.ModeDevice != 0:
+		what = "a device"
+	case mode&fs.ModeSocket != 0:
+		what = "a socket"
+	case mode&fs.ModeSymlink != 0:
+		what = "a symbolic link the file system does not follow"
+	case mode.IsDir():
+		what = "a directory"
+	default:
+		what = "an irregular file"
+	}
+	return fmt.Errorf("loading contract %s: %s, not a regular file: contracts are read from regular files only", name, what)
 }
