@@ -246,21 +246,28 @@ func TestDecodeRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := model.Decode(tt.in)
-			var ve *model.ValidationError
-			if !errors.As(err, &ve) {
-				t.Fatalf("Decode: got error %v (%T), want a *ValidationError", err, err)
-			}
-			if ve.Kind != tt.kind || ve.Field != tt.field {
-				t.Errorf("Decode: got kind %q field %q, want kind %q field %q (%v)", ve.Kind, ve.Field, tt.kind, tt.field, err)
-			}
-			if prefix, ok := strings.CutSuffix(tt.err, "*"); ok {
-				if !strings.HasPrefix(err.Error(), prefix) {
-					t.Errorf("Decode: error %q, want prefix %q", err, prefix)
-				}
-			} else if err.Error() != tt.err {
-				t.Errorf("Decode: error\n got %q\nwant %q", err, tt.err)
-			}
+			checkRejected(t, "Decode", err, tt.kind, tt.field, tt.err)
 		})
+	}
+}
+
+// checkRejected checks that err is a *ValidationError of kind for field
+// whose text is want; a trailing "*" in want matches any suffix.
+func checkRejected(t *testing.T, what string, err error, kind model.RejectKind, field, want string) {
+	t.Helper()
+	var ve *model.ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("%s: got error %v (%T), want a *ValidationError", what, err, err)
+	}
+	if ve.Kind != kind || ve.Field != field {
+		t.Errorf("%s: got kind %q field %q, want kind %q field %q (%v)", what, ve.Kind, ve.Field, kind, field, err)
+	}
+	if prefix, ok := strings.CutSuffix(want, "*"); ok {
+		if !strings.HasPrefix(err.Error(), prefix) {
+			t.Errorf("%s: error\n %q\nwant prefix\n %q", what, err, prefix)
+		}
+	} else if err.Error() != want {
+		t.Errorf("%s: error\n got %q\nwant %q", what, err, want)
 	}
 }
 
