@@ -219,6 +219,13 @@ func hex4(data []byte, i int) (rune, bool) {
 func hasControl(b []byte) bool {
 	const ones, tops = 0x0101010101010101, 0x8080808080808080
 	i := 0
+	for ; i+16 <= len(b); i += 16 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		y := binary.LittleEndian.Uint64(b[i+8:])
+		if ((x-ones*0x20)&^x|(y-ones*0x20)&^y)&tops != 0 {
+			return true
+		}
+	}
 	for ; i+8 <= len(b); i += 8 {
 		x := binary.LittleEndian.Uint64(b[i:])
 		if (x-ones*0x20)&^x&tops != 0 {

@@ -215,10 +215,11 @@ const (
 	timeRangeReason = "outside 1970-01-01T00:00:00Z..2105-12-31T23:59:59.999Z, the times ClickHouse stores"
 )
 
-// dateStorable reports whether d lies within MinBusinessDay..MaxBusinessDay.
+// dateStorable reports whether d lies within MinBusinessDay..MaxBusinessDay
+// (the dates compared field by field: Validate runs for every event, and
+// DaysSinceEpoch goes through time.Date).
 func dateStorable(d Date) bool {
-	n := d.DaysSinceEpoch()
-	return n >= MinBusinessDay && n <= MaxBusinessDay
+	return d.Compare(Date{1970, 1, 2}) >= 0 && d.Compare(Date{2105, 12, 31}) <= 0
 }
 
 // timeStorable reports whether t lies within MinTimeMillis..MaxTimeMillis.

@@ -250,3 +250,28 @@ func TestZeroTimeIsABadValue(t *testing.T) {
 	_, err := model.Decode(msg("time", `"0001-01-01T00:00:00Z"`))
 	checkErr(t, "Decode", err, "time", `time "0001-01-01T00:00:00Z": outside 1970-01-01T00:00:00Z..2105-12-31T23:59:59.999Z, the times ClickHouse stores`)
 }
+
+// TestControlCharacterAtEveryPosition moves one raw control character
+// through a string of every length around the word sizes the scan uses,
+// so that no position escapes it.
+func TestControlCharacterAtEveryPosition(t *testing.T) {
+	for n := 1; n <= 40; n++ {
+		for pos := 0; pos < n; pos++ {
+			for _, c := range []byte{0x00, 0x01, 0x09, 0x1f} {
+				s := []byte(strings.Repeat("\x7f", n)) // 0x7f is allowed raw
+				s[pos] = c
+				in := msg("checksum", `"`+string(s)+`"`)
+				_, err := model.Decode(in)
+				var ve *model.ValidationError
+				if !errors.As(err, &ve) || ve.Kind != model.RejectBadJSON || !strings.Contains(err.Error(), fmt.Sprintf("raw control character 0x%02x", c)) {
+					t.Fatalf("Decode(%q): %v, want a raw control character 0x%02x rejected", in, err, c)
+				}
+			}
+			s := []byte(strings.Repeat(" ", n))
+			s[pos] = 0x20
+			if _, err := model.Decode(msg("checksum", `"`+string(s)+`"`)); err != nil {
+				t.Fatalf("Decode of spaces: %v", err)
+			}
+		}
+	}
+}
