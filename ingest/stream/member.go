@@ -1,0 +1,410 @@
+// Package stream runs a partition-aware Kafka consumer group member for
+// consumers that keep state per partition, such as the streaming detector:
+// the handler learns which partitions it owns (to rebuild their state and
+// take over their timers), folds their messages one at a time, and is told
+// regularly how late it is and how fresh its evidence is (the Watermark).
+// Offsets are committed only after the handler said the work for the folded
+// messages is durable.
+//
+// The events consumer of handoff ingest does not need ownership and uses a
+// plain group reader; this package exists because a detector that owns the
+// deadlines of its batches must know exactly which batches are its own, and
+// must hand them over on a rebalance.
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// Config configures a Member.
+type Config struct {
+	Brokers []string
+	Topic   string
+	Group   string
+	// SessionTimeout is how long the group waits for a silent member
+	// before moving its partitions to another (default 10s).
+	SessionTimeout time.Duration
+	// Tick is how often the handler's Advance runs, end offsets are read
+	// and offsets committed (default 1s).
+	Tick time.Duration
+	// StartOffset is where a partition without a committed offset starts:
+	// kafka.FirstOffset (default) or kafka.LastOffset.
+	StartOffset int64
+	Logger      *slog.Logger
+	// Now is the clock (default time.Now); tests inject their own.
+	Now func() time.Time
+}
+
+// Assignment is what one generation of the group gave this member.
+type Assignment struct {
+	Generation int32
+	// Start is, per owned partition, the absolute offset reading starts
+	// from: everything before it was handled by an earlier owner.
+	Start map[int]int64
+	// Partitions is how many partitions the topic has (the handler needs it
+	// to compute which partition a key hashes to).
+	Partitions int
+}
+
+// Owned returns the owned partitions in order.
+func (a Assignment) Owned() []int {
+	out := make([]int, 0, len(a.Start))
+	for p := range a.Start {
+		out = append(out, p)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// Handler is driven by a Member. All calls come from one goroutine, so the
+// handler needs no locking of its own.
+type Handler interface {
+	// Assign starts a generation: the handler takes over the partitions of
+	// a (rebuilding their state) before any of their messages is folded.
+	Assign(ctx context.Context, a Assignment) error
+	// Fold handles one message of an owned partition. An error stops the
+	// member (the message is not committed and will be read again).
+	Fold(ctx context.Context, m kafka.Message) error
+	// Advance tells the handler the time (now) and the watermark (safe):
+	// every message that was in the owned partitions at safe has been
+	// folded. When it returns nil, the work for every message folded so far
+	// is durable and their offsets are committed.
+	Advance(ctx context.Context, now, safe time.Time) error
+	// Revoke ends the generation: the partitions now belong to others.
+	Revoke(ctx context.Context)
+}
+
+// Member is one member of the consumer group. Create it with NewMember,
+// run it with Run.
+type Member struct {
+	cfg    Config
+	log    *slog.Logger
+	client *kafka.Client
+	lag    func(partition int, lag int64)
+}
+
+// NewMember checks cfg and prepares a member.
+func NewMember(cfg Config) (*Member, error) {
+	switch {
+	case len(cfg.Brokers) == 0:
+		return nil, errors.New("stream: no Kafka brokers: set HANDOFF_KAFKA_BROKERS or --kafka-brokers")
+	case cfg.Topic == "":
+		return nil, errors.New("stream: no topic given")
+	case cfg.Group == "":
+		return nil, errors.New("stream: no consumer group given")
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 10 * time.Second
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = time.Second
+	}
+	if cfg.StartOffset == 0 {
+		cfg.StartOffset = kafka.FirstOffset
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Member{
+		cfg:    cfg,
+		log:    log,
+		client: &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second},
+	}, nil
+}
+
+// OnLag sets a function told each partition's lag (messages not folded) at
+// every tick, for metrics.
+func (m *Member) OnLag(f func(partition int, lag int64)) { m.lag = f }
+
+// Run joins the group and drives h until ctx is done (then it returns nil)
+// or the handler fails.
+func (m *Member) Run(ctx context.Context, h Handler) error {
+	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		ID:                     m.cfg.Group,
+		Brokers:                m.cfg.Brokers,
+		Topics:                 []string{m.cfg.Topic},
+		SessionTimeout:         m.cfg.SessionTimeout,
+		RebalanceTimeout:       m.cfg.SessionTimeout,
+		HeartbeatInterval:      m.cfg.SessionTimeout / 5,
+		JoinGroupBackoff:       time.Second,
+		WatchPartitionChanges:  true,
+		PartitionWatchInterval: 5 * time.Second,
+		StartOffset:            m.cfg.StartOffset,
+	})
+	if err != nil {
+		return fmt.Errorf("stream: join group %s on %s: %w", m.cfg.Group, m.cfg.Topic, err)
+	}
+	defer cg.Close()
+	for {
+		gen, err := cg.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			m.log.Warn("stream: joining the group failed; retrying", "group", m.cfg.Group, "err", err)
+			continue
+		}
+		if err := m.generation(ctx, gen, h); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+type message struct {
+	msg kafka.Message
+}
+
+func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handler) error {
+	var (
+		total int
+		start map[int]int64
+	)
+	for attempt := 0; ; attempt++ {
+		var err error
+		if total, err = m.partitionCount(ctx); err == nil {
+			start, err = m.resolve(ctx, gen.Assignments[m.cfg.Topic])
+		}
+		if err == nil {
+			break
+		}
+		m.log.Warn("stream: reading the assignment's offsets failed; retrying", "attempt", attempt+1, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(min(time.Duration(attempt+1)*200*time.Millisecond, 5*time.Second)):
+		}
+	}
+	a := Assignment{Generation: gen.ID, Start: start, Partitions: total}
+	m.log.Info("stream: partitions assigned", "group", m.cfg.Group, "generation", gen.ID, "partitions", a.Owned())
+	if err := h.Assign(ctx, a); err != nil {
+		return fmt.Errorf("stream: take over partitions %v: %w", a.Owned(), err)
+	}
+	defer h.Revoke(ctx)
+
+	wm := NewWatermark(start)
+	msgs := make(chan message, 1024)
+	genDone := make(chan struct{})
+	gen.Start(func(gctx context.Context) {
+		<-gctx.Done()
+		close(genDone)
+	})
+	for p, off := range start {
+		gen.Start(func(gctx context.Context) { m.read(gctx, p, off, msgs) })
+	}
+
+	tick := time.NewTicker(m.cfg.Tick)
+	defer tick.Stop()
+	committed := make(map[int]int64, len(start))
+	for p, o := range start {
+		committed[p] = o
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-genDone:
+			m.log.Info("stream: generation ended", "generation", gen.ID)
+			return nil
+		case msg := <-msgs:
+			if err := h.Fold(ctx, msg.msg); err != nil {
+				return fmt.Errorf("stream: fold %s[%d]@%d: %w", msg.msg.Topic, msg.msg.Partition, msg.msg.Offset, err)
+			}
+			wm.Folded(msg.msg.Partition, msg.msg.Offset)
+		case <-tick.C:
+			now := m.cfg.Now()
+			ends, err := m.ends(ctx, a.Owned())
+			if err != nil {
+				m.log.Warn("stream: reading end offsets failed; the watermark waits", "err", err)
+			} else {
+				wm.Snapshot(now, ends)
+			}
+			safe := wm.Safe()
+			if m.lag != nil {
+				for _, l := range wm.Behind() {
+					m.lag(l.Partition, l.Lag)
+				}
+			}
+			if err := h.Advance(ctx, now, safe); err != nil {
+				return fmt.Errorf("stream: advance to %s: %w", now.UTC().Format(time.RFC3339), err)
+			}
+			m.commit(gen, wm.Positions(), committed)
+		}
+	}
+}
+
+// commit commits the positions that moved. A failure is logged, not fatal:
+// the next tick tries again, and a generation that ended cannot commit.
+func (m *Member) commit(gen *kafka.Generation, pos, committed map[int]int64) {
+	moved := map[int]int64{}
+	for p, o := range pos {
+		if o > committed[p] {
+			moved[p] = o
+		}
+	}
+	if len(moved) == 0 {
+		return
+	}
+	if err := gen.CommitOffsets(map[string]map[int]int64{m.cfg.Topic: moved}); err != nil {
+		m.log.Warn("stream: commit failed; retrying at the next tick", "err", err)
+		return
+	}
+	for p, o := range moved {
+		committed[p] = o
+	}
+}
+
+func (m *Member) read(ctx context.Context, partition int, offset int64, out chan<- message) {
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:   m.cfg.Brokers,
+		Topic:     m.cfg.Topic,
+		Partition: partition,
+		MinBytes:  1,
+		MaxBytes:  16 << 20,
+		MaxWait:   250 * time.Millisecond,
+	})
+	defer r.Close()
+	if err := r.SetOffset(offset); err != nil {
+		m.log.Error("stream: set offset", "partition", partition, "offset", offset, "err", err)
+		return
+	}
+	for {
+		msg, err := r.ReadMessage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			m.log.Warn("stream: read failed; retrying", "partition", partition, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		select {
+		case out <- message{msg: msg}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (m *Member) partitionCount(ctx context.Context) (int, error) {
+	md, err := m.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{m.cfg.Topic}})
+	if err != nil {
+		return 0, fmt.Errorf("stream: metadata of %s: %w", m.cfg.Topic, err)
+	}
+	for _, t := range md.Topics {
+		if t.Name == m.cfg.Topic {
+			if t.Error != nil {
+				return 0, fmt.Errorf("stream: metadata of %s: %w", m.cfg.Topic, t.Error)
+			}
+			return len(t.Partitions), nil
+		}
+	}
+	return 0, fmt.Errorf("stream: topic %s not found", m.cfg.Topic)
+}
+
+// resolve turns the generation's start offsets, which may be relative
+// (first or last), into absolute ones.
+func (m *Member) resolve(ctx context.Context, as []kafka.PartitionAssignment) (map[int]int64, error) {
+	out := make(map[int]int64, len(as))
+	var reqs []kafka.OffsetRequest
+	for _, a := range as {
+		switch a.Offset {
+		case kafka.FirstOffset:
+			reqs = append(reqs, kafka.FirstOffsetOf(a.ID))
+		case kafka.LastOffset:
+			reqs = append(reqs, kafka.LastOffsetOf(a.ID))
+		default:
+			out[a.ID] = a.Offset
+		}
+	}
+	if len(reqs) == 0 {
+		return out, nil
+	}
+	res, err := m.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{m.cfg.Topic: reqs}})
+	if err != nil {
+		return nil, fmt.Errorf("stream: list offsets of %s: %w", m.cfg.Topic, err)
+	}
+	for _, po := range res.Topics[m.cfg.Topic] {
+		if po.Error != nil {
+			return nil, fmt.Errorf("stream: list offsets of %s[%d]: %w", m.cfg.Topic, po.Partition, po.Error)
+		}
+		for _, a := range as {
+			if a.ID != po.Partition {
+				continue
+			}
+			if a.Offset == kafka.FirstOffset {
+				out[a.ID] = po.FirstOffset
+			} else {
+				out[a.ID] = po.LastOffset
+			}
+		}
+	}
+	return out, nil
+}
+
+// ends reads the log end offsets of the partitions.
+func (m *Member) ends(ctx context.Context, parts []int) (map[int]int64, error) {
+	return EndOffsets(ctx, m.client, m.cfg.Topic, parts)
+}
+
+// EndOffsets returns the log end offset (the offset the next message will
+// get) of each of the partitions of topic.
+func EndOffsets(ctx context.Context, c *kafka.Client, topic string, parts []int) (map[int]int64, error) {
+	if len(parts) == 0 {
+		return map[int]int64{}, nil
+	}
+	reqs := make([]kafka.OffsetRequest, len(parts))
+	for i, p := range parts {
+		reqs[i] = kafka.LastOffsetOf(p)
+	}
+	res, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+	if err != nil {
+		return nil, fmt.Errorf("stream: end offsets of %s: %w", topic, err)
+	}
+	out := make(map[int]int64, len(parts))
+	for _, po := range res.Topics[topic] {
+		if po.Error != nil {
+			return nil, fmt.Errorf("stream: end offset of %s[%d]: %w", topic, po.Partition, po.Error)
+		}
+		out[po.Partition] = po.LastOffset
+	}
+	return out, nil
+}
+
+// Committed returns the offsets group has committed on the partitions of
+// topic (-1 where it has none). The detector uses it to wait until the
+// ingester has stored everything it is about to read back.
+func Committed(ctx context.Context, c *kafka.Client, group, topic string, parts []int) (map[int]int64, error) {
+	res, err := c.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
+	if err != nil {
+		return nil, fmt.Errorf("stream: committed offsets of group %s on %s: %w", group, topic, err)
+	}
+	if res.Error != nil {
+		return nil, fmt.Errorf("stream: committed offsets of group %s on %s: %w", group, topic, res.Error)
+	}
+	out := make(map[int]int64, len(parts))
+	for _, p := range res.Topics[topic] {
+		if p.Error != nil {
+			return nil, fmt.Errorf("stream: committed offset of group %s on %s[%d]: %w", group, topic, p.Partition, p.Error)
+		}
+		out[p.Partition] = p.CommittedOffset
+	}
+	return out, nil
+}
