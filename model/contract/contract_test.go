@@ -191,8 +191,8 @@ func TestTemplateRender(t *testing.T) {
 
 func TestParseTemplateErrors(t *testing.T) {
 	tests := []struct{ in, err string }{
-		{"x_{date}", `template "x_{date}": unknown placeholder {date} (want {pipeline}, {business_date}, {batch_id}, {yyyymmdd}, {yyyy}, {mm} or {dd})`},
-		{"x_{}", `template "x_{}": unknown placeholder {} (want {pipeline}, {business_date}, {batch_id}, {yyyymmdd}, {yyyy}, {mm} or {dd})`},
+		{"x_{date}", `template "x_{date}": unknown placeholder {date} (want {pipeline}, {business_date}, {batch_id}, {yyyymmdd}, {yyyy}, {mm}, {dd}, {hh} or {mi})`},
+		{"x_{}", `template "x_{}": unknown placeholder {} (want {pipeline}, {business_date}, {batch_id}, {yyyymmdd}, {yyyy}, {mm}, {dd}, {hh} or {mi})`},
 		{"x_{batch_id", `template "x_{batch_id": unclosed '{'`},
 		{"x}", `template "x}": '}' without '{'`},
 		{"a}{batch_id}", `template "a}{batch_id}": '}' without '{'`},
