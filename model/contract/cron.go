@@ -163,15 +163,9 @@ func (f cronField) value(s string) (int, error) {
 			return f.min + i, nil
 		}
 	}
-	if s == "" || len(s) > 2 {
-		return 0, fmt.Errorf("%q is not a number from %d to %d", s, f.min, f.max)
-	}
-	n, ok := 0, true
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			ok = false
-			break
-		}
+	n, ok := 0, s != "" && len(s) <= 2
+	for i := 0; ok && i < len(s); i++ {
+		ok = s[i] >= '0' && s[i] <= '9'
 		n = n*10 + int(s[i]-'0')
 	}
 	if !ok {

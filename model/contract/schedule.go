@@ -164,9 +164,10 @@ func (c *Contract) Previous(key model.BatchKey) (model.BatchKey, bool) {
 // Start returns when key's period starts: midnight of the business date in
 // c.Location for daily and weekdays, hh:00 of it for hourly, the firing's
 // hh:mi for a cron schedule. Times are wall-clock: where a daylight-saving
-// change skips the time, it is the instant time.Date gives (an hour later on
-// the clock); where the clock repeats it, the first. It reports false for
-// a contract with no schedule or when key's batch id does not tell the time.
+// change skips the time (02:30 on a spring-forward night), the batch starts
+// when the clock jumps, the gap later (03:30); where the clock repeats it,
+// at its first occurrence. It reports false for a contract with no schedule
+// or when key's batch id does not tell the time.
 func (c *Contract) Start(key model.BatchKey) (time.Time, bool) {
 	hh, mi, ok := c.slotOf(key)
 	if !ok {
@@ -176,6 +177,22 @@ func (c *Contract) Start(key model.BatchKey) (time.Time, bool) {
 	if loc == nil {
 		loc = time.UTC
 	}
-	d := key.BusinessDate
-	return time.Date(d.Year, d.Month, d.Day, hh, mi, 0, 0, loc), true
+	return wallClock(key.BusinessDate, hh, mi, loc), true
+}
+
+// wallClock returns hh:mi on date d in loc. time.Date leaves the instant of
+// a skipped time unspecified (Go gives the one an hour earlier on the
+// clock); a batch due at a time that never happens runs when the clock
+// jumps over it, as cron runs it, so the time moves forward by the gap.
+func wallClock(d model.Date, hh, mi int, loc *time.Location) time.Time {
+	t := time.Date(d.Year, d.Month, d.Day, hh, mi, 0, 0, loc)
+	if h, m, _ := t.Clock(); h == hh && m == mi {
+		return t
+	}
+	_, before := t.Zone()
+	_, after := t.Add(3 * time.Hour).Zone()
+	if after > before {
+		t = t.Add(time.Duration(after-before) * time.Second)
+	}
+	return t
 }
