@@ -190,7 +190,8 @@ type DeadlineKind int8
 
 // Deadline kinds.
 const (
-	// NoDeadline: the default rule, 24 hours after the latest boundary event.
+	// NoDeadline: the default rule, 24 hours after the latest boundary
+	// event; for a batch with no events, 24 hours after its Start.
 	NoDeadline DeadlineKind = iota
 	// Absolute: a number of days after the business date, at a time of day,
 	// in the contract's time zone ("business_date + 1d 06:00").
