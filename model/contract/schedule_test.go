@@ -30,6 +30,16 @@ func keys(ks []model.BatchKey) []string {
 	return out
 }
 
+// pKey parses "date/id" as a key of pipeline p.
+func pKey(t *testing.T, s string) model.BatchKey {
+	t.Helper()
+	k, err := model.ParseBatchKey("p/" + s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
 func hourlyIDs(date string) []string {
 	var out []string
 	compact := strings.ReplaceAll(date, "-", "")
@@ -137,11 +147,7 @@ func TestPreviousSchedules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := mustParse(t, tt.contract...)
-			key, err := model.ParseBatchKey("p/" + tt.key)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, key := mustParse(t, tt.contract...), pKey(t, tt.key)
 			prev, ok := c.Previous(key)
 			got := ""
 			if ok {
@@ -202,11 +208,7 @@ func TestStart(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := mustParse(t, tt.contract...)
-			key, err := model.ParseBatchKey("p/" + tt.key)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, key := mustParse(t, tt.contract...), pKey(t, tt.key)
 			start, ok := c.Start(key)
 			got := ""
 			if ok {
@@ -246,11 +248,7 @@ func TestDuesWithoutEvents(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := mustParse(t, tt.contract...)
-			key, err := model.ParseBatchKey("p/" + tt.key)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, key := mustParse(t, tt.contract...), pKey(t, tt.key)
 			due, ok := c.Dues(key, none, time.Time{})
 			for _, b := range model.Ladder {
 				got := ""
