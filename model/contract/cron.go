@@ -238,6 +238,25 @@ func (c Cron) Slots() []int {
 	return out
 }
 
+// lastBefore returns the latest time of day (minutes after midnight) before
+// now at which c fires, without building Slots: Previous runs for every
+// batch of a replay.
+func (c Cron) lastBefore(now int) (int, bool) {
+	for h := min(now/60, 23); h >= 0; h-- {
+		if c.hours&(1<<uint(h)) == 0 {
+			continue
+		}
+		mins := c.minutes
+		if h == now/60 {
+			mins &= 1<<uint(now%60) - 1
+		}
+		if mins != 0 {
+			return h*60 + 63 - bits.LeadingZeros64(mins), true
+		}
+	}
+	return 0, false
+}
+
 // singleHour returns the hour when c fires in one hour of the day only.
 func (c Cron) singleHour() (int, bool) {
 	if bits.OnesCount32(c.hours) != 1 {

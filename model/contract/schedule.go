@@ -139,22 +139,18 @@ func (c *Contract) Previous(key model.BatchKey) (model.BatchKey, bool) {
 	if !ok {
 		return model.BatchKey{}, false
 	}
-	slots := cal.Slots()
-	now := hh*60 + mi
 	// Earlier today first, then day by day back: eight years reach a
 	// February 29th schedule from any date.
 	if cal.FiresOn(key.BusinessDate) && !c.IsHoliday(key.BusinessDate) {
-		for i := len(slots) - 1; i >= 0; i-- {
-			if slots[i] < now {
-				return c.batchAt(key.Pipeline, key.BusinessDate, slots[i]/60, slots[i]%60)
-			}
+		if s, ok := cal.lastBefore(hh*60 + mi); ok {
+			return c.batchAt(key.Pipeline, key.BusinessDate, s/60, s%60)
 		}
 	}
+	last, _ := cal.lastBefore(24 * 60)
 	d := key.BusinessDate
 	for n := 0; n < 8*366; n++ {
 		d = d.AddDays(-1)
 		if cal.FiresOn(d) && !c.IsHoliday(d) {
-			last := slots[len(slots)-1]
 			return c.batchAt(key.Pipeline, d, last/60, last%60)
 		}
 	}

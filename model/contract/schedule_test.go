@@ -12,7 +12,7 @@ import (
 )
 
 // mustParse parses a contract from lines joined by newlines.
-func mustParse(t *testing.T, lines ...string) *contract.Contract {
+func mustParse(t testing.TB, lines ...string) *contract.Contract {
 	t.Helper()
 	c, err := contract.Parse("c.yaml", []byte(strings.Join(lines, "\n")+"\n"))
 	if err != nil {

@@ -15,6 +15,9 @@ import (
 type Template struct {
 	text  string
 	parts []part
+	// timed records {hh} or {mi}: the replay asks for every batch whether
+	// a name needs the time of day.
+	timed bool
 }
 
 type part struct {
@@ -79,6 +82,7 @@ func ParseTemplate(s string) (Template, error) {
 			return Template{}, fmt.Errorf("template %q: unknown placeholder {%s} (want {pipeline}, {business_date}, {batch_id}, {yyyymmdd}, {yyyy}, {mm}, {dd}, {hh} or {mi})", s, name)
 		}
 		t.parts = append(t.parts, part{ph: ph})
+		t.timed = t.timed || ph == phHH || ph == phMI
 		rest = rest[i+j+1:]
 	}
 	return t, nil
@@ -125,7 +129,7 @@ func (t Template) AppendRender(b []byte, k model.BatchKey) []byte {
 }
 
 // usesTime reports whether the template needs the time of day.
-func (t Template) usesTime() bool { return t.Uses("hh") || t.Uses("mi") }
+func (t Template) usesTime() bool { return t.timed }
 
 // renderAt renders the template for the firing at hh:mi of k's date.
 func (t Template) renderAt(k model.BatchKey, hh, mi int) string {
