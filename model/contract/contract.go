@@ -53,7 +53,9 @@ type Contract struct {
 	Pipeline string
 	// Source names where the contract came from ("file.yaml"), or "" for
 	// the default contract.
-	Source   string
+	Source string
+	// Schedule is compiled by Parse; a contract built in code may set it
+	// too (it is then compiled on use). Do not change it on a parsed one.
 	Schedule Schedule
 	// Location is the time zone of absolute deadlines (UTC when unset).
 	Location *time.Location

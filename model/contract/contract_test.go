@@ -218,10 +218,7 @@ func TestParseTemplateErrors(t *testing.T) {
 // shift (Australia/Lord_Howe).
 func TestDuesMatchWallClock(t *testing.T) {
 	for _, zone := range []string{"Europe/London", "America/New_York", "America/Santiago", "Australia/Lord_Howe", "Asia/Shanghai", "UTC"} {
-		loc, err := time.LoadLocation(zone)
-		if err != nil {
-			t.Skipf("zone database lacks %s: %v", zone, err)
-		}
+		loc := mustLocation(t, zone)
 		c := contract.Default("p")
 		c.Location = loc
 		tods := []time.Duration{0, 30 * time.Minute, 2*time.Hour + 30*time.Minute, 6 * time.Hour, 23*time.Hour + 59*time.Minute}

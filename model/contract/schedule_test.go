@@ -193,6 +193,8 @@ func TestStart(t *testing.T) {
 		want     string // RFC 3339, "" for none
 	}{
 		{"daily: midnight in the zone", []string{"pipeline: p", "schedule: daily", "timezone: Asia/Shanghai"}, "2026-09-30/20260930", "2026-09-29T16:00:00Z"},
+		{"daily where midnight is skipped: when the clock jumps", []string{"pipeline: p", "schedule: daily", "timezone: America/Santiago"}, "2026-09-06/20260906", "2026-09-06T04:00:00Z"},
+		{"daily the day before", []string{"pipeline: p", "schedule: daily", "timezone: America/Santiago"}, "2026-09-05/20260905", "2026-09-05T04:00:00Z"},
 		{"weekdays: midnight", []string{"pipeline: p", "schedule: weekdays"}, "2026-10-05/20261005", "2026-10-05T00:00:00Z"},
 		{"hourly", []string{"pipeline: p", "schedule: hourly", "timezone: Asia/Shanghai", `batch_id: "{yyyymmdd}{hh}"`}, "2026-09-30/2026093005", "2026-09-29T21:00:00Z"},
 		{"hourly before a spring-forward", []string{"pipeline: p", "schedule: hourly", "timezone: America/New_York", `batch_id: "{yyyymmdd}{hh}"`}, "2026-03-08/2026030801", "2026-03-08T06:00:00Z"},
