@@ -57,7 +57,8 @@ type Contract struct {
 	// Schedule is compiled by Parse; a contract built in code may set it
 	// too (it is then compiled on use). Do not change it on a parsed one.
 	Schedule Schedule
-	// Location is the time zone of absolute deadlines (UTC when unset).
+	// Location is the time zone of the schedule, batch starts and absolute
+	// deadlines (UTC when unset).
 	Location *time.Location
 	// BatchID derives batch_id from the business date, such as
 	// "{yyyymmdd}". The zero Template means batch ids are not derived.
