@@ -71,31 +71,45 @@ func isYAML(name string) bool {
 // by the second check, after the Open: fs.FS offers no way to open without
 // blocking, so that window remains.
 func loadFile(fsys fs.FS, name string) (*Contract, error) {
+	data, err := readRegular(fsys, name)
+	if err != nil {
+		var pe *ParseError
+		if errors.As(err, &pe) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("loading contract %s: %w", name, err)
+	}
+	return parse(fsys, name, data)
+}
+
+// readRegular reads a regular file of at most MaxFileSize bytes: contract
+// files and the holiday lists they name.
+func readRegular(fsys fs.FS, name string) ([]byte, error) {
 	info, err := fs.Stat(fsys, name)
 	if err != nil {
-		return nil, fmt.Errorf("loading contract: %w", err)
+		return nil, err
 	}
 	if err := checkRegular(name, info.Mode()); err != nil {
 		return nil, err
 	}
 	f, err := fsys.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("loading contract: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	if info, err := f.Stat(); err != nil {
-		return nil, fmt.Errorf("loading contract %s: %w", name, err)
+		return nil, err
 	} else if err := checkRegular(name, info.Mode()); err != nil {
 		return nil, err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("loading contract %s: %w", name, err)
+		return nil, err
 	}
 	if len(data) > MaxFileSize {
 		return nil, &ParseError{Source: name, Err: fmt.Errorf("file is over the %d-byte limit", MaxFileSize)}
 	}
-	return Parse(name, data)
+	return data, nil
 }
 
 // checkRegular refuses anything but a regular file, saying what it is.
@@ -120,5 +134,5 @@ func checkRegular(name string, mode fs.FileMode) error {
 	default:
 		what = "an irregular file"
 	}
-	return fmt.Errorf("loading contract %s: %s, not a regular file: contracts are read from regular files only", name, what)
+	return fmt.Errorf("%s, not a regular file: contracts and holiday lists are read from regular files only", what)
 }

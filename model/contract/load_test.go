@@ -41,13 +41,13 @@ func TestLoadFSRefusesIrregularFiles(t *testing.T) {
 	}{
 		{"ok/p.yaml", ""},
 		{"skipped", ""},
-		{"fifo.yaml", "loading contract fifo.yaml: a named pipe (FIFO), not a regular file: contracts are read from regular files only"},
-		{"chardev.yaml", "loading contract chardev.yaml: a character device, not a regular file: contracts are read from regular files only"},
-		{"blockdev.yaml", "loading contract blockdev.yaml: a device, not a regular file: contracts are read from regular files only"},
-		{"socket.yaml", "loading contract socket.yaml: a socket, not a regular file: contracts are read from regular files only"},
-		{"irregular.yaml", "loading contract irregular.yaml: an irregular file, not a regular file: contracts are read from regular files only"},
-		{"dir", "loading contract dir/b.yaml: a named pipe (FIFO), not a regular file: contracts are read from regular files only\n" +
-			"loading contract dir/z-dev.yml: a character device, not a regular file: contracts are read from regular files only"},
+		{"fifo.yaml", "loading contract fifo.yaml: a named pipe (FIFO), not a regular file: contracts and holiday lists are read from regular files only"},
+		{"chardev.yaml", "loading contract chardev.yaml: a character device, not a regular file: contracts and holiday lists are read from regular files only"},
+		{"blockdev.yaml", "loading contract blockdev.yaml: a device, not a regular file: contracts and holiday lists are read from regular files only"},
+		{"socket.yaml", "loading contract socket.yaml: a socket, not a regular file: contracts and holiday lists are read from regular files only"},
+		{"irregular.yaml", "loading contract irregular.yaml: an irregular file, not a regular file: contracts and holiday lists are read from regular files only"},
+		{"dir", "loading contract dir/b.yaml: a named pipe (FIFO), not a regular file: contracts and holiday lists are read from regular files only\n" +
+			"loading contract dir/z-dev.yml: a character device, not a regular file: contracts and holiday lists are read from regular files only"},
 	}
 	for _, tt := range tests {
 		s, err := contract.LoadFS(fsys, tt.path)
@@ -145,10 +145,10 @@ func TestLoadFSRealSpecialFiles(t *testing.T) {
 		path string
 		err  string
 	}{
-		{"fifo/x.yaml", "loading contract fifo/x.yaml: a named pipe (FIFO), not a regular file: contracts are read from regular files only"},
-		{"fifo", "loading contract fifo/x.yaml: a named pipe (FIFO), not a regular file: contracts are read from regular files only"},
-		{"zero/x.yaml", "loading contract zero/x.yaml: a character device, not a regular file: contracts are read from regular files only"},
-		{"zero", "loading contract zero/x.yaml: a character device, not a regular file: contracts are read from regular files only"},
+		{"fifo/x.yaml", "loading contract fifo/x.yaml: a named pipe (FIFO), not a regular file: contracts and holiday lists are read from regular files only"},
+		{"fifo", "loading contract fifo/x.yaml: a named pipe (FIFO), not a regular file: contracts and holiday lists are read from regular files only"},
+		{"zero/x.yaml", "loading contract zero/x.yaml: a character device, not a regular file: contracts and holiday lists are read from regular files only"},
+		{"zero", "loading contract zero/x.yaml: a character device, not a regular file: contracts and holiday lists are read from regular files only"},
 		{"link", ""},
 		{"link/x.yaml", ""},
 	}
