@@ -90,6 +90,12 @@ type Detector struct {
 	// start of what is known, as in batches.Set.
 	first map[string]model.Date
 	procs batches.Processes
+	// early holds what was folded ahead of the safe time (a producer's
+	// clock ahead, or events read before the rest of their moment): a
+	// heartbeat joins procs, and a batch event's batch is evaluated again,
+	// once the safe time reaches it, as diagnose as of that time would
+	// read it.
+	early []early
 
 	timers timers
 	dirty  []*batch
@@ -99,6 +105,12 @@ type Detector struct {
 
 	safe     time.Time
 	verdicts map[model.BatchKey]model.Hypothesis // per evaluation round
+}
+
+type early struct {
+	ms        int64
+	b         *batch       // a batch event's batch
+	heartbeat *model.Event // or a heartbeat
 }
 
 type dateKey struct {
@@ -118,6 +130,9 @@ type batch struct {
 	// suspended: the batch was closed, an event reopened it, and its
 	// earlier events are gone until the wiring folds its history back in.
 	suspended bool
+	// delivered: the batch was closed as delivered; while suspended, that
+	// is its verdict for continuity.
+	delivered bool
 }
 
 // tracked is what the detector remembers of one fingerprint between
@@ -135,10 +150,18 @@ type tracked struct {
 }
 
 // closedBatch is what remains of a delivered batch with no open finding:
-// its verdict is delivered (which continuity needs), and the 64-bit hashes
-// of its event ids, sorted, so that a redelivered event is recognised.
+// its verdict is delivered (which continuity needs), the 64-bit hashes of
+// its event ids, sorted, so that a redelivered event is recognised, and
+// the fingerprints and sequence numbers of its resolved findings, so that
+// a reopened batch publishes none of them again.
 type closedBatch struct {
-	ids []uint64
+	ids  []uint64
+	done []doneFinding
+}
+
+type doneFinding struct {
+	fp  uint64
+	seq int32
 }
 
 // New returns a Detector for cfg.
@@ -180,7 +203,13 @@ func (d *Detector) owned(k model.BatchKey) bool { return d.owns == nil || d.owns
 // history and called Resume.
 func (d *Detector) Observe(e *model.Event) bool {
 	if !e.Type.HasBatch() {
-		d.procs.Add(e)
+		if e.Time.After(d.safe) {
+			hb := *e
+			hb.Attrs = nil
+			d.early = append(d.early, early{ms: e.Time.UnixMilli(), heartbeat: &hb})
+		} else {
+			d.procs.Add(e)
+		}
 		return true
 	}
 	if !e.Type.Known() {
@@ -198,10 +227,7 @@ func (d *Detector) Observe(e *model.Event) bool {
 		if _, dup := slices.BinarySearch(cb.ids, hashID(e.ID)); dup {
 			return true
 		}
-		delete(d.closed, k)
-		b := d.newBatch(k)
-		b.suspended = true
-		d.step(b, e)
+		d.step(d.reopen(k, cb), e)
 		return false
 	}
 	b := d.newBatch(k)
@@ -210,6 +236,18 @@ func (d *Detector) Observe(e *model.Event) bool {
 	}
 	d.step(b, e)
 	return !b.suspended
+}
+
+// reopen turns closed batch k back into an open one, suspended until its
+// history is folded in, remembering its resolved findings.
+func (d *Detector) reopen(k model.BatchKey, cb closedBatch) *batch {
+	delete(d.closed, k)
+	b := d.newBatch(k)
+	b.suspended, b.delivered = true, true
+	for _, f := range cb.done {
+		b.findings = append(b.findings, tracked{fp: f.fp, state: Resolved, seq: int(f.seq)})
+	}
+	return b
 }
 
 func (d *Detector) newBatch(k model.BatchKey) *batch {
@@ -222,6 +260,9 @@ func (d *Detector) step(b *batch, e *model.Event) {
 	had := b.state.Len() > 0
 	if !b.state.Step(e) {
 		return
+	}
+	if e.Time.After(d.safe) {
+		d.early = append(d.early, early{ms: e.Time.UnixMilli(), b: b})
 	}
 	if !had {
 		k := b.state.Key()
@@ -302,9 +343,9 @@ func (d *Detector) Restore(fs ...Finding) error {
 				// and would not be raised again from a closed batch.
 				continue
 			}
-			delete(d.closed, f.Batch)
-			b = d.newBatch(f.Batch)
-			if f.Kind == Missing {
+			if cb, ok := d.closed[f.Batch]; ok {
+				b = d.reopen(f.Batch, cb)
+			} else if b = d.newBatch(f.Batch); f.Kind == Missing {
 				b.expected = true
 			} else {
 				b.suspended = true
@@ -412,6 +453,7 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 	for b := d.timers.pop(safe.UnixMilli()); b != nil; b = d.timers.pop(safe.UnixMilli()) {
 		d.markDirty(b)
 	}
+	d.reach(safe.UnixMilli())
 	work := d.dirty
 	d.dirty = nil
 	slices.SortFunc(work, func(a, b *batch) int { return a.state.Key().Compare(b.state.Key()) })
@@ -431,6 +473,24 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 	}
 	d.verdicts = nil
 	return out
+}
+
+// reach folds the early heartbeats the safe time has reached and marks
+// the batches of early events it reached for evaluation.
+func (d *Detector) reach(safeMs int64) {
+	kept := d.early[:0]
+	for _, x := range d.early {
+		switch {
+		case x.ms > safeMs:
+			kept = append(kept, x)
+		case x.heartbeat != nil:
+			d.procs.Add(x.heartbeat)
+		case d.open[x.b.state.Key()] == x.b:
+			d.markDirty(x.b)
+		}
+	}
+	clear(d.early[len(kept):])
+	d.early = kept
 }
 
 // moveHorizon forgets closed batches older than the retention window.
@@ -476,7 +536,9 @@ func (n neighbours) First(pipeline string) (model.Date, bool) {
 
 func (n neighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
 	d := n.d
-	if b := d.open[k]; b != nil && b.state.Len() > 0 {
+	if b := d.open[k]; b != nil && b.suspended && b.delivered {
+		return model.Delivered, true
+	} else if b != nil && b.state.Len() > 0 {
 		v, ok := d.verdicts[k]
 		if !ok {
 			v = b.state.Verdict(d.contracts.For(k.Pipeline), d.safe)
@@ -497,4 +559,29 @@ func (n neighbours) SameDate(k model.BatchKey) []model.BatchKey {
 		out[i] = model.BatchKey{Pipeline: k.Pipeline, BusinessDate: k.BusinessDate, BatchID: id}
 	}
 	return out
+}
+
+// Diagnosis returns the diagnosis of open batch k as of the safe time of
+// the last Advance, with the context the detector evaluates it with (what
+// a `handoff detect` status page would show). It reports false when k is
+// not open: closed (delivered, nothing open), released or never seen.
+func (d *Detector) Diagnosis(k model.BatchKey) (replay.Diagnosis, bool) {
+	b := d.open[k]
+	if b == nil {
+		return replay.Diagnosis{}, false
+	}
+	d.verdicts = make(map[model.BatchKey]model.Hypothesis)
+	defer func() { d.verdicts = nil }()
+	return d.diagnose(b, d.contracts.For(k.Pipeline), d.safe), true
+}
+
+// diagnose evaluates b as of safe with its continuity and heartbeat
+// context, as batches.Set does for `handoff diagnose`.
+func (d *Detector) diagnose(b *batch, c *contract.Contract, safe time.Time) replay.Diagnosis {
+	k := b.state.Key()
+	ctx := replay.Context{
+		Previous: batches.PreviousOf(k, c, neighbours{d}),
+		Alive:    d.procs.Alive(k.Pipeline, func(h replay.Heartbeat) bool { return !h.At.After(safe) }),
+	}
+	return b.state.Evaluate(c, safe, ctx)
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/handoff-dev/handoff/analyzer/batches"
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/model"
 )
@@ -32,11 +31,7 @@ func (b *batch) find(fp uint64) int {
 func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Finding {
 	k := b.state.Key()
 	c := d.contracts.For(k.Pipeline)
-	ctx := replay.Context{
-		Previous: batches.PreviousOf(k, c, neighbours{d}),
-		Alive:    d.procs.Alive(k.Pipeline, func(h replay.Heartbeat) bool { return !h.At.After(safe) }),
-	}
-	diag := b.state.Evaluate(c, safe, ctx)
+	diag := d.diagnose(b, c, safe)
 	rerun := b.state.Len() == 0 && len(d.dates[dateKey{k.Pipeline, k.BusinessDate}]) > 0
 	conds := conditions(b, &diag, rerun)
 
@@ -196,12 +191,16 @@ func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 			ids[i] = hashID(diag.Timeline[i].EventID)
 		}
 		slices.Sort(ids)
-		d.closed[k] = closedBatch{ids: slices.Compact(ids)}
+		cb := closedBatch{ids: slices.Compact(ids)}
+		for _, t := range b.findings {
+			cb.done = append(cb.done, doneFinding{fp: t.fp, seq: int32(t.seq)})
+		}
+		d.closed[k] = cb
 		return
 	}
 	// The next instant at which time alone changes the diagnosis: a
-	// missing boundary becoming overdue, or an event already folded but
-	// later than the evidence time being read.
+	// missing boundary becoming overdue. (Events folded ahead of the
+	// evidence time are in d.early.)
 	var next int64
 	for i := range diag.Boundaries {
 		bs := &diag.Boundaries[i]
@@ -209,11 +208,6 @@ func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 			continue
 		}
 		if ms := bs.Due.UnixMilli() + 1; next == 0 || ms < next {
-			next = ms
-		}
-	}
-	if diag.Events < b.state.Len() {
-		if ms := b.state.LastEventAt().UnixMilli(); next == 0 || ms < next {
 			next = ms
 		}
 	}
