@@ -122,7 +122,7 @@ type player struct {
 	r        *rand.Rand // nil: events in time order, exactly once
 	pending  []model.Event
 	history  map[model.BatchKey][]model.Event
-	keys     []model.BatchKey // of history, in the order first seen
+	keys     []model.BatchKey          // of history, in the order first seen
 	route    func(model.BatchKey) bool // nil: every event
 	findings []detect.Finding
 }
