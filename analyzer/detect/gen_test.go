@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"testing"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
@@ -118,13 +119,14 @@ func genBatch(r *rand.Rand, p string, date model.Date) []model.Event {
 // it keeps what it has delivered, per batch, as the stored history the
 // wiring would read back from ClickHouse.
 type player struct {
-	d        *detect.Detector
-	r        *rand.Rand // nil: events in time order, exactly once
-	pending  []model.Event
-	history  map[model.BatchKey][]model.Event
-	keys     []model.BatchKey          // of history, in the order first seen
-	route    func(model.BatchKey) bool // nil: every event
-	findings []detect.Finding
+	d          *detect.Detector
+	r          *rand.Rand // nil: events in time order, exactly once
+	pending    []model.Event
+	history    map[model.BatchKey][]model.Event
+	keys       []model.BatchKey // of history, in the order first seen
+	heartbeats []model.Event
+	route      func(model.BatchKey) bool // nil: every event
+	findings   []detect.Finding
 }
 
 func newPlayer(d *detect.Detector, events []model.Event, r *rand.Rand) *player {
@@ -138,7 +140,9 @@ func (p *player) observe(e model.Event) {
 	if p.route != nil && e.Type.HasBatch() && !p.route(k) {
 		return
 	}
-	if e.Type.HasBatch() {
+	if !e.Type.HasBatch() {
+		p.heartbeats = append(p.heartbeats, e)
+	} else {
 		if _, ok := p.history[k]; !ok {
 			p.keys = append(p.keys, k)
 		}
@@ -190,4 +194,24 @@ func steps(days int) []time.Time {
 		out = append(out, t)
 	}
 	return out
+}
+
+// restart is what the wiring does on start: a new detector reads back the
+// stored history (every event p delivered) and the latest published
+// record of each fingerprint, and goes on with the same topic.
+func (p *player) restart(t testing.TB, cfg detect.Config) *player {
+	t.Helper()
+	d := mustNew(t, cfg)
+	for _, k := range p.keys {
+		for _, e := range p.history[k] {
+			d.Observe(&e)
+		}
+	}
+	for _, e := range p.heartbeats {
+		d.Observe(&e)
+	}
+	if err := d.Restore(latest(p.findings)...); err != nil {
+		t.Fatal(err)
+	}
+	return &player{d: d, r: p.r, pending: p.pending, history: p.history, keys: p.keys, heartbeats: p.heartbeats, route: p.route}
 }
