@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
@@ -203,7 +202,7 @@ func (d *Detector) owned(k model.BatchKey) bool { return d.owns == nil || d.owns
 // history and called Resume.
 func (d *Detector) Observe(e *model.Event) bool {
 	if !e.Type.HasBatch() {
-		if e.Time.After(d.safe) {
+		if !d.safe.IsZero() && e.Time.After(d.safe) {
 			hb := *e
 			hb.Attrs = nil
 			d.early = append(d.early, early{ms: e.Time.UnixMilli(), heartbeat: &hb})
@@ -261,16 +260,17 @@ func (d *Detector) step(b *batch, e *model.Event) {
 	if !b.state.Step(e) {
 		return
 	}
-	if e.Time.After(d.safe) {
+	if !d.safe.IsZero() && e.Time.After(d.safe) {
+		// Before the first Advance (a restore) every event is ahead of the
+		// zero safe time; those batches fall back on settle's timer.
 		d.early = append(d.early, early{ms: e.Time.UnixMilli(), b: b})
 	}
 	if !had {
 		k := b.state.Key()
 		dk := dateKey{k.Pipeline, k.BusinessDate}
-		if ids := d.dates[dk]; !slices.Contains(ids, k.BatchID) {
-			ids = append(ids, k.BatchID)
-			sort.Strings(ids)
-			d.dates[dk] = ids
+		ids := d.dates[dk]
+		if i, found := slices.BinarySearch(ids, k.BatchID); !found {
+			d.dates[dk] = slices.Insert(ids, i, k.BatchID)
 		}
 		if f, ok := d.first[k.Pipeline]; !ok || k.BusinessDate.Compare(f) < 0 {
 			d.first[k.Pipeline] = k.BusinessDate
@@ -490,6 +490,9 @@ func (d *Detector) reach(safeMs int64) {
 		}
 	}
 	clear(d.early[len(kept):])
+	if cap(kept) > 64 && cap(kept) > 4*len(kept) {
+		kept = slices.Clone(kept)
+	}
 	d.early = kept
 }
 

@@ -199,8 +199,9 @@ func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 		return
 	}
 	// The next instant at which time alone changes the diagnosis: a
-	// missing boundary becoming overdue. (Events folded ahead of the
-	// evidence time are in d.early.)
+	// missing boundary becoming overdue, or the latest event folded ahead
+	// of the evidence time (events folded ahead after the first Advance
+	// are also in d.early, which fires at each of them).
 	var next int64
 	for i := range diag.Boundaries {
 		bs := &diag.Boundaries[i]
@@ -208,6 +209,11 @@ func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 			continue
 		}
 		if ms := bs.Due.UnixMilli() + 1; next == 0 || ms < next {
+			next = ms
+		}
+	}
+	if diag.Events < b.state.Len() {
+		if ms := b.state.LastEventAt().UnixMilli(); next == 0 || ms < next {
 			next = ms
 		}
 	}
