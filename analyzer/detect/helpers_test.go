@@ -16,12 +16,17 @@ import (
 
 const seedPipeline = "account-balance-snapshot.daily"
 
-// seedContracts loads the contracts of deploy/contracts: the seed case's.
+// seedContracts loads the seed case's contract from deploy/contracts.
 func seedContracts(t testing.TB) *contract.Set {
+	return loadContracts(t, "contracts/"+seedPipeline+".yaml")
+}
+
+// loadContracts loads a contract file or directory under deploy/.
+func loadContracts(t testing.TB, path string) *contract.Set {
 	t.Helper()
-	set, err := contract.LoadFS(os.DirFS("../../deploy"), "contracts")
+	set, err := contract.LoadFS(os.DirFS("../../deploy"), path)
 	if err != nil {
-		t.Fatalf("loading deploy/contracts: %v", err)
+		t.Fatalf("loading deploy/%s: %v", path, err)
 	}
 	return set
 }
