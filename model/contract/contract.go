@@ -1,7 +1,8 @@
 // Package contract describes a pipeline's delivery contract (design.md
 // section 4): how names derive from a batch's identity, which boundaries are
-// required, by when each is due, the row rules, and the schedule that says
-// which batch came before.
+// required, by when each is due, the row rules, the schedule and holidays
+// that say which batches to expect and which came before, and the routing
+// fields (owner, severity, labels) that alerts carry.
 //
 // Contracts are written as YAML, one file per pipeline (see Parse and
 // LoadFS). A pipeline without a file gets Default: the whole ladder, the
@@ -9,6 +10,7 @@
 package contract
 
 import (
+	"sort"
 	"time"
 
 	"github.com/handoff-dev/handoff/model"
@@ -19,8 +21,10 @@ import (
 // section 5).
 const DefaultDeadline = 24 * time.Hour
 
-// Schedule says how often a pipeline delivers a batch, and so which batch
-// precedes another for continuity checks.
+// Schedule says how often a pipeline delivers a batch, and so which
+// batches to expect and which precedes another for continuity checks. It is
+// one of the named schedules below or a five-field cron expression as
+// written in the contract (see Cron).
 type Schedule string
 
 // Schedules.
@@ -29,7 +33,19 @@ const (
 	Daily      Schedule = "daily"
 	// Weekdays is a daily schedule that skips Saturdays and Sundays.
 	Weekdays Schedule = "weekdays"
+	// Hourly is 24 batches per business date, told apart by {hh}.
+	Hourly Schedule = "hourly"
 )
+
+// Severities a contract may give its pipeline's alerts.
+const (
+	SeverityCritical = "critical"
+	SeverityWarning  = "warning"
+	SeverityInfo     = "info"
+)
+
+// DefaultSeverity is the severity of a contract that states none.
+const DefaultSeverity = SeverityWarning
 
 // Contract is one pipeline's delivery contract. The zero value is not
 // useful; use Default or Parse.
@@ -37,9 +53,12 @@ type Contract struct {
 	Pipeline string
 	// Source names where the contract came from ("file.yaml"), or "" for
 	// the default contract.
-	Source   string
+	Source string
+	// Schedule is compiled by Parse; a contract built in code may set it
+	// too (it is then compiled on use). Do not change it on a parsed one.
 	Schedule Schedule
-	// Location is the time zone of absolute deadlines (UTC when unset).
+	// Location is the time zone of the schedule, batch starts and absolute
+	// deadlines (UTC when unset).
 	Location *time.Location
 	// BatchID derives batch_id from the business date, such as
 	// "{yyyymmdd}". The zero Template means batch ids are not derived.
@@ -51,6 +70,21 @@ type Contract struct {
 	// rule applies to that boundary.
 	Deadlines [model.Consumed + 1]Deadline
 	Rows      RowRule
+	// Holidays are dates removed from the schedule's calendar: no batch is
+	// expected on them and continuity skips them. Sorted, no repeats.
+	Holidays []model.Date
+	// Owner names who answers for the pipeline (a team or a person), for
+	// alert routing; "" when the contract names none.
+	Owner string
+	// Severity is critical, warning or info; DefaultSeverity when unset.
+	Severity string
+	// Labels are free routing labels passed to every finding and alert.
+	// Names match [a-zA-Z_][a-zA-Z0-9_]*; nil when the contract has none.
+	Labels map[string]string
+
+	// cron is the compiled schedule of a parsed contract; a contract built
+	// in code compiles its Schedule on use (see calendar).
+	cron *Cron
 }
 
 // RowRule states the row checks of a contract.
@@ -71,7 +105,22 @@ func Default(pipeline string) *Contract {
 		Location: time.UTC,
 		Required: model.AllBoundaries,
 		Rows:     RowRule{Equal: true},
+		Severity: DefaultSeverity,
 	}
+}
+
+// LabelNames returns the names of c.Labels, sorted, so that alerts and
+// reports list labels in a stable order.
+func (c *Contract) LabelNames() []string {
+	if len(c.Labels) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(c.Labels))
+	for k := range c.Labels {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // IsDefault reports whether c is a default contract (no file behind it).
@@ -88,60 +137,55 @@ func (c *Contract) Name() string {
 // Requires reports whether boundary b is required by the contract.
 func (c *Contract) Requires(b model.Boundary) bool { return c.Required.Has(b) }
 
-// ExpectedBatchID returns the batch id that derives from date, and false when
-// the contract does not derive batch ids.
+// ExpectedBatchID returns the batch id that derives from date, and false
+// when the contract does not derive batch ids, or when the id names a time
+// of day ({hh}, {mi}) and the schedule fires more than once a day: then the
+// date alone does not say which batch (see Expected).
 func (c *Contract) ExpectedBatchID(pipeline string, date model.Date) (string, bool) {
 	if c.BatchID.IsZero() {
 		return "", false
 	}
-	return c.BatchID.Render(model.BatchKey{Pipeline: pipeline, BusinessDate: date}), true
+	if !c.BatchID.usesTime() {
+		return c.BatchID.Render(model.BatchKey{Pipeline: pipeline, BusinessDate: date}), true
+	}
+	cal, ok := c.calendar()
+	if !ok {
+		return "", false
+	}
+	hh, okH := cal.singleHour()
+	mi, okM := cal.singleMinute()
+	if !okH || !okM {
+		return "", false
+	}
+	return c.BatchID.renderAt(model.BatchKey{Pipeline: pipeline, BusinessDate: date}, hh, mi), true
 }
 
 // ArtifactName returns the data file name that derives from key, and false
-// when the contract has no artifact template.
+// when the contract has no artifact template, or the template names a time
+// of day that key's batch id does not tell.
 func (c *Contract) ArtifactName(key model.BatchKey) (string, bool) {
-	if c.Artifact.IsZero() {
-		return "", false
-	}
-	return c.Artifact.Render(key), true
+	return c.render(c.Artifact, key)
 }
 
 // SignalName returns the completion signal name that derives from key, and
-// false when the contract has no signal template.
+// false when the contract has no signal template, or the template names a
+// time of day that key's batch id does not tell.
 func (c *Contract) SignalName(key model.BatchKey) (string, bool) {
-	if c.Signal.IsZero() {
-		return "", false
-	}
-	return c.Signal.Render(key), true
+	return c.render(c.Signal, key)
 }
 
-// Previous returns the batch that precedes key under the schedule, and false
-// when the contract has no schedule (so continuity cannot be checked) or the
-// batch id of the previous date cannot be derived.
-func (c *Contract) Previous(key model.BatchKey) (model.BatchKey, bool) {
-	var d model.Date
-	switch c.Schedule {
-	case Daily:
-		d = key.BusinessDate.AddDays(-1)
-	case Weekdays:
-		d = key.BusinessDate.AddDays(-1)
-		for {
-			wd := d.In(time.UTC).Weekday()
-			if wd != time.Saturday && wd != time.Sunday {
-				break
-			}
-			d = d.AddDays(-1)
-		}
-	default:
-		return model.BatchKey{}, false
+func (c *Contract) render(t Template, key model.BatchKey) (string, bool) {
+	if t.IsZero() {
+		return "", false
 	}
-	id, ok := c.ExpectedBatchID(key.Pipeline, d)
+	if !t.usesTime() {
+		return t.Render(key), true
+	}
+	hh, mi, ok := c.slotOf(key)
 	if !ok {
-		// Without a derivation the batch id of a daily pipeline is taken to
-		// be its compact date, the convention of the seed case.
-		id = d.Compact()
+		return "", false
 	}
-	return model.BatchKey{Pipeline: key.Pipeline, BusinessDate: d, BatchID: id}, true
+	return t.renderAt(key, hh, mi), true
 }
 
 // DeadlineKind says how a deadline is measured.
@@ -149,7 +193,8 @@ type DeadlineKind int8
 
 // Deadline kinds.
 const (
-	// NoDeadline: the default rule, 24 hours after the latest boundary event.
+	// NoDeadline: the default rule, 24 hours after the latest boundary
+	// event; for a batch with no events, 24 hours after its Start.
 	NoDeadline DeadlineKind = iota
 	// Absolute: a number of days after the business date, at a time of day,
 	// in the contract's time zone ("business_date + 1d 06:00").
@@ -157,6 +202,10 @@ const (
 	// Relative: a duration after the previous required boundary was proven
 	// (or, while it is not, after that boundary's own deadline).
 	Relative
+	// AfterStart: a duration after the batch's period starts (see Start):
+	// "start + 90m". The form for hourly and cron batches, whose
+	// business date alone does not say when they should run.
+	AfterStart
 )
 
 // Deadline says by when a boundary is due.
@@ -166,7 +215,8 @@ type Deadline struct {
 	// business date plus Days days, plus TimeOfDay.
 	Days      int
 	TimeOfDay time.Duration
-	// After is a Relative deadline's distance from the previous boundary.
+	// After is a Relative deadline's distance from the previous boundary,
+	// or an AfterStart deadline's from the batch's start.
 	After time.Duration
 	// Text is the deadline as written in the contract, for reports.
 	Text string
@@ -192,21 +242,47 @@ func (c *Contract) Due(b model.Boundary, key model.BatchKey, proven ProvenAt, la
 // false where no deadline can be computed yet). It computes each deadline
 // once, in ladder order, so a relative deadline reuses the one before it:
 // the replay asks for all seven for every batch.
+//
+// For a batch with no events (proven always false, latest the zero time)
+// the first required boundary still gets a deadline whenever the batch's
+// Start is known: that is when an expected batch that never showed up is
+// missing. The default rule then counts 24 hours from Start.
 func (c *Contract) Dues(key model.BatchKey, proven ProvenAt, latest time.Time) (due [model.Consumed + 1]time.Time, ok [model.Consumed + 1]bool) {
 	loc := c.Location
 	if loc == nil {
 		loc = time.UTC
 	}
 	var day dayCache
+	// The start is worked out once, and only by the deadlines that need
+	// it: an hourly batch reads it from its batch id.
+	var (
+		start             time.Time
+		hasStart, started bool
+	)
+	startOf := func() (time.Time, bool) {
+		if !started {
+			start, hasStart = c.Start(key)
+			started = true
+		}
+		return start, hasStart
+	}
 	for _, b := range model.Ladder {
 		d := c.Deadlines[b]
 		switch d.Kind {
 		case Absolute:
 			due[b], ok[b] = day.at(key.BusinessDate.AddDays(d.Days), d.TimeOfDay, loc), true
+		case AfterStart:
+			if s, has := startOf(); has {
+				due[b], ok[b] = s.Add(d.After), true
+			}
 		case Relative:
 			prev := c.previousRequired(b)
 			if prev == model.NoBoundary {
-				due[b], ok[b] = day.at(key.BusinessDate, 0, loc).Add(d.After), true
+				if s, has := startOf(); has {
+					due[b], ok[b] = s.Add(d.After), true
+				} else {
+					due[b], ok[b] = day.at(key.BusinessDate, 0, loc).Add(d.After), true
+				}
 			} else if t, p := proven(prev); p {
 				due[b], ok[b] = t.Add(d.After), true
 			} else if ok[prev] {
@@ -215,6 +291,8 @@ func (c *Contract) Dues(key model.BatchKey, proven ProvenAt, latest time.Time) (
 		default:
 			if !latest.IsZero() {
 				due[b], ok[b] = latest.Add(DefaultDeadline), true
+			} else if s, has := startOf(); has {
+				due[b], ok[b] = s.Add(DefaultDeadline), true
 			}
 		}
 	}

@@ -191,8 +191,8 @@ func TestTemplateRender(t *testing.T) {
 
 func TestParseTemplateErrors(t *testing.T) {
 	tests := []struct{ in, err string }{
-		{"x_{date}", `template "x_{date}": unknown placeholder {date} (want {pipeline}, {business_date}, {batch_id}, {yyyymmdd}, {yyyy}, {mm} or {dd})`},
-		{"x_{}", `template "x_{}": unknown placeholder {} (want {pipeline}, {business_date}, {batch_id}, {yyyymmdd}, {yyyy}, {mm} or {dd})`},
+		{"x_{date}", `template "x_{date}": unknown placeholder {date} (want {pipeline}, {business_date}, {batch_id}, {yyyymmdd}, {yyyy}, {mm}, {dd}, {hh} or {mi})`},
+		{"x_{}", `template "x_{}": unknown placeholder {} (want {pipeline}, {business_date}, {batch_id}, {yyyymmdd}, {yyyy}, {mm}, {dd}, {hh} or {mi})`},
 		{"x_{batch_id", `template "x_{batch_id": unclosed '{'`},
 		{"x}", `template "x}": '}' without '{'`},
 		{"a}{batch_id}", `template "a}{batch_id}": '}' without '{'`},
@@ -218,10 +218,7 @@ func TestParseTemplateErrors(t *testing.T) {
 // shift (Australia/Lord_Howe).
 func TestDuesMatchWallClock(t *testing.T) {
 	for _, zone := range []string{"Europe/London", "America/New_York", "America/Santiago", "Australia/Lord_Howe", "Asia/Shanghai", "UTC"} {
-		loc, err := time.LoadLocation(zone)
-		if err != nil {
-			t.Skipf("zone database lacks %s: %v", zone, err)
-		}
+		loc := mustLocation(t, zone)
 		c := contract.Default("p")
 		c.Location = loc
 		tods := []time.Duration{0, 30 * time.Minute, 2*time.Hour + 30*time.Minute, 6 * time.Hour, 23*time.Hour + 59*time.Minute}

@@ -63,5 +63,5 @@ func loadFile(fsys fs.FS, name string) (*Contract, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading contract: %w", err)
 	}
-	return Parse(name, data)
+	return parse(fsys, name, data)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strconv"
 	"strings"
 	"time"
@@ -53,7 +54,17 @@ const MaxFileSize = 1 << 20
 // Parse parses a contract file (the format of docs/contracts.md). source
 // names the file in errors and becomes the contract's Source. Unknown keys
 // are errors, so that a misspelt key cannot silently fall back to a default.
+//
+// Parse has no file system, so a contract whose holidays key names a file
+// fails here: load it with LoadFS, which reads the file beside it.
 func Parse(source string, data []byte) (*Contract, error) {
+	return parse(nil, source, data)
+}
+
+// parse parses a contract read from fsys at source (fsys nil: none), so
+// that a holidays file is read from the same file system, relative to the
+// contract.
+func parse(fsys fs.FS, source string, data []byte) (*Contract, error) {
 	if len(data) > MaxFileSize {
 		return nil, &ParseError{Source: source, Err: fmt.Errorf("file of %d bytes is over the %d-byte limit", len(data), MaxFileSize)}
 	}
@@ -61,7 +72,7 @@ func Parse(source string, data []byte) (*Contract, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &parser{source: source}
+	p := &parser{source: source, fsys: fsys}
 	c := p.contract(root)
 	if err := errors.Join(p.errs...); err != nil {
 		return nil, err
@@ -117,6 +128,7 @@ func yamlError(source string, err error) error {
 // parser collects the problems of one file.
 type parser struct {
 	source string
+	fsys   fs.FS // where holiday files are read; nil in Parse
 	errs   []error
 }
 
@@ -147,7 +159,8 @@ func resolve(n *yaml.Node) *yaml.Node {
 }
 
 // mapping returns the entries of a mapping node in order, reporting
-// non-string, unknown and duplicate keys. known lists the allowed keys.
+// non-string, unknown and duplicate keys. known lists the allowed keys; nil
+// allows any.
 func (p *parser) mapping(n *yaml.Node, path string, known []string) []entry {
 	n = resolve(n)
 	if n == nil || n.Kind != yaml.MappingNode {
@@ -168,13 +181,22 @@ func (p *parser) mapping(n *yaml.Node, path string, known []string) []entry {
 			continue
 		}
 		seen[kn.Value] = kn.Line
-		if !contains(known, kn.Value) {
+		if known != nil && !contains(known, kn.Value) {
 			p.fail(kn, full, "unknown key (want %s)", strings.Join(known, ", "))
 			continue
 		}
 		out = append(out, entry{key: kn.Value, kn: kn, v: v})
 	}
 	return out
+}
+
+func hasKey(entries []entry, key string) bool {
+	for _, e := range entries {
+		if e.key == key {
+			return true
+		}
+	}
+	return false
 }
 
 func join(path, key string) string {
@@ -229,7 +251,7 @@ func (p *parser) str(n *yaml.Node, key string) (string, bool) {
 
 func isTemplateKey(key string) bool { return key == "batch_id" || key == "artifact" || key == "signal" }
 
-var topKeys = []string{"pipeline", "schedule", "timezone", "batch_id", "artifact", "signal", "required", "deadlines", "rows"}
+var topKeys = []string{"pipeline", "schedule", "timezone", "holidays", "batch_id", "artifact", "signal", "required", "deadlines", "rows", "owner", "severity", "labels"}
 
 func (p *parser) contract(root *yaml.Node) *Contract {
 	c := Default("")
@@ -240,8 +262,10 @@ func (p *parser) contract(root *yaml.Node) *Contract {
 		return c
 	}
 	entries := p.mapping(root, "", topKeys)
-	// Deadlines depend on the required set, wherever they appear in the file.
-	var deadlines *entry
+	// Deadlines depend on the required set, templates and holidays on the
+	// schedule, wherever they appear in the file.
+	var deadlines, holidays, schedule *entry
+	var templates []entry
 	hasPipeline := false
 	for i := range entries {
 		e := &entries[i]
@@ -258,16 +282,25 @@ func (p *parser) contract(root *yaml.Node) *Contract {
 			}
 			c.Pipeline = s
 		case "schedule":
+			schedule = e
 			s, ok := p.str(e.v, e.key)
 			if !ok {
 				continue
 			}
-			switch Schedule(s) {
-			case Daily, Weekdays:
-				c.Schedule = Schedule(s)
-			default:
-				p.fail(e.v, e.key, "unknown schedule %q (want daily or weekdays, or leave it out)", s)
+			if cal, ok := namedCron(Schedule(s)); ok {
+				c.Schedule, c.cron = Schedule(s), &cal
+				continue
 			}
+			if !strings.ContainsAny(s, " \t") && !strings.HasPrefix(s, "@") {
+				p.fail(e.v, e.key, "unknown schedule %q (want daily, weekdays, hourly or a cron expression such as \"30 6 * * 1-5\", or leave it out)", s)
+				continue
+			}
+			cal, err := ParseCron(s)
+			if err != nil {
+				p.failErr(e.v, e.key, err)
+				continue
+			}
+			c.Schedule, c.cron = Schedule(cal.String()), &cal
 		case "timezone":
 			s, ok := p.str(e.v, e.key)
 			if !ok {
@@ -279,24 +312,33 @@ func (p *parser) contract(root *yaml.Node) *Contract {
 				continue
 			}
 			c.Location = loc
+		case "holidays":
+			holidays = e
 		case "batch_id", "artifact", "signal":
+			templates = append(templates, *e)
+		case "owner":
 			s, ok := p.str(e.v, e.key)
 			if !ok {
 				continue
 			}
-			t, err := p.template(e.key, s)
-			if err != nil {
-				p.failErr(e.v, e.key, err)
+			if err := checkText(s); err != nil {
+				p.fail(e.v, e.key, "%q: %v", s, err)
 				continue
 			}
-			switch e.key {
-			case "batch_id":
-				c.BatchID = t
-			case "artifact":
-				c.Artifact = t
-			case "signal":
-				c.Signal = t
+			c.Owner = s
+		case "severity":
+			s, ok := p.str(e.v, e.key)
+			if !ok {
+				continue
 			}
+			switch s {
+			case SeverityCritical, SeverityWarning, SeverityInfo:
+				c.Severity = s
+			default:
+				p.fail(e.v, e.key, "unknown severity %q (want critical, warning or info)", s)
+			}
+		case "labels":
+			c.Labels = p.labels(e.v)
 		case "required":
 			if set, ok := p.required(e.v); ok {
 				c.Required = set
@@ -309,6 +351,35 @@ func (p *parser) contract(root *yaml.Node) *Contract {
 	}
 	if !hasPipeline {
 		p.fail(root, "", "missing pipeline: every contract names its pipeline")
+	}
+	for _, e := range templates {
+		s, ok := p.str(e.v, e.key)
+		if !ok {
+			continue
+		}
+		t, err := p.template(e.key, s, c)
+		if err != nil {
+			p.failErr(e.v, e.key, err)
+			continue
+		}
+		switch e.key {
+		case "batch_id":
+			c.BatchID = t
+		case "artifact":
+			c.Artifact = t
+		case "signal":
+			c.Signal = t
+		}
+	}
+	if c.cron != nil && c.BatchID.IsZero() && !hasKey(templates, "batch_id") {
+		if _, okH := c.cron.singleHour(); !okH {
+			p.fail(schedule.v, "schedule", "%q fires in more than one hour of a day, so batch ids must name the hour: add batch_id: \"{yyyymmdd}{hh}\"", c.Schedule)
+		} else if _, okM := c.cron.singleMinute(); !okM {
+			p.fail(schedule.v, "schedule", "%q fires at more than one minute of an hour, so batch ids must name the minute: add batch_id: \"{yyyymmdd}{hh}{mi}\"", c.Schedule)
+		}
+	}
+	if holidays != nil {
+		p.holidays(holidays, c)
 	}
 	if !c.Artifact.IsZero() && c.Artifact.String() == c.Signal.String() {
 		p.fail(root, "signal", "same template as artifact: the signal and the data file need different names")
@@ -343,11 +414,14 @@ func loadLocation(name string) (*time.Location, error) {
 }
 
 // template parses a name template and checks that the names it renders tell
-// batches apart.
-func (p *parser) template(key, s string) (Template, error) {
+// batches apart under c's schedule.
+func (p *parser) template(key, s string, c *Contract) (Template, error) {
 	t, err := ParseTemplate(s)
 	if err != nil {
 		return Template{}, err
+	}
+	if t.usesTime() && (c.cron == nil || c.Schedule == Daily || c.Schedule == Weekdays) {
+		return Template{}, fmt.Errorf("%q: {hh} and {mi} name the time of a firing, which needs schedule: hourly or a cron expression", s)
 	}
 	datePart := t.Uses("business_date") || t.Uses("yyyymmdd") || (t.Uses("yyyy") && t.Uses("mm") && t.Uses("dd"))
 	if key == "batch_id" {
@@ -357,8 +431,16 @@ func (p *parser) template(key, s string) (Template, error) {
 		if !datePart {
 			return Template{}, fmt.Errorf("%q: does not use the business date ({yyyymmdd}, {business_date} or {yyyy}{mm}{dd}), so every batch would get the same id", s)
 		}
+		if c.cron != nil {
+			if _, ok := c.cron.singleHour(); !ok && !t.Uses("hh") {
+				return Template{}, fmt.Errorf("%q: does not use {hh}, but schedule %q fires in more than one hour of a day, so its batches would share ids (write \"{yyyymmdd}{hh}\")", s, c.Schedule)
+			}
+			if _, ok := c.cron.singleMinute(); !ok && !t.Uses("mi") {
+				return Template{}, fmt.Errorf("%q: does not use {mi}, but schedule %q fires at more than one minute of an hour, so its batches would share ids (write \"{yyyymmdd}{hh}{mi}\")", s, c.Schedule)
+			}
+		}
 		// The rendered id must be a valid batch_id of the wire format.
-		id := t.Render(model.BatchKey{Pipeline: "p", BusinessDate: model.Date{Year: 2026, Month: 9, Day: 30}})
+		id := t.renderAt(model.BatchKey{Pipeline: "p", BusinessDate: model.Date{Year: 2026, Month: 9, Day: 30}}, 23, 59)
 		if err := model.CheckName("batch_id", id); err != nil {
 			return Template{}, fmt.Errorf("%q renders %q: %s", s, id, reason(err))
 		}
@@ -426,6 +508,10 @@ func (p *parser) deadlines(n *yaml.Node, c *Contract) {
 			p.failErr(e.v, key, err)
 			continue
 		}
+		if d.Kind == AfterStart && c.cron == nil {
+			p.fail(e.v, key, "%q: a batch has a start only under a schedule: add schedule: or use \"business_date + 1d 06:00\"", s)
+			continue
+		}
 		c.Deadlines[b] = d
 	}
 }
@@ -464,6 +550,8 @@ func (p *parser) rows(n *yaml.Node, r *RowRule) {
 //	business_date 18:30        absolute, on the business date itself
 //	+30m                       relative: a Go duration after the previous
 //	                           required boundary
+//	start + 90m                a Go duration after the batch's start
+//	                           (see Contract.Start); needs a schedule
 //
 // "1d" may also be written "1 day" or "2 days"; the time of day is HH:MM or
 // HH:MM:SS and defaults to 00:00.
@@ -475,7 +563,19 @@ func ParseDeadline(s string) (Deadline, error) {
 	if rest, ok := strings.CutPrefix(text, "business_date"); ok {
 		return parseAbsolute(s, strings.TrimSpace(rest))
 	}
-	return Deadline{}, fmt.Errorf("%q: want \"business_date + 1d 06:00\" (absolute) or \"+30m\" (after the previous required boundary)", s)
+	if rest, ok := strings.CutPrefix(text, "start"); ok {
+		dur, ok := strings.CutPrefix(strings.TrimSpace(rest), "+")
+		if !ok {
+			return Deadline{}, fmt.Errorf("%q: want a duration after the batch's start, as in \"start + 90m\"", s)
+		}
+		d, err := parseRelative(s, strings.TrimSpace(dur))
+		if err != nil {
+			return Deadline{}, err
+		}
+		d.Kind = AfterStart
+		return d, nil
+	}
+	return Deadline{}, fmt.Errorf("%q: want \"business_date + 1d 06:00\" (absolute), \"+30m\" (after the previous required boundary) or \"start + 90m\" (after the batch's start)", s)
 }
 
 func parseRelative(s, dur string) (Deadline, error) {

@@ -26,6 +26,10 @@ func FuzzParse(f *testing.F) {
 		"pipeline: p\ntimezone: Asia/Shanghai\nschedule: weekdays\n",
 		"",
 		"{",
+		hourlyContract,
+		"pipeline: p\nschedule: \"*/20 8-9 * * MON\"\nbatch_id: \"{business_date}T{hh}{mi}\"\nholidays: [2026-10-05]\n",
+		"pipeline: p\nschedule: \"0 0 29 2 *\"\nbatch_id: \"{yyyymmdd}\"\ndeadlines:\n  produced: start + 1h\n",
+		"pipeline: p\nlabels: {team: a, b_1: c}\nseverity: info\nowner: x\n",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -57,6 +61,34 @@ func FuzzParse(f *testing.F) {
 			c.Due(b, key, none, key.BusinessDate.In(c.Location))
 		}
 		c.Previous(key)
+		// Every batch the calendar expects has a valid id, a start, and a
+		// previous batch that starts no later and is expected too when it
+		// falls in the range (key order need not be time order: an id may
+		// put {mi} before {hh}).
+		exp := c.Expected(key.BusinessDate, key.BusinessDate.AddDays(3))
+		expected := map[model.BatchKey]bool{}
+		for _, k := range exp {
+			expected[k] = true
+		}
+		for _, k := range exp {
+			if err := model.CheckName("batch_id", k.BatchID); err != nil {
+				t.Fatalf("expected batch %v has a bad id: %v", k, err)
+			}
+			start, ok := c.Start(k)
+			if !ok {
+				t.Fatalf("expected batch %v has no start", k)
+			}
+			p, ok := c.Previous(k)
+			if !ok {
+				t.Fatalf("expected batch %v has no previous batch", k)
+			}
+			if ps, ok := c.Start(p); !ok || ps.After(start) {
+				t.Fatalf("Previous(%v) = %v starts at %v, after %v", k, p, ps, start)
+			}
+			if p.BusinessDate.Compare(key.BusinessDate) >= 0 && !expected[p] {
+				t.Fatalf("Previous(%v) = %v, which the calendar does not expect", k, p)
+			}
+		}
 		if id, ok := c.ExpectedBatchID(c.Pipeline, key.BusinessDate); ok {
 			if err := model.CheckName("batch_id", id); err != nil {
 				t.Fatalf("batch_id template renders a bad id %q: %v", id, err)

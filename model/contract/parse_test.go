@@ -33,7 +33,9 @@ func mustLocation(t *testing.T, name string) *time.Location {
 	t.Helper()
 	loc, err := time.LoadLocation(name)
 	if err != nil {
-		t.Skipf("time zone database not available: %v", err)
+		// time/tzdata is linked into this test binary (schedule_test.go),
+		// so every IANA zone loads on any machine.
+		t.Fatalf("time zone %s: %v", name, err)
 	}
 	return loc
 }
@@ -155,13 +157,13 @@ func TestParseErrors(t *testing.T) {
 		{"empty pipeline", "pipeline:\n", `c.yaml:1: pipeline: must not be empty`},
 		{"pipeline with slash", "pipeline: a/b\n", `c.yaml:1: pipeline: "a/b": must not contain '/', spaces or control characters`},
 		{"pipeline as list", "pipeline: [a]\n", `c.yaml:1: pipeline: want a string, got a list`},
-		{"unknown key", "pipeline: p\nschedul: daily\n", `c.yaml:2: schedul: unknown key (want pipeline, schedule, timezone, batch_id, artifact, signal, required, deadlines, rows)`},
+		{"unknown key", "pipeline: p\nschedul: daily\n", `c.yaml:2: schedul: unknown key (want pipeline, schedule, timezone, holidays, batch_id, artifact, signal, required, deadlines, rows, owner, severity, labels)`},
 		{"duplicate key", "pipeline: p\nschedule: daily\nschedule: weekdays\n", `c.yaml:3: schedule: duplicate key (first set at line 2)`},
-		{"unknown schedule", "pipeline: p\nschedule: hourly\n", `c.yaml:2: schedule: unknown schedule "hourly" (want daily or weekdays, or leave it out)`},
+		{"unknown schedule", "pipeline: p\nschedule: fortnightly\n", `c.yaml:2: schedule: unknown schedule "fortnightly" (want daily, weekdays, hourly or a cron expression such as "30 6 * * 1-5", or leave it out)`},
 		{"Local time zone", "pipeline: p\ntimezone: Local\n", `c.yaml:2: timezone: "Local" is the zone of whichever machine runs handoff; name an IANA zone such as Asia/Shanghai`},
 		{"unknown time zone", "pipeline: p\ntimezone: Mars/Olympus\n", `c.yaml:2: timezone: unknown time zone "Mars/Olympus": want an IANA name such as Asia/Shanghai or UTC (the zone database may be missing on this machine: unknown time zone Mars/Olympus)`},
 		{"unquoted template", "pipeline: p\nbatch_id: {yyyymmdd}\n", `c.yaml:2: batch_id: want a string, got a mapping (quote templates: batch_id: "{yyyymmdd}")`},
-		{"unknown placeholder", "pipeline: p\nartifact: \"x_{date}.csv\"\n", `c.yaml:2: artifact: template "x_{date}.csv": unknown placeholder {date} (want {pipeline}, {business_date}, {batch_id}, {yyyymmdd}, {yyyy}, {mm} or {dd})`},
+		{"unknown placeholder", "pipeline: p\nartifact: \"x_{date}.csv\"\n", `c.yaml:2: artifact: template "x_{date}.csv": unknown placeholder {date} (want {pipeline}, {business_date}, {batch_id}, {yyyymmdd}, {yyyy}, {mm}, {dd}, {hh} or {mi})`},
 		{"unclosed placeholder", "pipeline: p\nsignal: \"x_{batch_id.flag\"\n", `c.yaml:2: signal: template "x_{batch_id.flag": unclosed '{'`},
 		{"stray brace", "pipeline: p\nsignal: \"x}_{batch_id}\"\n", `c.yaml:2: signal: template "x}_{batch_id}": '}' without '{'`},
 		{"batch_id from itself", "pipeline: p\nbatch_id: \"b{batch_id}\"\n", `c.yaml:2: batch_id: "b{batch_id}": a batch id cannot derive from itself: use date placeholders such as {yyyymmdd}`},
@@ -181,7 +183,7 @@ func TestParseErrors(t *testing.T) {
 		{"missing duration unit", "pipeline: p\ndeadlines:\n  finalized: \"+30\"\n", `c.yaml:3: deadlines.finalized: "+30": missing unit in duration`},
 		{"zero duration", "pipeline: p\ndeadlines:\n  finalized: \"+0s\"\n", `c.yaml:3: deadlines.finalized: "+0s": must be a positive duration`},
 		{"negative duration", "pipeline: p\ndeadlines:\n  finalized: \"+-5m\"\n", `c.yaml:3: deadlines.finalized: "+-5m": must be a positive duration`},
-		{"deadline without anchor", "pipeline: p\ndeadlines:\n  produced: \"06:00\"\n", `c.yaml:3: deadlines.produced: "06:00": want "business_date + 1d 06:00" (absolute) or "+30m" (after the previous required boundary)`},
+		{"deadline without anchor", "pipeline: p\ndeadlines:\n  produced: \"06:00\"\n", `c.yaml:3: deadlines.produced: "06:00": want "business_date + 1d 06:00" (absolute), "+30m" (after the previous required boundary) or "start + 90m" (after the batch's start)`},
 		{"bad time of day", "pipeline: p\ndeadlines:\n  produced: \"business_date + 1d 6:00\"\n", `c.yaml:3: deadlines.produced: "business_date + 1d 6:00": bad time of day "6:00" (want HH:MM, 00:00 to 23:59)`},
 		{"time of day out of range", "pipeline: p\ndeadlines:\n  produced: \"business_date + 1d 24:00\"\n", `c.yaml:3: deadlines.produced: "business_date + 1d 24:00": time of day "24:00" out of range (want 00:00 to 23:59)`},
 		{"unknown day unit", "pipeline: p\ndeadlines:\n  produced: \"business_date + 1w 06:00\"\n", `c.yaml:3: deadlines.produced: "business_date + 1w 06:00": unknown unit "w" after the number of days (want d, day or days)`},
@@ -194,10 +196,10 @@ func TestParseErrors(t *testing.T) {
 		{"min rows as text", "pipeline: p\nrows:\n  min: many\n", `c.yaml:3: rows.min: want a whole number, got "many"`},
 		{"min rows as fraction", "pipeline: p\nrows:\n  min: 1.5\n", `c.yaml:3: rows.min: want a whole number, got "1.5"`},
 		{"equal not a bool", "pipeline: p\nrows:\n  equal: sometimes\n", `c.yaml:3: rows.equal: want true or false, got "sometimes"`},
-		{"unknown key and no pipeline", "schedul: daily\n", "c.yaml:1: schedul: unknown key (want pipeline, schedule, timezone, batch_id, artifact, signal, required, deadlines, rows)\nc.yaml:1: missing pipeline: every contract names its pipeline"},
+		{"unknown key and no pipeline", "schedul: daily\n", "c.yaml:1: schedul: unknown key (want pipeline, schedule, timezone, holidays, batch_id, artifact, signal, required, deadlines, rows, owner, severity, labels)\nc.yaml:1: missing pipeline: every contract names its pipeline"},
 		{"alias to the root", "&a [*a]\n", `c.yaml:1: want a mapping of keys to values, got a list`},
-		{"several problems at once", "pipeline: p\nschedule: hourly\nrows:\n  min: -1\n",
-			"c.yaml:2: schedule: unknown schedule \"hourly\" (want daily or weekdays, or leave it out)\nc.yaml:4: rows.min: -1: must not be negative"},
+		{"several problems at once", "pipeline: p\nschedule: fortnightly\nrows:\n  min: -1\n",
+			"c.yaml:2: schedule: unknown schedule \"fortnightly\" (want daily, weekdays, hourly or a cron expression such as \"30 6 * * 1-5\", or leave it out)\nc.yaml:4: rows.min: -1: must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

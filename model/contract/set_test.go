@@ -101,7 +101,7 @@ func TestLoadFS(t *testing.T) {
 		"contracts/old/c.yaml":     {Data: []byte("pipeline: a.daily\n")},
 		"dup/one.yaml":             {Data: []byte("pipeline: p\n")},
 		"dup/two.yaml":             {Data: []byte("pipeline: p\n")},
-		"bad/x.yaml":               {Data: []byte("pipeline: x\nschedule: hourly\n")},
+		"bad/x.yaml":               {Data: []byte("pipeline: x\nschedule: fortnightly\n")},
 		"bad/y.yaml":               {Data: []byte("pipeline: y\nrows:\n  min: -2\n")},
 		"empty/README":             {Data: []byte("nothing yet\n")},
 		"single/p.yaml":            {Data: []byte("pipeline: single\n")},
@@ -133,7 +133,7 @@ func TestLoadFS(t *testing.T) {
 		err  string
 	}{
 		{"dup", `dup/two.yaml: pipeline "p" already has a contract in dup/one.yaml`},
-		{"bad", "bad/x.yaml:2: schedule: unknown schedule \"hourly\" (want daily or weekdays, or leave it out)\nbad/y.yaml:3: rows.min: -2: must not be negative"},
+		{"bad", "bad/x.yaml:2: schedule: unknown schedule \"fortnightly\" (want daily, weekdays, hourly or a cron expression such as \"30 6 * * 1-5\", or leave it out)\nbad/y.yaml:3: rows.min: -2: must not be negative"},
 	}
 	for _, tt := range errTests {
 		_, err := contract.LoadFS(fsys, tt.path)

@@ -9,10 +9,15 @@ import (
 
 // Template is a name pattern with placeholders that derive from a batch's
 // identity: {pipeline}, {business_date} (YYYY-MM-DD), {batch_id},
-// {yyyymmdd}, {yyyy}, {mm} and {dd}. The zero Template is "no template".
+// {yyyymmdd}, {yyyy}, {mm} and {dd}, and for schedules that fire within a
+// day {hh} (hour, 00-23) and {mi} (minute, 00-59) of the batch's firing.
+// The zero Template is "no template".
 type Template struct {
 	text  string
 	parts []part
+	// timed records {hh} or {mi}: the replay asks for every batch whether
+	// a name needs the time of day.
+	timed bool
 }
 
 type part struct {
@@ -31,6 +36,8 @@ const (
 	phYYYY
 	phMM
 	phDD
+	phHH
+	phMI
 )
 
 var placeholders = map[string]placeholder{
@@ -41,6 +48,8 @@ var placeholders = map[string]placeholder{
 	"yyyy":          phYYYY,
 	"mm":            phMM,
 	"dd":            phDD,
+	"hh":            phHH,
+	"mi":            phMI,
 }
 
 // ParseTemplate parses a name template. It fails on an unknown or unclosed
@@ -70,9 +79,10 @@ func ParseTemplate(s string) (Template, error) {
 		name := rest[i+1 : i+j]
 		ph, ok := placeholders[name]
 		if !ok {
-			return Template{}, fmt.Errorf("template %q: unknown placeholder {%s} (want {pipeline}, {business_date}, {batch_id}, {yyyymmdd}, {yyyy}, {mm} or {dd})", s, name)
+			return Template{}, fmt.Errorf("template %q: unknown placeholder {%s} (want {pipeline}, {business_date}, {batch_id}, {yyyymmdd}, {yyyy}, {mm}, {dd}, {hh} or {mi})", s, name)
 		}
 		t.parts = append(t.parts, part{ph: ph})
+		t.timed = t.timed || ph == phHH || ph == phMI
 		rest = rest[i+j+1:]
 	}
 	return t, nil
@@ -104,7 +114,10 @@ func (t Template) Uses(name string) bool {
 	return false
 }
 
-// Render fills the template from a batch key.
+// Render fills the template from a batch key. {hh} and {mi} render as 00:
+// the key alone does not say the time of day, so names of sub-daily
+// batches come from Contract.ArtifactName and Contract.SignalName, which
+// know the schedule.
 func (t Template) Render(k model.BatchKey) string {
 	return string(t.AppendRender(make([]byte, 0, len(t.text)+len(k.Pipeline)+len(k.BatchID)+10), k))
 }
@@ -112,6 +125,18 @@ func (t Template) Render(k model.BatchKey) string {
 // AppendRender appends the rendered template to b; Render without the
 // intermediate allocations, for the replay's hot path.
 func (t Template) AppendRender(b []byte, k model.BatchKey) []byte {
+	return t.appendAt(b, k, 0, 0)
+}
+
+// usesTime reports whether the template needs the time of day.
+func (t Template) usesTime() bool { return t.timed }
+
+// renderAt renders the template for the firing at hh:mi of k's date.
+func (t Template) renderAt(k model.BatchKey, hh, mi int) string {
+	return string(t.appendAt(make([]byte, 0, len(t.text)+len(k.Pipeline)+len(k.BatchID)+10), k, hh, mi))
+}
+
+func (t Template) appendAt(b []byte, k model.BatchKey, hh, mi int) []byte {
 	d := k.BusinessDate
 	two := func(b []byte, n int) []byte { return append(b, byte('0'+n/10%10), byte('0'+n%10)) }
 	for _, p := range t.parts {
@@ -133,7 +158,94 @@ func (t Template) AppendRender(b []byte, k model.BatchKey) []byte {
 			b = two(b, int(d.Month))
 		case phDD:
 			b = two(b, d.Day)
+		case phHH:
+			b = two(b, hh)
+		case phMI:
+			b = two(b, mi)
 		}
 	}
 	return b
+}
+
+// stamp is what a rendered name says about its batch; -1 where it says
+// nothing.
+type stamp struct {
+	year, month, day, hour, minute int
+}
+
+// match reads a name rendered by t back into the date and time it names,
+// the inverse of renderAt: every placeholder but {pipeline} and
+// {batch_id} has a fixed width, so the reading is unique. It fails when s
+// does not have the template's shape, a field is out of range, or two
+// placeholders disagree ({yyyymmdd} and {dd}).
+func (t Template) match(s, pipeline string) (stamp, bool) {
+	st := stamp{-1, -1, -1, -1, -1}
+	set := func(f *int, v int) bool {
+		if *f >= 0 && *f != v {
+			return false
+		}
+		*f = v
+		return true
+	}
+	num := func(n int) (int, bool) {
+		if len(s) < n {
+			return 0, false
+		}
+		v, ok := 0, true
+		for i := 0; i < n; i++ {
+			c := s[i]
+			if c < '0' || c > '9' {
+				ok = false
+			}
+			v = v*10 + int(c-'0')
+		}
+		s = s[n:]
+		return v, ok
+	}
+	for _, p := range t.parts {
+		ok := true
+		switch p.ph {
+		case phNone:
+			if ok = strings.HasPrefix(s, p.lit); ok {
+				s = s[len(p.lit):]
+			}
+		case phPipeline:
+			if ok = strings.HasPrefix(s, pipeline); ok {
+				s = s[len(pipeline):]
+			}
+		case phBatchID:
+			return stamp{}, false // a batch id never derives from itself
+		case phBusinessDate:
+			if len(s) < 10 {
+				return stamp{}, false
+			}
+			d, err := model.ParseDate(s[:10])
+			s = s[10:]
+			ok = err == nil && set(&st.year, d.Year) && set(&st.month, int(d.Month)) && set(&st.day, d.Day)
+		case phYYYYMMDD:
+			y, ok1 := num(4)
+			m, ok2 := num(2)
+			d, ok3 := num(2)
+			ok = ok1 && ok2 && ok3 && set(&st.year, y) && set(&st.month, m) && set(&st.day, d)
+		case phYYYY:
+			v, ok1 := num(4)
+			ok = ok1 && set(&st.year, v)
+		case phMM:
+			v, ok1 := num(2)
+			ok = ok1 && set(&st.month, v)
+		case phDD:
+			v, ok1 := num(2)
+			ok = ok1 && set(&st.day, v)
+		case phHH:
+			v, ok1 := num(2)
+			ok = ok1 && v < 24 && set(&st.hour, v)
+		case phMI:
+			v, ok1 := num(2)
+			ok = ok1 && v < 60 && set(&st.minute, v)
+		}
+		if !ok {
+			return stamp{}, false
+		}
+	}
+	return st, s == ""
 }
