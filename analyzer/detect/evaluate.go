@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/replay"
-	"github.com/handoff-dev/handoff/model"
 )
 
 // condition is one alertable condition a diagnosis shows.
@@ -241,7 +240,7 @@ func (d *Detector) expand(safe time.Time) {
 		if start.Compare(to) > 0 {
 			continue
 		}
-		for _, k := range expected(d.contracts.For(p), start, to) {
+		for _, k := range d.contracts.For(p).Expected(start, to) {
 			if !d.owned(k) || d.open[k] != nil {
 				continue
 			}
@@ -254,17 +253,4 @@ func (d *Detector) expand(safe time.Time) {
 		}
 		d.calendar[p] = to
 	}
-}
-
-// calendar is the schedule API of model/contract (branch schedule):
-// batches expected in a date range, holidays removed.
-type calendar interface {
-	Expected(from, to model.Date) []model.BatchKey
-}
-
-func expected(c any, from, to model.Date) []model.BatchKey {
-	if cal, ok := c.(calendar); ok {
-		return cal.Expected(from, to)
-	}
-	return nil
 }

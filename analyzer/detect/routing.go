@@ -1,9 +1,16 @@
 package detect
 
-import "github.com/handoff-dev/handoff/model/contract"
+import (
+	"maps"
 
-// routing returns the contract's severity, owner and labels (a copy: the
-// contract is shared).
+	"github.com/handoff-dev/handoff/model/contract"
+)
+
+// routing returns the contract's severity, owner and labels (a copy of
+// the labels: the contract is shared, the finding is the caller's).
 func routing(c *contract.Contract) (severity, owner string, labels map[string]string) {
-	return "", "", nil // TODO(schedule merge): c.Severity, c.Owner, maps.Clone(c.Labels)
+	if len(c.Labels) > 0 {
+		labels = maps.Clone(c.Labels)
+	}
+	return c.Severity, c.Owner, labels
 }
