@@ -1,6 +1,7 @@
 package batches
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/handoff-dev/handoff/analyzer/replay"
@@ -27,9 +28,8 @@ type Neighbours interface {
 
 // PreviousOf builds the continuity context of batch k under contract c: the
 // previous batch of the schedule, if the pipeline is known from before k's
-// date. When the schedule's batch id of that date has no events, a re-run
-// of the same date under another batch id stands in for it (the first by
-// batch id).
+// date. When the schedule's previous batch has no events, a re-run of its
+// date under another batch id stands in for it (see StandIn).
 func PreviousOf(k model.BatchKey, c *contract.Contract, n Neighbours) replay.Previous {
 	pk, ok := c.Previous(k)
 	if !ok {
@@ -41,12 +41,9 @@ func PreviousOf(k model.BatchKey, c *contract.Contract, n Neighbours) replay.Pre
 	p := replay.Previous{Checked: true, Key: pk}
 	v, seen := n.Verdict(pk)
 	if !seen {
-		// A re-run may have used another batch id for the same date.
-		for _, o := range n.SameDate(pk) {
-			if v, seen = n.Verdict(o); seen {
-				pk = o
-				break
-			}
+		if o, ok := StandIn(pk, c, n); ok {
+			pk = o
+			v, seen = n.Verdict(o)
 		}
 	}
 	if !seen {
@@ -55,6 +52,28 @@ func PreviousOf(k model.BatchKey, c *contract.Contract, n Neighbours) replay.Pre
 	p.Key = pk
 	p.Seen, p.Delivered, p.Verdict = true, v == model.Delivered, v.String()
 	return p
+}
+
+// StandIn returns the batch with events that stands in for batch k when k
+// has none: a re-run of k's date under another batch id, the first by
+// batch id. A batch of the same date that the schedule expects in its own
+// right (another hour of an hourly pipeline) is not a re-run.
+func StandIn(k model.BatchKey, c *contract.Contract, n Neighbours) (model.BatchKey, bool) {
+	var slots []model.BatchKey
+	for _, o := range n.SameDate(k) {
+		if o == k {
+			continue
+		}
+		if slots == nil {
+			if slots = c.Expected(k.BusinessDate, k.BusinessDate); slots == nil {
+				slots = []model.BatchKey{}
+			}
+		}
+		if !slices.Contains(slots, o) {
+			return o, true
+		}
+	}
+	return model.BatchKey{}, false
 }
 
 type procKey struct {

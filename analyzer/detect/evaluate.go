@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"github.com/handoff-dev/handoff/analyzer/batches"
 	"slices"
 	"strings"
 	"time"
@@ -31,7 +32,10 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 	k := b.state.Key()
 	c := d.contracts.For(k.Pipeline)
 	diag := d.diagnose(b, c, safe)
-	rerun := b.state.Len() == 0 && len(d.dates[dateKey{k.Pipeline, k.BusinessDate}]) > 0
+	var rerun bool
+	if b.state.Len() == 0 {
+		_, rerun = batches.StandIn(k, c, neighbours{d})
+	}
 	conds := conditions(b, &diag, rerun)
 
 	emit := func(t *tracked, lateness time.Duration) {
