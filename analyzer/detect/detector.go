@@ -195,11 +195,12 @@ func (d *Detector) owned(k model.BatchKey) bool { return d.owns == nil || d.owns
 // not own are ignored. Nothing is evaluated here: Advance evaluates the
 // batches that changed.
 //
-// It reports false when e belongs to a batch that was closed (or forgotten,
-// before the retention horizon) and is not a redelivery of an event already
-// folded: the batch's earlier events are no longer held, so it is
-// suspended (not evaluated) until the caller has observed its stored
-// history and called Resume.
+// It reports false when e's batch is suspended: e belongs to a batch that
+// was closed (or forgotten, before the retention horizon) and is not a
+// redelivery of an event already folded, so the batch's earlier events are
+// no longer held; or Restore suspended it. A suspended batch is not
+// evaluated until the caller has observed its stored history (the results
+// of those calls do not matter) and called Resume.
 func (d *Detector) Observe(e *model.Event) bool {
 	if !e.Type.HasBatch() {
 		if !d.safe.IsZero() && e.Time.After(d.safe) {
@@ -295,7 +296,6 @@ func (d *Detector) Resume(k model.BatchKey) bool {
 		return false
 	}
 	b.suspended = false
-	b.dirty = false
 	d.markDirty(b)
 	return true
 }
