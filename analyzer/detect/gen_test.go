@@ -16,6 +16,10 @@ const otherPipeline = "orders.hourly-export"
 
 var genStart = at("2026-09-01T00:00:00Z")
 
+// genFrom starts the expected-batch calendar on the first generated date:
+// the days genHistory skips are missing batches.
+var genFrom = model.MustParseDate("2026-09-01")
+
 // genHistory returns the events of days business dates of the seed
 // pipeline (daily contract, deadlines in Asia/Shanghai) and of a pipeline
 // with the default contract: batches cut at every point of the ladder,

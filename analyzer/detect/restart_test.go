@@ -25,18 +25,18 @@ func TestRestartPublishesNothingTwiceMissesNothing(t *testing.T) {
 	ts := steps(days)
 	for seed := uint64(1); seed <= 3; seed++ {
 		events := genHistory(rand.New(rand.NewPCG(seed, 7)), days)
-		ref := newPlayer(mustNew(t, detect.Config{Contracts: contracts}), events, nil)
+		ref := newPlayer(mustNew(t, detect.Config{Contracts: contracts, From: genFrom}), events, nil)
 		for _, safe := range ts {
 			ref.step(safe)
 		}
 		want := findingsJSON(ref.findings)
 		for _, cut := range []int{len(ts) / 4, len(ts) / 2, 3 * len(ts) / 4} {
 			t.Run(fmt.Sprintf("seed %d cut %d", seed, cut), func(t *testing.T) {
-				a := newPlayer(mustNew(t, detect.Config{Contracts: contracts}), events, nil)
+				a := newPlayer(mustNew(t, detect.Config{Contracts: contracts, From: genFrom}), events, nil)
 				for _, safe := range ts[:cut] {
 					a.step(safe)
 				}
-				b := a.restart(t, detect.Config{Contracts: contracts})
+				b := a.restart(t, detect.Config{Contracts: contracts, From: genFrom})
 				for _, safe := range ts[cut:] {
 					b.step(safe)
 				}
@@ -57,11 +57,11 @@ func TestRestartPublishesNothingTwiceMissesNothing(t *testing.T) {
 func TestDeadlinePassedWhileDownFiresOnce(t *testing.T) {
 	contracts := seedContracts(t)
 	for _, stop := range []string{"2026-09-30T21:00:00Z", "2026-09-30T22:30:00Z"} {
-		a := newPlayer(mustNew(t, detect.Config{Contracts: contracts}), seedEvents(t), nil)
+		a := newPlayer(mustNew(t, detect.Config{Contracts: contracts, From: model.MustParseDate("2026-09-29")}), seedEvents(t), nil)
 		for s := at("2026-09-29T00:00:00Z"); !s.After(at(stop)); s = s.Add(30 * time.Minute) {
 			a.step(s)
 		}
-		b := a.restart(t, detect.Config{Contracts: contracts})
+		b := a.restart(t, detect.Config{Contracts: contracts, From: model.MustParseDate("2026-09-29")})
 		first := b.step(at("2026-10-01T03:00:00Z"))
 		second := b.step(at("2026-10-01T03:01:00Z"))
 		wantFirst := 1
@@ -95,7 +95,7 @@ func TestTwoInstancesAndHandOver(t *testing.T) {
 	const days = 10
 	ts := steps(days)
 	events := genHistory(rand.New(rand.NewPCG(11, 7)), days)
-	ref := newPlayer(mustNew(t, detect.Config{Contracts: contracts}), events, nil)
+	ref := newPlayer(mustNew(t, detect.Config{Contracts: contracts, From: genFrom}), events, nil)
 	for _, safe := range ts {
 		ref.step(safe)
 	}
@@ -109,7 +109,7 @@ func handOver(t *testing.T, contracts detect.Contracts, events []model.Event, ts
 	var inst [2]*player
 	for i := range inst {
 		owns := ownsParity(uint32(i))
-		inst[i] = newPlayer(mustNew(t, detect.Config{Contracts: contracts, Owns: owns}), events, nil)
+		inst[i] = newPlayer(mustNew(t, detect.Config{Contracts: contracts, Owns: owns, From: genFrom}), events, nil)
 		inst[i].route = owns
 	}
 	for _, safe := range ts[:cut] {
