@@ -62,7 +62,10 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 		t := &b.findings[j]
 		switch {
 		case t.state != Open:
-			// New, or back after it was resolved: a new open record.
+			// New, or back after it was resolved: a new open record. (A
+			// record remembered by a closed batch keeps only its
+			// fingerprint and seq: the condition names it again.)
+			t.kind, t.name = cd.kind, cd.name
 			t.state, t.status, t.seq = Open, diag.Status, t.seq+1
 			t.raised, t.resolved, t.deadline = now, time.Time{}, cd.deadline
 			emit(t, lateSince(safe, t.deadline))

@@ -186,7 +186,7 @@ func (p *player) step(safe time.Time) []detect.Finding {
 	for _, e := range batch {
 		p.observe(e)
 	}
-	fs := p.d.Advance(safe.Add(time.Second), safe)
+	fs := wired(p.d.Advance(safe.Add(time.Second), safe))
 	p.findings = append(p.findings, fs...)
 	return fs
 }

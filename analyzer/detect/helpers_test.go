@@ -2,6 +2,7 @@ package detect_test
 
 import (
 	"bufio"
+	"fmt"
 	"bytes"
 	"cmp"
 	"os"
@@ -93,7 +94,7 @@ func (s *stream) step(safe time.Time, lag time.Duration) []detect.Finding {
 		s.d.Observe(&s.pending[0])
 		s.pending = s.pending[1:]
 	}
-	fs := s.d.Advance(safe.Add(lag), safe)
+	fs := wired(s.d.Advance(safe.Add(lag), safe))
 	s.findings = append(s.findings, fs...)
 	return fs
 }
@@ -139,4 +140,16 @@ func latest(fs []detect.Finding) []detect.Finding {
 	}
 	slices.SortFunc(out, func(a, b detect.Finding) int { return cmp.Compare(a.Fingerprint, b.Fingerprint) })
 	return out
+}
+
+// wired checks that every finding survives its wire format: it parses
+// back (its fingerprint matches its batch, kind and name; resolved_at is
+// there exactly when resolved; the diagnosis is of its batch).
+func wired(fs []detect.Finding) []detect.Finding {
+	for i := range fs {
+		if _, err := detect.ParseFinding(fs[i].AppendJSON(nil)); err != nil {
+			panic(fmt.Sprintf("a published finding does not parse back: %v", err))
+		}
+	}
+	return fs
 }
