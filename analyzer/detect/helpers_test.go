@@ -2,9 +2,9 @@ package detect_test
 
 import (
 	"bufio"
-	"fmt"
 	"bytes"
 	"cmp"
+	"fmt"
 	"os"
 	"slices"
 	"testing"
