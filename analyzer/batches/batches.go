@@ -24,11 +24,6 @@ type Contracts interface {
 	For(pipeline string) *contract.Contract
 }
 
-type procKey struct {
-	system    model.System
-	component string
-}
-
 // Set is a set of batches being replayed. The zero Set is not usable; call
 // New. A Set is not safe for concurrent use.
 type Set struct {
@@ -41,7 +36,7 @@ type Set struct {
 	// Add, so that diagnosing one batch never scans them all.
 	first map[string]model.Date
 	// alive holds the latest heartbeat of each process, by pipeline.
-	alive   map[string]map[procKey]replay.Heartbeat
+	alive   Processes
 	events  int
 	ignored int
 }
@@ -56,7 +51,6 @@ func New(contracts Contracts, asOf time.Time) *Set {
 		asOfMs:    asOf.UnixMilli(),
 		states:    make(map[model.BatchKey]*replay.State),
 		first:     make(map[string]model.Date),
-		alive:     make(map[string]map[procKey]replay.Heartbeat),
 	}
 }
 
@@ -65,21 +59,11 @@ func New(contracts Contracts, asOf time.Time) *Set {
 func (s *Set) Add(e *model.Event) {
 	s.events++
 	if !e.Type.HasBatch() {
-		ms := e.Time.UnixMilli()
-		if ms > s.asOfMs {
+		if e.Time.UnixMilli() > s.asOfMs {
 			s.ignored++
 			return
 		}
-		procs := s.alive[e.Pipeline]
-		if procs == nil {
-			procs = make(map[procKey]replay.Heartbeat)
-			s.alive[e.Pipeline] = procs
-		}
-		k := procKey{e.System, e.Component}
-		h, ok := procs[k]
-		if !ok || h.At.UnixMilli() < ms || (h.At.UnixMilli() == ms && h.EventID < e.ID) {
-			procs[k] = replay.Heartbeat{System: e.System, Component: e.Component, At: e.Time.UTC(), EventID: e.ID}
-		}
+		s.alive.Add(e)
 		return
 	}
 	k := e.Key()
@@ -140,38 +124,39 @@ func (s *Set) DiagnoseOne(k model.BatchKey) (replay.Diagnosis, bool) {
 	return st.Evaluate(c, s.asOf, ctx), true
 }
 
-// previous builds the continuity context of batch k: the previous batch of
-// the schedule, if the set knows the pipeline from before k's date.
+// previous builds the continuity context of batch k (PreviousOf), with
+// the neighbours' verdicts cached in verdicts.
 func (s *Set) previous(k model.BatchKey, c *contract.Contract, verdicts map[model.BatchKey]model.Hypothesis) replay.Previous {
-	pk, ok := c.Previous(k)
-	if !ok || pk.BusinessDate.Compare(s.first[k.Pipeline]) < 0 {
-		return replay.Previous{}
-	}
-	p := replay.Previous{Checked: true, Key: pk}
-	st := s.states[pk]
-	if st == nil {
-		// A re-run may have used another batch id for the same date.
-		for _, o := range s.sameDate(pk) {
-			st, pk = s.states[o], o
-			break
-		}
-	}
-	if st == nil {
-		return p
-	}
-	p.Key = pk
-	v, ok := verdicts[pk]
-	if !ok {
-		v = st.Verdict(s.contracts.For(pk.Pipeline), s.asOf)
-		verdicts[pk] = v
-	}
-	p.Seen, p.Delivered, p.Verdict = true, v == model.Delivered, v.String()
-	return p
+	return PreviousOf(k, c, setNeighbours{s, verdicts})
 }
 
-func (s *Set) sameDate(k model.BatchKey) []model.BatchKey {
+// setNeighbours answers Neighbours from a Set as of its as-of time.
+type setNeighbours struct {
+	s        *Set
+	verdicts map[model.BatchKey]model.Hypothesis
+}
+
+func (n setNeighbours) First(pipeline string) (model.Date, bool) {
+	d, ok := n.s.first[pipeline]
+	return d, ok
+}
+
+func (n setNeighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
+	st := n.s.states[k]
+	if st == nil {
+		return 0, false
+	}
+	v, ok := n.verdicts[k]
+	if !ok {
+		v = st.Verdict(n.s.contracts.For(k.Pipeline), n.s.asOf)
+		n.verdicts[k] = v
+	}
+	return v, true
+}
+
+func (n setNeighbours) SameDate(k model.BatchKey) []model.BatchKey {
 	var out []model.BatchKey
-	for o := range s.states {
+	for o := range n.s.states {
 		if o.Pipeline == k.Pipeline && o.BusinessDate == k.BusinessDate {
 			out = append(out, o)
 		}
@@ -180,20 +165,4 @@ func (s *Set) sameDate(k model.BatchKey) []model.BatchKey {
 	return out
 }
 
-func (s *Set) aliveFor(pipeline string) []replay.Heartbeat {
-	procs := s.alive[pipeline]
-	if len(procs) == 0 {
-		return nil
-	}
-	out := make([]replay.Heartbeat, 0, len(procs))
-	for _, h := range procs {
-		out = append(out, h)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].System != out[j].System {
-			return out[i].System < out[j].System
-		}
-		return out[i].Component < out[j].Component
-	})
-	return out
-}
+func (s *Set) aliveFor(pipeline string) []replay.Heartbeat { return s.alive.Alive(pipeline, nil) }

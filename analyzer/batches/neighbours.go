@@ -1,0 +1,135 @@
+package batches
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/handoff-dev/handoff/analyzer/replay"
+	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/model/contract"
+)
+
+// Neighbours is what the continuity rule needs to know of a pipeline's
+// other batches. Set answers it from the batches it holds; the streaming
+// detector answers it from its open batches and the compact verdicts of
+// the ones it closed, so both apply one rule.
+type Neighbours interface {
+	// First returns the earliest business date of the pipeline that has a
+	// batch with events: the start of what is known, before which no batch
+	// is expected.
+	First(pipeline string) (model.Date, bool)
+	// Verdict returns the verdict of batch k (as of the evaluation), and
+	// false when k has no events.
+	Verdict(k model.BatchKey) (model.Hypothesis, bool)
+	// SameDate returns the batches with events of k's pipeline and business
+	// date, sorted by batch id.
+	SameDate(k model.BatchKey) []model.BatchKey
+}
+
+// PreviousOf builds the continuity context of batch k under contract c: the
+// previous batch of the schedule, if the pipeline is known from before k's
+// date. When the schedule's previous batch has no events, a re-run of its
+// date under another batch id stands in for it (see StandIn).
+func PreviousOf(k model.BatchKey, c *contract.Contract, n Neighbours) replay.Previous {
+	pk, ok := c.Previous(k)
+	if !ok {
+		return replay.Previous{}
+	}
+	if first, known := n.First(k.Pipeline); !known || pk.BusinessDate.Compare(first) < 0 {
+		return replay.Previous{}
+	}
+	p := replay.Previous{Checked: true, Key: pk}
+	v, seen := n.Verdict(pk)
+	if !seen {
+		if o, ok := StandIn(pk, c, n); ok {
+			pk = o
+			v, seen = n.Verdict(o)
+		}
+	}
+	if !seen {
+		return p
+	}
+	p.Key = pk
+	p.Seen, p.Delivered, p.Verdict = true, v == model.Delivered, v.String()
+	return p
+}
+
+// StandIn returns the batch with events that stands in for batch k when k
+// has none: a re-run of k's date under another batch id, the first by
+// batch id. A batch of the same date that the schedule expects in its own
+// right (another hour of an hourly pipeline) is not a re-run.
+func StandIn(k model.BatchKey, c *contract.Contract, n Neighbours) (model.BatchKey, bool) {
+	var slots []model.BatchKey
+	for _, o := range n.SameDate(k) {
+		if o == k {
+			continue
+		}
+		if slots == nil {
+			if slots = c.Expected(k.BusinessDate, k.BusinessDate); slots == nil {
+				slots = []model.BatchKey{}
+			}
+		}
+		if !slices.Contains(slots, o) {
+			return o, true
+		}
+	}
+	return model.BatchKey{}, false
+}
+
+type procKey struct {
+	system    model.System
+	component string
+}
+
+// Processes keeps the latest heartbeat of each process, by pipeline. The
+// zero Processes is empty and ready.
+type Processes struct {
+	byPipeline map[string]map[procKey]replay.Heartbeat
+}
+
+// Add keeps heartbeat e if it is the latest of its process (ties broken by
+// event id, so arrival order does not matter). Other events are ignored.
+func (p *Processes) Add(e *model.Event) {
+	if e.Type.HasBatch() {
+		return
+	}
+	if p.byPipeline == nil {
+		p.byPipeline = make(map[string]map[procKey]replay.Heartbeat)
+	}
+	procs := p.byPipeline[e.Pipeline]
+	if procs == nil {
+		procs = make(map[procKey]replay.Heartbeat)
+		p.byPipeline[e.Pipeline] = procs
+	}
+	ms := e.Time.UnixMilli()
+	k := procKey{e.System, e.Component}
+	h, ok := procs[k]
+	if !ok || h.At.UnixMilli() < ms || (h.At.UnixMilli() == ms && h.EventID < e.ID) {
+		procs[k] = replay.Heartbeat{System: e.System, Component: e.Component, At: e.Time.UTC(), EventID: e.ID}
+	}
+}
+
+// Alive returns the latest heartbeat of each process of the pipeline, by
+// system and component; keep, when not nil, selects which ones count.
+func (p *Processes) Alive(pipeline string, keep func(replay.Heartbeat) bool) []replay.Heartbeat {
+	procs := p.byPipeline[pipeline]
+	if len(procs) == 0 {
+		return nil
+	}
+	out := make([]replay.Heartbeat, 0, len(procs))
+	for _, h := range procs {
+		if keep == nil || keep(h) {
+			out = append(out, h)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].System != out[j].System {
+			return out[i].System < out[j].System
+		}
+		return out[i].Component < out[j].Component
+	})
+	return out
+}

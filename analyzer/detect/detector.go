@@ -1,0 +1,590 @@
+package detect
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"time"
+
+	"github.com/handoff-dev/handoff/analyzer/batches"
+	"github.com/handoff-dev/handoff/analyzer/replay"
+	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/model/contract"
+)
+
+// Contracts gives the delivery contract of a pipeline and lists the
+// pipelines that have one (whose schedules make the expected-batch
+// calendar). contract.Set implements it.
+type Contracts interface {
+	// For must return a non-nil contract (the default one for a pipeline
+	// without a file).
+	For(pipeline string) *contract.Contract
+	Pipelines() []string
+}
+
+// DefaultRetain is how many days, by business date before the safe time's
+// date, a closed batch is remembered when Config.Retain is 0.
+const DefaultRetain = 35
+
+// Config is what a Detector needs. Only Contracts is required.
+type Config struct {
+	Contracts Contracts
+	// From is the first business date of the expected-batch calendar: from
+	// it on, every batch the contracts' schedules expect is watched, events
+	// or not. The zero Date turns the calendar off (only batches with
+	// events are watched). The calendar never starts before the retention
+	// horizon (Retain days before the safe time's date).
+	From model.Date
+	// Owns selects the batches this instance watches (nil: all). The wiring
+	// derives it from the Kafka partitions it is assigned, with the
+	// partitioner of the batch key, so that instances split the work as
+	// they split the events topic.
+	Owns func(model.BatchKey) bool
+	// Retain is how many days closed batches are remembered (their verdict
+	// for continuity, their event ids to tell a redelivery from a new
+	// event); 0 means DefaultRetain.
+	Retain int
+}
+
+// Detector is the streaming detector's engine: the folded state of every
+// open batch, a deadline timer per batch, the expected-batch calendar and
+// the findings' lifecycle. It does no I/O and reads no clock: events come
+// in through Observe, time through Advance. It is not safe for concurrent
+// use; one goroutine owns it.
+//
+// The contract with the wiring:
+//
+//   - Observe every event read from the events topic (heartbeats too), in
+//     any order, duplicates allowed.
+//   - Call Advance(now, safe) regularly (say every second), with now the
+//     wall clock and safe the latest time T such that every event that was
+//     in the topic at T has been observed (from the committed positions
+//     against the log end offsets). Publish the findings it returns, in
+//     order, keyed by batch key; commit the consumed offsets only after
+//     they are acknowledged.
+//   - On start: Observe the stored history of the retention window (events
+//     read back from ClickHouse), Restore the latest published record of
+//     each fingerprint, then resume the consumer at its committed offsets
+//     and Advance. Conditions that held and were published are not
+//     published again; deadlines that passed while down fire once.
+//   - When Observe reports false, the event reopened a batch that was
+//     closed: Observe its stored history, then Resume it.
+//   - On a rebalance: Release the batches of revoked partitions, SetOwns
+//     the new predicate, and Observe the stored history of assigned
+//     partitions plus Restore their findings, as on start.
+type Detector struct {
+	contracts Contracts
+	owns      func(model.BatchKey) bool
+	from      model.Date
+	retain    int
+
+	open   map[model.BatchKey]*batch
+	closed map[model.BatchKey]closedBatch
+	// dates lists the batch ids with events of each pipeline and date
+	// (open or closed): a re-run under another id stands in for the
+	// scheduled one.
+	dates map[dateKey][]string
+	// first is each pipeline's earliest business date with events: the
+	// start of what is known, as in batches.Set.
+	first map[string]model.Date
+	procs batches.Processes
+	// early holds what was folded ahead of the safe time (a producer's
+	// clock ahead, or events read before the rest of their moment): a
+	// heartbeat joins procs, and a batch event's batch is evaluated again,
+	// once the safe time reaches it, as diagnose as of that time would
+	// read it.
+	early []early
+
+	timers timers
+	dirty  []*batch
+	// calendar is the last business date expanded per pipeline.
+	calendar map[string]model.Date
+	horizon  model.Date // closed batches before it are forgotten
+
+	safe     time.Time
+	verdicts map[model.BatchKey]model.Hypothesis // per evaluation round
+}
+
+type early struct {
+	ms        int64
+	b         *batch       // a batch event's batch
+	heartbeat *model.Event // or a heartbeat
+}
+
+type dateKey struct {
+	pipeline string
+	date     model.Date
+}
+
+// batch is one open batch: its folded state, its timer and the records of
+// its findings. No raw event is kept.
+type batch struct {
+	state    replay.State
+	findings []tracked
+	due      int64 // next timer, Unix ms; 0 when not armed
+	slot     int32 // position in the timer heap, -1 when not armed
+	dirty    bool
+	expected bool // put there by the calendar, not by an event
+	// suspended: the batch was closed, an event reopened it, and its
+	// earlier events are gone until the wiring folds its history back in.
+	suspended bool
+	// delivered: the batch was closed as delivered; while suspended, that
+	// is its verdict for continuity.
+	delivered bool
+}
+
+// tracked is what the detector remembers of one fingerprint between
+// evaluations: enough to know what was published, not the diagnosis.
+type tracked struct {
+	fp       uint64
+	kind     Kind
+	name     string
+	state    State
+	status   replay.Status
+	seq      int
+	raised   time.Time
+	resolved time.Time
+	deadline time.Time
+}
+
+// closedBatch is what remains of a delivered batch with no open finding:
+// its verdict is delivered (which continuity needs), the 64-bit hashes of
+// its event ids, sorted, so that a redelivered event is recognised, and
+// the fingerprints and sequence numbers of its resolved findings, so that
+// a reopened batch publishes none of them again.
+type closedBatch struct {
+	ids  []uint64
+	done []doneFinding
+}
+
+type doneFinding struct {
+	fp  uint64
+	seq int32
+}
+
+// New returns a Detector for cfg.
+func New(cfg Config) (*Detector, error) {
+	if cfg.Contracts == nil {
+		return nil, errors.New("detect: Config.Contracts is nil: give the contract set (contract.LoadFS)")
+	}
+	if cfg.Retain < 0 {
+		return nil, fmt.Errorf("detect: Config.Retain is %d: want days >= 0 (0 means %d)", cfg.Retain, DefaultRetain)
+	}
+	d := &Detector{
+		contracts: cfg.Contracts,
+		owns:      cfg.Owns,
+		from:      cfg.From,
+		retain:    cfg.Retain,
+		open:      make(map[model.BatchKey]*batch),
+		closed:    make(map[model.BatchKey]closedBatch),
+		dates:     make(map[dateKey][]string),
+		first:     make(map[string]model.Date),
+		calendar:  make(map[string]model.Date),
+	}
+	if d.retain == 0 {
+		d.retain = DefaultRetain
+	}
+	return d, nil
+}
+
+func (d *Detector) owned(k model.BatchKey) bool { return d.owns == nil || d.owns(k) }
+
+// Observe folds event e into its batch's state. Heartbeats go to the
+// pipeline's latest-heartbeat table; events of batches this instance does
+// not own are ignored. Nothing is evaluated here: Advance evaluates the
+// batches that changed.
+//
+// It reports false when e's batch is suspended: e belongs to a batch that
+// was closed (or forgotten, before the retention horizon) and is not a
+// redelivery of an event already folded, so the batch's earlier events are
+// no longer held; or Restore suspended it. A suspended batch is not
+// evaluated until the caller has observed its stored history (the results
+// of those calls do not matter) and called Resume.
+func (d *Detector) Observe(e *model.Event) bool {
+	if !e.Type.HasBatch() {
+		if !d.safe.IsZero() && e.Time.After(d.safe) {
+			hb := *e
+			hb.Attrs = nil
+			d.early = append(d.early, early{ms: e.Time.UnixMilli(), heartbeat: &hb})
+		} else {
+			d.procs.Add(e)
+		}
+		return true
+	}
+	if !e.Type.Known() {
+		return true
+	}
+	k := e.Key()
+	if !d.owned(k) {
+		return true
+	}
+	if b := d.open[k]; b != nil {
+		d.step(b, e)
+		return !b.suspended
+	}
+	if cb, ok := d.closed[k]; ok {
+		if _, dup := slices.BinarySearch(cb.ids, hashID(e.ID)); dup {
+			return true
+		}
+		d.step(d.reopen(k, cb), e)
+		return false
+	}
+	b := d.newBatch(k)
+	if !d.horizon.IsZero() && k.BusinessDate.Compare(d.horizon) < 0 {
+		b.suspended = true
+	}
+	d.step(b, e)
+	return !b.suspended
+}
+
+// reopen turns closed batch k back into an open one, suspended until its
+// history is folded in, remembering its resolved findings.
+func (d *Detector) reopen(k model.BatchKey, cb closedBatch) *batch {
+	delete(d.closed, k)
+	b := d.newBatch(k)
+	b.suspended, b.delivered = true, true
+	for _, f := range cb.done {
+		b.findings = append(b.findings, tracked{fp: f.fp, state: Resolved, seq: int(f.seq)})
+	}
+	return b
+}
+
+func (d *Detector) newBatch(k model.BatchKey) *batch {
+	b := &batch{state: replay.NewState(k), slot: -1}
+	d.open[k] = b
+	return b
+}
+
+func (d *Detector) step(b *batch, e *model.Event) {
+	had := b.state.Len() > 0
+	if !b.state.Step(e) {
+		return
+	}
+	if !d.safe.IsZero() && e.Time.After(d.safe) {
+		// Before the first Advance (a restore) every event is ahead of the
+		// zero safe time; those batches fall back on settle's timer.
+		d.early = append(d.early, early{ms: e.Time.UnixMilli(), b: b})
+	}
+	if !had {
+		k := b.state.Key()
+		dk := dateKey{k.Pipeline, k.BusinessDate}
+		ids := d.dates[dk]
+		if i, found := slices.BinarySearch(ids, k.BatchID); !found {
+			d.dates[dk] = slices.Insert(ids, i, k.BatchID)
+		}
+		if f, ok := d.first[k.Pipeline]; !ok || k.BusinessDate.Compare(f) < 0 {
+			d.first[k.Pipeline] = k.BusinessDate
+		}
+	}
+	d.markDirty(b)
+}
+
+func (d *Detector) markDirty(b *batch) {
+	if !b.dirty {
+		b.dirty = true
+		d.dirty = append(d.dirty, b)
+	}
+}
+
+// Resume ends the suspension of batch k once its stored history has been
+// observed; it is evaluated at the next Advance. It reports whether k was
+// suspended.
+func (d *Detector) Resume(k model.BatchKey) bool {
+	b := d.open[k]
+	if b == nil || !b.suspended {
+		return false
+	}
+	b.suspended = false
+	d.markDirty(b)
+	return true
+}
+
+// Suspended lists the batches waiting for their history (see Observe), in
+// key order.
+func (d *Detector) Suspended() []model.BatchKey {
+	var out []model.BatchKey
+	for k, b := range d.open {
+		if b.suspended {
+			out = append(out, k)
+		}
+	}
+	slices.SortFunc(out, model.BatchKey.Compare)
+	return out
+}
+
+// Restore loads findings published before a restart (or by the instance
+// that owned a partition before a rebalance): the latest record of each
+// fingerprint, in any order (for one fingerprint the highest Seq wins).
+// Call it after observing the stored history and before the first
+// Advance. An open finding keeps firing without being published again as
+// long as its condition holds; a condition that ended while the detector
+// was down is resolved at the next Advance; a resolved one is not
+// published again. Findings of batches this instance does not own are
+// ignored. An open finding of a batch with no stored events (other than
+// missing) suspends the batch: its history is needed (see Suspended).
+func (d *Detector) Restore(fs ...Finding) error {
+	for i := range fs {
+		f := &fs[i]
+		if f.State != Open && f.State != Resolved {
+			return fmt.Errorf("detect: restore: finding %s of %s: state %q: want open or resolved", f.Fingerprint, f.Batch, f.State)
+		}
+		fp := fingerprint(f.Batch, f.Kind, f.Name)
+		if f.Fingerprint != fmtFingerprint(fp) {
+			return fmt.Errorf("detect: restore: finding of %s (%s %s): fingerprint %q, want %s: not a record this detector wrote", f.Batch, f.Kind, f.Name, f.Fingerprint, fmtFingerprint(fp))
+		}
+		if !d.owned(f.Batch) {
+			continue
+		}
+		b := d.open[f.Batch]
+		if b == nil {
+			if f.State == Resolved {
+				// Nothing of the batch is open: its conditions have ended
+				// and would not be raised again from a closed batch.
+				continue
+			}
+			if cb, ok := d.closed[f.Batch]; ok {
+				b = d.reopen(f.Batch, cb)
+			} else if b = d.newBatch(f.Batch); f.Kind == Missing {
+				b.expected = true
+			} else {
+				b.suspended = true
+			}
+		}
+		t := tracked{fp: fp, kind: f.Kind, name: f.Name, state: f.State, status: f.Status, seq: f.Seq,
+			raised: f.RaisedAt, resolved: f.ResolvedAt, deadline: f.Deadline}
+		if j := b.find(fp); j >= 0 {
+			if b.findings[j].seq >= t.seq {
+				continue
+			}
+			b.findings[j] = t
+		} else {
+			b.findings = append(b.findings, t)
+		}
+		d.markDirty(b)
+	}
+	return nil
+}
+
+// SetOwns replaces the ownership predicate after a rebalance (nil: all).
+// The calendar is expanded again for newly owned batches at the next
+// Advance; batches no longer owned must be released with Release.
+func (d *Detector) SetOwns(owns func(model.BatchKey) bool) {
+	d.owns = owns
+	clear(d.calendar)
+}
+
+// Release forgets every batch (open or closed) for which pred is true, with
+// its timer and findings, and returns how many it forgot: the hand-over of
+// a rebalance (the new owner restores them from history and the published
+// findings). Nothing is published for them.
+func (d *Detector) Release(pred func(model.BatchKey) bool) int {
+	n := 0
+	for k, b := range d.open {
+		if pred(k) {
+			d.timers.disarm(b)
+			b.dirty = false
+			delete(d.open, k)
+			d.forgetDate(k)
+			n++
+		}
+	}
+	for k := range d.closed {
+		if pred(k) {
+			delete(d.closed, k)
+			d.forgetDate(k)
+			n++
+		}
+	}
+	d.dirty = slices.DeleteFunc(d.dirty, func(b *batch) bool { return !b.dirty })
+	return n
+}
+
+func (d *Detector) forgetDate(k model.BatchKey) {
+	dk := dateKey{k.Pipeline, k.BusinessDate}
+	ids := slices.DeleteFunc(d.dates[dk], func(id string) bool { return id == k.BatchID })
+	if len(ids) == 0 {
+		delete(d.dates, dk)
+	} else {
+		d.dates[dk] = ids
+	}
+}
+
+// Stats counts what the detector holds, for metrics.
+type Stats struct {
+	Open, Closed, Armed, Suspended int
+	// Safe is the safe time of the last Advance.
+	Safe time.Time
+}
+
+// Stats returns the current counts.
+func (d *Detector) Stats() Stats {
+	s := Stats{Open: len(d.open), Closed: len(d.closed), Armed: len(d.timers), Safe: d.safe}
+	for _, b := range d.open {
+		if b.suspended {
+			s.Suspended++
+		}
+	}
+	return s
+}
+
+// Advance moves the detector's time to now, with evidence complete up to
+// safe, and returns the findings to publish, in batch key order.
+//
+// Only deadlines at or before safe fire: a deadline between safe and now
+// waits until the events that were in the topic by then have been folded,
+// so the detector's own lag (or ingest's) never raises a finding. Every
+// batch that changed or whose timer fired is evaluated as of safe; the
+// findings carry now as raised_at or resolved_at and safe as
+// evidence_as_of. safe later than now is taken as now; a safe earlier than
+// the previous one is taken as the previous one.
+func (d *Detector) Advance(now, safe time.Time) []Finding {
+	now = now.UTC().Truncate(time.Millisecond)
+	safe = safe.UTC().Truncate(time.Millisecond)
+	if safe.After(now) {
+		safe = now
+	}
+	if safe.Before(d.safe) {
+		safe = d.safe
+	}
+	d.safe = safe
+	d.moveHorizon(safe)
+	d.expand(safe)
+	for b := d.timers.pop(safe.UnixMilli()); b != nil; b = d.timers.pop(safe.UnixMilli()) {
+		d.markDirty(b)
+	}
+	d.reach(safe.UnixMilli())
+	work := d.dirty
+	d.dirty = nil
+	slices.SortFunc(work, func(a, b *batch) int { return a.state.Key().Compare(b.state.Key()) })
+	d.verdicts = make(map[model.BatchKey]model.Hypothesis)
+	var out []Finding
+	for _, b := range work {
+		if b.suspended {
+			// Evaluated once resumed; Resume marks it dirty again.
+			b.dirty = false
+			continue
+		}
+		b.dirty = false
+		if d.open[b.state.Key()] != b {
+			continue // released meanwhile
+		}
+		out = d.evaluate(b, now, safe, out)
+	}
+	d.verdicts = nil
+	return out
+}
+
+// reach folds the early heartbeats the safe time has reached and marks
+// the batches of early events it reached for evaluation.
+func (d *Detector) reach(safeMs int64) {
+	kept := d.early[:0]
+	for _, x := range d.early {
+		switch {
+		case x.ms > safeMs:
+			kept = append(kept, x)
+		case x.heartbeat != nil:
+			d.procs.Add(x.heartbeat)
+		case d.open[x.b.state.Key()] == x.b:
+			d.markDirty(x.b)
+		}
+	}
+	clear(d.early[len(kept):])
+	if cap(kept) > 64 && cap(kept) > 4*len(kept) {
+		kept = slices.Clone(kept)
+	}
+	d.early = kept
+}
+
+// moveHorizon forgets closed batches older than the retention window.
+func (d *Detector) moveHorizon(safe time.Time) {
+	if safe.IsZero() {
+		return
+	}
+	h := dateOf(safe).AddDays(-d.retain)
+	if h.Compare(d.horizon) <= 0 {
+		return
+	}
+	d.horizon = h
+	for k := range d.closed {
+		if k.BusinessDate.Compare(h) < 0 {
+			delete(d.closed, k)
+			d.forgetDate(k)
+		}
+	}
+}
+
+func dateOf(t time.Time) model.Date {
+	y, m, day := t.UTC().Date()
+	return model.Date{Year: y, Month: m, Day: day}
+}
+
+// hashID is the 64-bit FNV-1a hash of an event id: what a closed batch
+// keeps of each event to recognise a redelivery.
+func hashID(id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return h.Sum64()
+}
+
+// Neighbours for the continuity rule (batches.PreviousOf), as of the
+// evaluation round's safe time.
+
+type neighbours struct{ d *Detector }
+
+func (n neighbours) First(pipeline string) (model.Date, bool) {
+	f, ok := n.d.first[pipeline]
+	return f, ok
+}
+
+func (n neighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
+	d := n.d
+	if b := d.open[k]; b != nil && b.suspended && b.delivered {
+		return model.Delivered, true
+	} else if b != nil && b.state.Len() > 0 {
+		v, ok := d.verdicts[k]
+		if !ok {
+			v = b.state.Verdict(d.contracts.For(k.Pipeline), d.safe)
+			d.verdicts[k] = v
+		}
+		return v, true
+	}
+	if _, ok := d.closed[k]; ok {
+		return model.Delivered, true
+	}
+	return 0, false
+}
+
+func (n neighbours) SameDate(k model.BatchKey) []model.BatchKey {
+	ids := n.d.dates[dateKey{k.Pipeline, k.BusinessDate}]
+	out := make([]model.BatchKey, len(ids))
+	for i, id := range ids {
+		out[i] = model.BatchKey{Pipeline: k.Pipeline, BusinessDate: k.BusinessDate, BatchID: id}
+	}
+	return out
+}
+
+// Diagnosis returns the diagnosis of open batch k as of the safe time of
+// the last Advance, with the context the detector evaluates it with (what
+// a `handoff detect` status page would show). It reports false when k is
+// not open: closed (delivered, nothing open), released or never seen.
+func (d *Detector) Diagnosis(k model.BatchKey) (replay.Diagnosis, bool) {
+	b := d.open[k]
+	if b == nil {
+		return replay.Diagnosis{}, false
+	}
+	d.verdicts = make(map[model.BatchKey]model.Hypothesis)
+	defer func() { d.verdicts = nil }()
+	return d.diagnose(b, d.contracts.For(k.Pipeline), d.safe), true
+}
+
+// diagnose evaluates b as of safe with its continuity and heartbeat
+// context, as batches.Set does for `handoff diagnose`.
+func (d *Detector) diagnose(b *batch, c *contract.Contract, safe time.Time) replay.Diagnosis {
+	k := b.state.Key()
+	ctx := replay.Context{
+		Previous: batches.PreviousOf(k, c, neighbours{d}),
+		Alive:    d.procs.Alive(k.Pipeline, func(h replay.Heartbeat) bool { return !h.At.After(safe) }),
+	}
+	return b.state.Evaluate(c, safe, ctx)
+}

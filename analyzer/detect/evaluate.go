@@ -1,0 +1,263 @@
+package detect
+
+import (
+	"github.com/handoff-dev/handoff/analyzer/batches"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/handoff-dev/handoff/analyzer/replay"
+)
+
+// condition is one alertable condition a diagnosis shows.
+type condition struct {
+	kind     Kind
+	name     string
+	deadline time.Time
+}
+
+func (b *batch) find(fp uint64) int {
+	for i := range b.findings {
+		if b.findings[i].fp == fp {
+			return i
+		}
+	}
+	return -1
+}
+
+// evaluate diagnoses b as of safe, moves its findings through their
+// lifecycle, re-arms its timer and closes it when it is done. It appends
+// the findings to publish to out.
+func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Finding {
+	k := b.state.Key()
+	c := d.contracts.For(k.Pipeline)
+	diag := d.diagnose(b, c, safe)
+	var rerun bool
+	if b.state.Len() == 0 {
+		_, rerun = batches.StandIn(k, c, neighbours{d})
+	}
+	conds := conditions(b, &diag, rerun)
+
+	emit := func(t *tracked, lateness time.Duration) {
+		f := Finding{
+			Fingerprint: fmtFingerprint(t.fp), State: t.state, Kind: t.kind, Name: t.name, Batch: k,
+			Status: diag.Status, Verdict: diag.Verdict, Seq: t.seq,
+			RaisedAt: t.raised, ResolvedAt: t.resolved, Deadline: t.deadline, Lateness: lateness,
+			EvidenceAsOf: safe, Diagnosis: diag,
+		}
+		f.Severity, f.Owner, f.Labels = routing(c)
+		out = append(out, f)
+	}
+	start := len(out)
+	active := make([]bool, len(b.findings), len(b.findings)+len(conds))
+	for _, cd := range conds {
+		fp := fingerprint(k, cd.kind, cd.name)
+		j := b.find(fp)
+		if j < 0 {
+			b.findings = append(b.findings, tracked{fp: fp, kind: cd.kind, name: cd.name})
+			active = append(active, false)
+			j = len(b.findings) - 1
+		}
+		active[j] = true
+		t := &b.findings[j]
+		switch {
+		case t.state != Open:
+			// New, or back after it was resolved: a new open record. (A
+			// record remembered by a closed batch keeps only its
+			// fingerprint and seq: the condition names it again.)
+			t.kind, t.name = cd.kind, cd.name
+			t.state, t.status, t.seq = Open, diag.Status, t.seq+1
+			t.raised, t.resolved, t.deadline = now, time.Time{}, cd.deadline
+			emit(t, lateSince(safe, t.deadline))
+		case t.status != diag.Status:
+			// Still open, the batch's status changed: an update.
+			t.status, t.seq = diag.Status, t.seq+1
+			emit(t, lateSince(safe, t.deadline))
+		}
+	}
+	for j := range b.findings {
+		t := &b.findings[j]
+		if active[j] || t.state != Open {
+			continue
+		}
+		t.state, t.status, t.seq, t.resolved = Resolved, diag.Status, t.seq+1, now
+		emit(t, resolvedLateness(t, &diag, safe))
+	}
+	// A boundary proven after its deadline leaves a resolved overdue
+	// finding with its lateness, even when no evaluation saw it overdue
+	// (a backlog, a restart): the record of lateness does not depend on
+	// how often the detector looked.
+	for i := range diag.Boundaries {
+		bs := &diag.Boundaries[i]
+		if !bs.Proven || !bs.Overdue {
+			continue
+		}
+		fp := fingerprint(k, Overdue, bs.Name)
+		if b.find(fp) >= 0 {
+			continue
+		}
+		b.findings = append(b.findings, tracked{fp: fp, kind: Overdue, name: bs.Name, state: Resolved,
+			status: diag.Status, seq: 1, raised: now, resolved: now, deadline: bs.Due})
+		emit(&b.findings[len(b.findings)-1], bs.At.Sub(bs.Due))
+	}
+	slices.SortFunc(out[start:], func(x, y Finding) int {
+		if c := strings.Compare(string(x.Kind), string(y.Kind)); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Name, y.Name)
+	})
+	d.settle(b, &diag, rerun)
+	return out
+}
+
+// conditions lists the alertable conditions of a diagnosis, in a fixed
+// order: missing or overdue, failed, then the breaking anomalies in the
+// replay's order. late is the overdue finding's business and
+// continuity_gap the previous batch's: neither raises a finding of its own.
+func conditions(b *batch, diag *replay.Diagnosis, rerun bool) []condition {
+	var out []condition
+	var first *replay.BoundaryState
+	for i := range diag.Boundaries {
+		if diag.Boundaries[i].Name == diag.FirstMissing {
+			first = &diag.Boundaries[i]
+		}
+	}
+	if diag.Events == 0 {
+		// A batch the schedule expects, with no event at all: missing once
+		// its first deadline passed, unless the date was delivered under
+		// another batch id (a re-run).
+		if b.expected && !rerun && first != nil && first.Overdue {
+			out = append(out, condition{kind: Missing, name: diag.Verdict, deadline: first.Due})
+		}
+		return out
+	}
+	if first != nil && first.Overdue {
+		out = append(out, condition{kind: Overdue, name: first.Name, deadline: first.Due})
+	}
+	if diag.Status == replay.StatusFailed {
+		out = append(out, condition{kind: Failed, name: diag.FirstMissing})
+	}
+	for _, a := range diag.Anomalies {
+		if !a.Kind.Breaks() {
+			continue
+		}
+		kind := Kind(a.Kind)
+		if !slices.ContainsFunc(out, func(c condition) bool { return c.kind == kind }) {
+			out = append(out, condition{kind: kind})
+		}
+	}
+	return out
+}
+
+func lateSince(asOf, deadline time.Time) time.Duration {
+	if deadline.IsZero() {
+		return 0
+	}
+	return asOf.Sub(deadline)
+}
+
+// resolvedLateness is how late the batch was when finding t ends: until
+// the boundary was proven (overdue) or the first event came (missing);
+// until the evidence time when the condition ended otherwise (a deadline
+// that moved, a re-run under another batch id).
+func resolvedLateness(t *tracked, diag *replay.Diagnosis, safe time.Time) time.Duration {
+	if t.deadline.IsZero() {
+		return 0
+	}
+	switch t.kind {
+	case Overdue:
+		for i := range diag.Boundaries {
+			if bs := &diag.Boundaries[i]; bs.Name == t.name && bs.Proven {
+				return bs.At.Sub(t.deadline)
+			}
+		}
+	case Missing:
+		if diag.Events > 0 {
+			return diag.FirstEventAt.Sub(t.deadline)
+		}
+	}
+	return safe.Sub(t.deadline)
+}
+
+// settle re-arms b's timer after an evaluation, or closes b: a delivered
+// batch with no open finding and nothing folded beyond the evaluation
+// keeps only its event-id hashes; an expected batch whose date was
+// delivered under another batch id is dropped.
+func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
+	openFindings := slices.ContainsFunc(b.findings, func(t tracked) bool { return t.state == Open })
+	k := b.state.Key()
+	if !openFindings && diag.Events == b.state.Len() && (diag.Delivered() || rerun) {
+		d.timers.disarm(b)
+		delete(d.open, k)
+		if rerun {
+			return
+		}
+		ids := make([]uint64, len(diag.Timeline))
+		for i := range diag.Timeline {
+			ids[i] = hashID(diag.Timeline[i].EventID)
+		}
+		slices.Sort(ids)
+		cb := closedBatch{ids: slices.Compact(ids)}
+		for _, t := range b.findings {
+			cb.done = append(cb.done, doneFinding{fp: t.fp, seq: int32(t.seq)})
+		}
+		d.closed[k] = cb
+		return
+	}
+	// The next instant at which time alone changes the diagnosis: a
+	// missing boundary becoming overdue, or the latest event folded ahead
+	// of the evidence time (events folded ahead after the first Advance
+	// are also in d.early, which fires at each of them).
+	var next int64
+	for i := range diag.Boundaries {
+		bs := &diag.Boundaries[i]
+		if !bs.Required || bs.Proven || bs.Overdue || bs.Due.IsZero() {
+			continue
+		}
+		if ms := bs.Due.UnixMilli() + 1; next == 0 || ms < next {
+			next = ms
+		}
+	}
+	if diag.Events < b.state.Len() {
+		if ms := b.state.LastEventAt().UnixMilli(); next == 0 || ms < next {
+			next = ms
+		}
+	}
+	d.timers.arm(b, next)
+}
+
+// expand puts the batches the contracts' schedules expect, from the
+// calendar start to two days past safe's date (a business date can begin
+// up to 14 hours before its UTC midnight), on the watch list. A batch
+// already known (open, or closed) is left as it is.
+func (d *Detector) expand(safe time.Time) {
+	if d.from.IsZero() || safe.IsZero() {
+		return
+	}
+	to := dateOf(safe).AddDays(2)
+	lo := d.from
+	if d.horizon.Compare(lo) > 0 {
+		lo = d.horizon
+	}
+	for _, p := range d.contracts.Pipelines() {
+		start := lo
+		if last, ok := d.calendar[p]; ok && last.AddDays(1).Compare(start) > 0 {
+			start = last.AddDays(1)
+		}
+		if start.Compare(to) > 0 {
+			continue
+		}
+		for _, k := range d.contracts.For(p).Expected(start, to) {
+			if !d.owned(k) || d.open[k] != nil {
+				continue
+			}
+			if _, ok := d.closed[k]; ok {
+				continue
+			}
+			b := d.newBatch(k)
+			b.expected = true
+			d.markDirty(b)
+		}
+		d.calendar[p] = to
+	}
+}

@@ -1,0 +1,330 @@
+package detect
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/handoff-dev/handoff/analyzer/replay"
+	"github.com/handoff-dev/handoff/model"
+)
+
+// State is where a finding is in its lifecycle.
+type State string
+
+// Finding states, as Alertmanager knows them: an open finding fires until
+// a resolved one with the same fingerprint ends it.
+const (
+	Open     State = "open"
+	Resolved State = "resolved"
+)
+
+// Kind says what a finding is about. Besides the three below, every
+// anomaly kind of the replay that breaks a batch is a finding kind of its
+// own (row_mismatch, identity_mismatch, ...; see docs/detect.md).
+type Kind string
+
+// Finding kinds that are not anomaly kinds.
+const (
+	// Overdue: the batch's first missing required boundary is past its
+	// deadline. Name is the boundary.
+	Overdue Kind = "overdue"
+	// Missing: the schedule expects the batch and it has no event at all by
+	// its first deadline. Name is the verdict of a batch with no events
+	// (not_produced under the full ladder).
+	Missing Kind = "missing"
+	// Failed: the step where the delivery stopped last reported *.failed.
+	// Name is the first missing boundary.
+	Failed Kind = "failed"
+)
+
+// Finding is one alertable condition of one batch, in the manner of an
+// Alertmanager alert: its Fingerprint is the same for every record of the
+// condition, from the first open record to the resolved one. Each record
+// carries the batch's diagnosis at the moment it was emitted.
+type Finding struct {
+	// Fingerprint identifies the condition: Fingerprint(Batch, Kind, Name).
+	Fingerprint string
+	State       State
+	Kind        Kind
+	// Name is the boundary (overdue, failed), the verdict (missing), or ""
+	// (anomaly kinds).
+	Name  string
+	Batch model.BatchKey
+	// Status and Verdict are the diagnosis' at emission, repeated at the top
+	// level for routing.
+	Status  replay.Status
+	Verdict string
+	// Seq numbers the records of one fingerprint from 1: the open record,
+	// each status change while open, the resolution. A consumer keeps the
+	// record with the highest Seq.
+	Seq int
+	// RaisedAt is when the finding was opened (the detector's clock);
+	// ResolvedAt when it was resolved, zero while open.
+	RaisedAt   time.Time
+	ResolvedAt time.Time
+	// Deadline is the deadline the batch missed (overdue, missing); zero
+	// for the other kinds.
+	Deadline time.Time
+	// Lateness is how late the batch is or was: for a resolved overdue
+	// finding, proven_at - deadline of the boundary; for a resolved missing
+	// finding, first event - deadline; while open, EvidenceAsOf - deadline.
+	// Zero for the other kinds.
+	Lateness time.Duration
+	// EvidenceAsOf is the safe time of the evaluation: every event that was
+	// in the topic at that time had been folded. The diagnosis is as of it.
+	EvidenceAsOf time.Time
+	// Severity, Owner and Labels come from the pipeline's contract.
+	Severity string
+	Owner    string
+	Labels   map[string]string
+	// Diagnosis is the batch's diagnosis as of EvidenceAsOf.
+	Diagnosis replay.Diagnosis
+}
+
+// Fingerprint returns the fingerprint of the condition (kind, name) of
+// batch k: 16 hex digits of the 64-bit FNV-1a hash of
+// "pipeline/business_date/batch_id|kind|name". It depends on nothing else,
+// so a restarted or another detector instance computes the same one.
+func Fingerprint(k model.BatchKey, kind Kind, name string) string {
+	return fmtFingerprint(fingerprint(k, kind, name))
+}
+
+func fingerprint(k model.BatchKey, kind Kind, name string) uint64 {
+	h := fnv.New64a()
+	b := make([]byte, 0, 96)
+	b = append(b, k.Pipeline...)
+	b = append(b, '/')
+	b = k.BusinessDate.AppendFormat(b)
+	b = append(b, '/')
+	b = append(b, k.BatchID...)
+	b = append(b, '|')
+	b = append(b, kind...)
+	b = append(b, '|')
+	b = append(b, name...)
+	h.Write(b)
+	return h.Sum64()
+}
+
+func fmtFingerprint(fp uint64) string {
+	var b [16]byte
+	s := strconv.AppendUint(b[:0], fp, 16)
+	out := make([]byte, 16-len(s), 16)
+	for i := range out {
+		out[i] = '0'
+	}
+	return string(append(out, s...))
+}
+
+// AppendJSON appends the finding as one compact JSON object (the record of
+// the findings topic). Field names are snake_case; times are RFC 3339 UTC
+// with milliseconds; resolved_at and deadline are left out when zero;
+// labels are written in key order; diagnosis is the replay's diagnosis
+// JSON, unchanged.
+func (f *Finding) AppendJSON(b []byte) []byte {
+	b = append(b, `{"fingerprint":`...)
+	b = model.AppendJSONString(b, f.Fingerprint)
+	for _, kv := range [...]struct{ k, v string }{
+		{"state", string(f.State)}, {"kind", string(f.Kind)}, {"name", f.Name},
+		{"batch", f.Batch.String()}, {"pipeline", f.Batch.Pipeline}, {"business_date", f.Batch.BusinessDate.String()},
+		{"batch_id", f.Batch.BatchID}, {"status", string(f.Status)}, {"verdict", f.Verdict},
+	} {
+		b = appendKey(b, kv.k)
+		b = model.AppendJSONString(b, kv.v)
+	}
+	b = appendKey(b, "seq")
+	b = strconv.AppendInt(b, int64(f.Seq), 10)
+	for _, kv := range [...]struct {
+		k string
+		t time.Time
+	}{{"raised_at", f.RaisedAt}, {"resolved_at", f.ResolvedAt}, {"deadline", f.Deadline}, {"evidence_as_of", f.EvidenceAsOf}} {
+		if kv.t.IsZero() {
+			continue
+		}
+		b = appendKey(b, kv.k)
+		b = append(b, '"')
+		b = model.AppendTime(b, kv.t)
+		b = append(b, '"')
+	}
+	b = appendKey(b, "lateness_ms")
+	b = strconv.AppendInt(b, f.Lateness.Milliseconds(), 10)
+	b = appendKey(b, "severity")
+	b = model.AppendJSONString(b, f.Severity)
+	b = appendKey(b, "owner")
+	b = model.AppendJSONString(b, f.Owner)
+	b = appendKey(b, "labels")
+	b = append(b, '{')
+	names := make([]string, 0, len(f.Labels))
+	for k := range f.Labels {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for i, k := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = model.AppendJSONString(b, k)
+		b = append(b, ':')
+		b = model.AppendJSONString(b, f.Labels[k])
+	}
+	b = append(b, '}')
+	b = appendKey(b, "diagnosis")
+	b = f.Diagnosis.AppendJSON(b)
+	return append(b, '}')
+}
+
+func appendKey(b []byte, k string) []byte {
+	b = append(b, ',', '"')
+	b = append(b, k...)
+	return append(b, '"', ':')
+}
+
+// MarshalJSON implements json.Marshaler with AppendJSON.
+func (f Finding) MarshalJSON() ([]byte, error) { return f.AppendJSON(nil), nil }
+
+// wireFinding is the JSON form ParseFinding reads; pointers tell an absent
+// field from a zero one.
+type wireFinding struct {
+	Fingerprint  *string           `json:"fingerprint"`
+	State        *string           `json:"state"`
+	Kind         *string           `json:"kind"`
+	Name         *string           `json:"name"`
+	Batch        *string           `json:"batch"`
+	Pipeline     *string           `json:"pipeline"`
+	BusinessDate *string           `json:"business_date"`
+	BatchID      *string           `json:"batch_id"`
+	Status       string            `json:"status"`
+	Verdict      string            `json:"verdict"`
+	Seq          *int              `json:"seq"`
+	RaisedAt     *string           `json:"raised_at"`
+	ResolvedAt   *string           `json:"resolved_at"`
+	Deadline     *string           `json:"deadline"`
+	EvidenceAsOf *string           `json:"evidence_as_of"`
+	LatenessMs   *int64            `json:"lateness_ms"`
+	Severity     string            `json:"severity"`
+	Owner        string            `json:"owner"`
+	Labels       map[string]string `json:"labels"`
+	Diagnosis    json.RawMessage   `json:"diagnosis"`
+}
+
+// FindingError says which field of a finding record is wrong and why.
+type FindingError struct {
+	Field  string
+	Reason string
+}
+
+func (e *FindingError) Error() string {
+	if e.Field == "" {
+		return "finding: " + e.Reason
+	}
+	return "finding: " + e.Field + ": " + e.Reason
+}
+
+func bad(field, format string, args ...any) error {
+	return &FindingError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// ParseFinding decodes one finding record written by AppendJSON. Unknown
+// fields are ignored (a newer writer may add some). It checks what a
+// consumer relies on: every required field present, state open or
+// resolved, resolved_at present exactly when resolved, the batch key
+// well formed and equal to pipeline/business_date/batch_id, the
+// fingerprint equal to Fingerprint of the batch, kind and name, and the
+// diagnosis a JSON object of the same batch. Errors are *FindingError.
+func ParseFinding(data []byte) (Finding, error) {
+	var w wireFinding
+	var f Finding
+	if err := json.Unmarshal(data, &w); err != nil {
+		return f, &FindingError{Reason: "not a JSON object of the finding format: " + err.Error()}
+	}
+	for _, req := range [...]struct {
+		name string
+		v    any
+	}{{"fingerprint", w.Fingerprint}, {"state", w.State}, {"kind", w.Kind}, {"name", w.Name}, {"batch", w.Batch},
+		{"seq", w.Seq}, {"raised_at", w.RaisedAt}, {"evidence_as_of", w.EvidenceAsOf}, {"lateness_ms", w.LatenessMs}} {
+		if isNil(req.v) {
+			return f, bad(req.name, "required field is missing")
+		}
+	}
+	if len(w.Diagnosis) == 0 || w.Diagnosis[0] != '{' {
+		return f, bad("diagnosis", "required: want the batch's diagnosis as a JSON object")
+	}
+	f.State = State(*w.State)
+	if f.State != Open && f.State != Resolved {
+		return f, bad("state", "%q: want open or resolved", *w.State)
+	}
+	f.Kind, f.Name = Kind(*w.Kind), *w.Name
+	if f.Kind == "" {
+		return f, bad("kind", "must not be empty")
+	}
+	k, err := model.ParseBatchKey(*w.Batch)
+	if err != nil {
+		return f, bad("batch", "%q: %v", *w.Batch, err)
+	}
+	f.Batch = k
+	for _, c := range [...]struct {
+		name string
+		got  *string
+		want string
+	}{{"pipeline", w.Pipeline, k.Pipeline}, {"business_date", w.BusinessDate, k.BusinessDate.String()}, {"batch_id", w.BatchID, k.BatchID}} {
+		if c.got != nil && *c.got != c.want {
+			return f, bad(c.name, "%q disagrees with batch %q", *c.got, *w.Batch)
+		}
+	}
+	f.Fingerprint = *w.Fingerprint
+	if want := Fingerprint(k, f.Kind, f.Name); f.Fingerprint != want {
+		return f, bad("fingerprint", "%q is not the fingerprint of %s|%s|%s (want %s)", f.Fingerprint, *w.Batch, f.Kind, f.Name, want)
+	}
+	if f.Seq = *w.Seq; f.Seq < 1 {
+		return f, bad("seq", "%d: must be 1 or more", f.Seq)
+	}
+	times := [...]struct {
+		name string
+		s    *string
+		t    *time.Time
+	}{{"raised_at", w.RaisedAt, &f.RaisedAt}, {"resolved_at", w.ResolvedAt, &f.ResolvedAt}, {"deadline", w.Deadline, &f.Deadline}, {"evidence_as_of", w.EvidenceAsOf, &f.EvidenceAsOf}}
+	for _, t := range times {
+		if t.s == nil {
+			continue
+		}
+		v, err := model.ParseTime(*t.s)
+		if err != nil {
+			return f, bad(t.name, "%q: %v", *t.s, err)
+		}
+		*t.t = v.UTC()
+	}
+	if (f.State == Resolved) != (w.ResolvedAt != nil) {
+		return f, bad("resolved_at", "must be present exactly when state is resolved (state %s)", f.State)
+	}
+	f.Lateness = time.Duration(*w.LatenessMs) * time.Millisecond
+	if f.Lateness.Milliseconds() != *w.LatenessMs {
+		return f, bad("lateness_ms", "%d is out of range", *w.LatenessMs)
+	}
+	f.Status, f.Verdict = replay.Status(w.Status), w.Verdict
+	f.Severity, f.Owner = w.Severity, w.Owner
+	if len(w.Labels) > 0 {
+		f.Labels = w.Labels
+	}
+	if err := json.Unmarshal(w.Diagnosis, &f.Diagnosis); err != nil {
+		return f, bad("diagnosis", "%v", err)
+	}
+	if f.Diagnosis.Batch != *w.Batch {
+		return f, bad("diagnosis", "is of batch %q, the finding of %q", f.Diagnosis.Batch, *w.Batch)
+	}
+	return f, nil
+}
+
+func isNil(v any) bool {
+	switch p := v.(type) {
+	case *string:
+		return p == nil
+	case *int:
+		return p == nil
+	case *int64:
+		return p == nil
+	}
+	return v == nil
+}

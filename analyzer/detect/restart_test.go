@@ -1,0 +1,183 @@
+package detect_test
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/handoff-dev/handoff/analyzer/detect"
+	"github.com/handoff-dev/handoff/model"
+)
+
+// TestRestartPublishesNothingTwiceMissesNothing kills the detector at
+// several points of a generated history and starts a new one from the
+// stored history and the published findings: what the two publish
+// together equals, record for record, what one detector that never
+// stopped publishes.
+func TestRestartPublishesNothingTwiceMissesNothing(t *testing.T) {
+	contracts := seedContracts(t)
+	const days = 10
+	ts := steps(days)
+	for seed := uint64(1); seed <= 3; seed++ {
+		events := genHistory(rand.New(rand.NewPCG(seed, 7)), days)
+		ref := newPlayer(mustNew(t, detect.Config{Contracts: contracts, From: genFrom}), events, nil)
+		for _, safe := range ts {
+			ref.step(safe)
+		}
+		want := findingsJSON(ref.findings)
+		for _, cut := range []int{len(ts) / 4, len(ts) / 2, 3 * len(ts) / 4} {
+			t.Run(fmt.Sprintf("seed %d cut %d", seed, cut), func(t *testing.T) {
+				a := newPlayer(mustNew(t, detect.Config{Contracts: contracts, From: genFrom}), events, nil)
+				for _, safe := range ts[:cut] {
+					a.step(safe)
+				}
+				b := a.restart(t, detect.Config{Contracts: contracts, From: genFrom})
+				for _, safe := range ts[cut:] {
+					b.step(safe)
+				}
+				got := findingsJSON(append(slices.Clone(a.findings), b.findings...))
+				if !bytes.Equal(got, want) {
+					t.Fatalf("before + after the restart differ from one run (%d+%d records, want %d):\n%s",
+						len(a.findings), len(b.findings), len(ref.findings), firstDiff(got, want))
+				}
+			})
+		}
+	}
+}
+
+// TestDeadlinePassedWhileDownFiresOnce: the seed's stalled batch is due at
+// 22:00Z. A detector that stopped at 21:00 and starts again at 03:00
+// publishes the finding at its first advance, once; one that stopped after
+// publishing it publishes nothing on start.
+func TestDeadlinePassedWhileDownFiresOnce(t *testing.T) {
+	contracts := seedContracts(t)
+	for _, stop := range []string{"2026-09-30T21:00:00Z", "2026-09-30T22:30:00Z"} {
+		a := newPlayer(mustNew(t, detect.Config{Contracts: contracts, From: model.MustParseDate("2026-09-29")}), seedEvents(t), nil)
+		for s := at("2026-09-29T00:00:00Z"); !s.After(at(stop)); s = s.Add(30 * time.Minute) {
+			a.step(s)
+		}
+		b := a.restart(t, detect.Config{Contracts: contracts, From: model.MustParseDate("2026-09-29")})
+		first := b.step(at("2026-10-01T03:00:00Z"))
+		second := b.step(at("2026-10-01T03:01:00Z"))
+		wantFirst := 1
+		if len(a.findings) == 1 {
+			wantFirst = 0 // published before the stop
+		}
+		if len(first) != wantFirst || len(second) != 0 {
+			t.Errorf("stopped at %s: before %d, first advance %+v, second %+v; want %d then 0", stop, len(a.findings), summarize(first), summarize(second), wantFirst)
+		}
+		if all := latest(append(a.findings, b.findings...)); len(all) != 1 || all[0].Name != "signal_delivered" || all[0].State != detect.Open {
+			t.Errorf("stopped at %s: findings %+v, want signal_delivered open once", stop, summarize(all))
+		}
+	}
+}
+
+func ownsParity(n uint32) func(model.BatchKey) bool {
+	return func(k model.BatchKey) bool {
+		h := fnv.New32a()
+		h.Write([]byte(k.String()))
+		return h.Sum32()%2 == n
+	}
+}
+
+// TestTwoInstancesAndHandOver: two instances split the batches by an
+// ownership predicate (as the wiring splits them by partition); halfway,
+// one leaves and the other takes its batches over from the stored history
+// and the published findings. Together they publish the same findings as
+// one instance: none twice, none missing.
+func TestTwoInstancesAndHandOver(t *testing.T) {
+	contracts := seedContracts(t)
+	const days = 10
+	ts := steps(days)
+	events := genHistory(rand.New(rand.NewPCG(11, 7)), days)
+	ref := newPlayer(mustNew(t, detect.Config{Contracts: contracts, From: genFrom}), events, nil)
+	for _, safe := range ts {
+		ref.step(safe)
+	}
+	// Cut at 18:00Z and 19:20Z (while batches are on their way) and halfway.
+	for _, cut := range []int{(4*24 + 18) * 3, (6*24+19)*3 + 1, len(ts) / 2} {
+		t.Run(fmt.Sprint(cut), func(t *testing.T) { handOver(t, contracts, events, ts, cut, ref.findings) })
+	}
+}
+
+func handOver(t *testing.T, contracts detect.Contracts, events []model.Event, ts []time.Time, cut int, ref []detect.Finding) {
+	var inst [2]*player
+	for i := range inst {
+		owns := ownsParity(uint32(i))
+		inst[i] = newPlayer(mustNew(t, detect.Config{Contracts: contracts, Owns: owns, From: genFrom}), events, nil)
+		inst[i].route = owns
+	}
+	for _, safe := range ts[:cut] {
+		inst[0].step(safe)
+		inst[1].step(safe)
+	}
+	if len(inst[0].findings) == 0 || len(inst[1].findings) == 0 {
+		t.Fatalf("findings %d and %d: each instance must have work for the test to mean anything", len(inst[0].findings), len(inst[1].findings))
+	}
+	// Instance 1 leaves: instance 0 owns everything and takes over.
+	left := inst[1]
+	if n := left.d.Release(ownsParity(1)); n == 0 {
+		t.Error("Release forgot nothing")
+	}
+	if st := left.d.Stats(); st.Open+st.Closed != 0 {
+		t.Errorf("after releasing everything: %+v", st)
+	}
+	heir := inst[0]
+	heir.d.SetOwns(nil)
+	heir.route = nil
+	for _, k := range left.keys {
+		for _, e := range left.history[k] {
+			heir.d.Observe(&e)
+			heir.history[k] = append(heir.history[k], e)
+		}
+		heir.keys = append(heir.keys, k)
+	}
+	if err := heir.d.Restore(latest(left.findings)...); err != nil {
+		t.Fatal(err)
+	}
+	for _, safe := range ts[cut:] {
+		heir.step(safe)
+	}
+	got := summarizeSorted(append(slices.Clone(inst[0].findings), left.findings...))
+	want := summarizeSorted(ref)
+	if !slices.Equal(got, want) {
+		t.Fatalf("two instances published %d records, one published %d; first difference:\n%s", len(got), len(want), diffSummaries(got, want))
+	}
+}
+
+type record struct {
+	Fingerprint string
+	summary
+	RaisedAt, ResolvedAt time.Time
+}
+
+func summarizeSorted(fs []detect.Finding) []record {
+	out := make([]record, len(fs))
+	for i, f := range fs {
+		out[i] = record{f.Fingerprint, summarize(fs[i : i+1])[0], f.RaisedAt, f.ResolvedAt}
+	}
+	slices.SortFunc(out, func(a, b record) int {
+		return cmp.Or(cmp.Compare(a.Fingerprint, b.Fingerprint), cmp.Compare(a.Seq, b.Seq))
+	})
+	return out
+}
+
+func diffSummaries(got, want []record) string {
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			return fmt.Sprintf("got  %+v\nwant %+v", got[i], want[i])
+		}
+	}
+	if len(got) > len(want) {
+		return fmt.Sprintf("extra %+v", got[len(want)])
+	}
+	if len(want) > len(got) {
+		return fmt.Sprintf("missing %+v", want[len(got)])
+	}
+	return "none"
+}

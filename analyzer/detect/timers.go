@@ -1,0 +1,89 @@
+package detect
+
+// timers is a min-heap of open batches by their next deadline (Unix ms).
+// Each batch is in it at most once; batch.slot is its position, -1 when
+// not armed. A heap rather than a wheel: deadlines spread over days, a
+// batch holds one timer, and a million timers cost 8 MiB of pointers.
+type timers []*batch
+
+func (h timers) less(i, j int) bool { return h[i].due < h[j].due }
+
+func (h timers) swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].slot, h[j].slot = int32(i), int32(j)
+}
+
+func (h timers) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			return
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+func (h timers) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			return
+		}
+		h.swap(i, m)
+		i = m
+	}
+}
+
+// arm sets b's timer to due (Unix ms), or disarms it when due is 0.
+func (h *timers) arm(b *batch, due int64) {
+	if due == 0 {
+		h.disarm(b)
+		return
+	}
+	b.due = due
+	if b.slot < 0 {
+		b.slot = int32(len(*h))
+		*h = append(*h, b)
+		h.up(int(b.slot))
+		return
+	}
+	h.up(int(b.slot))
+	h.down(int(b.slot))
+}
+
+func (h *timers) disarm(b *batch) {
+	i := int(b.slot)
+	if i < 0 {
+		return
+	}
+	last := len(*h) - 1
+	if i != last {
+		h.swap(i, last)
+	}
+	(*h)[last] = nil
+	*h = (*h)[:last]
+	if i != last {
+		h.up(i)
+		h.down(i)
+	}
+	b.slot, b.due = -1, 0
+}
+
+// pop removes and returns the batch with the earliest timer if it is due
+// at or before ms.
+func (h *timers) pop(ms int64) *batch {
+	if len(*h) == 0 || (*h)[0].due > ms {
+		return nil
+	}
+	b := (*h)[0]
+	h.disarm(b)
+	return b
+}
