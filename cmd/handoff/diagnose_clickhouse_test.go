@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -127,4 +128,85 @@ func byPipeline(t *testing.T, out string) map[string][]json.RawMessage {
 		m[d.Pipeline] = append(m[d.Pipeline], r)
 	}
 	return m
+}
+
+// TestDiagnoseFromClickHouseManyPartitions stores a few hundred valid
+// events whose business dates are a month apart (1971..2015: one partition
+// each) next to a normal pipeline. Reads must not depend on FINAL, whose
+// per-partition merge ran out of ClickHouse's memory limit on every
+// pipeline (issue 6, item 9): diagnosing the normal pipeline from
+// ClickHouse must succeed and equal the diagnosis of the same events from a
+// file, and the spread pipeline must read back whole.
+func TestDiagnoseFromClickHouseManyPartitions(t *testing.T) {
+	clearEnv(t)
+	addr := testenv.ClickHouseAddr(t)
+	conn := testenv.ClickHouse(t)
+	db := testenv.Database(t, conn, "handoff_parts")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := schema.Ensure(ctx, conn, db); err != nil {
+		t.Fatal(err)
+	}
+	normal := testenv.Events(100, "normal.daily", 3)
+	var spread []model.Event
+	for i := range 536 {
+		m := time.Date(1971, time.Month(1+i), 1, 0, 0, 0, 0, time.UTC)
+		d := model.Date{Year: m.Year(), Month: m.Month(), Day: 1}
+		spread = append(spread, model.Event{Spec: model.SpecV1, ID: fmt.Sprintf("spread-%04d", i), Type: model.JobSucceeded,
+			Time: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC), Pipeline: "spread.monthly", BusinessDate: d, BatchID: d.Compact(), System: model.Producer})
+	}
+	sk, err := sink.New(conn, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Twice, in separate INSERTs: duplicates sit in separate parts, as an
+	// at-least-once ingester leaves them before merges.
+	for range 2 {
+		if err := sk.Events(ctx, append(append([]model.Event(nil), spread...), normal...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var parts uint64
+	if err := conn.QueryRow(ctx, "SELECT uniqExact(partition) FROM system.parts WHERE database = ? AND table = 'events' AND active", db).Scan(&parts); err != nil {
+		t.Fatal(err)
+	}
+	if parts < 537 {
+		t.Fatalf("%d partitions, want at least 537: the test no longer reproduces the spread", parts)
+	}
+
+	file := writeEvents(t, normal)
+	common := []string{"--format", "json", "--as-of", "2026-10-03T00:00:00Z"}
+	code, want, errOut := runCmd(t, "", append([]string{"--events", file}, common...)...)
+	if code > exitNotDelivered {
+		t.Fatalf("diagnose --events: exit %d: %s", code, errOut)
+	}
+	code, got, errOut := runCmd(t, "", append([]string{"--clickhouse", addr, "--database", db, "--pipeline", "normal.daily"}, common...)...)
+	if code > exitNotDelivered {
+		t.Fatalf("diagnose --clickhouse --pipeline normal.daily: exit %d: %s", code, errOut)
+	}
+	if got != want {
+		t.Fatalf("ClickHouse diagnosis differs from the file's:\nfile:\n%s\nclickhouse:\n%s", want, got)
+	}
+	code, got, errOut = runCmd(t, "", append([]string{"--clickhouse", addr, "--database", db, "--pipeline", "spread.monthly"}, common...)...)
+	if code > exitNotDelivered {
+		t.Fatalf("diagnose --clickhouse --pipeline spread.monthly: exit %d: %s", code, errOut)
+	}
+	if n := len(decodeDiags(t, got)); n != 536 {
+		t.Fatalf("spread.monthly: %d diagnoses, want 536", n)
+	}
+}
+
+// writeEvents writes events as JSON lines to a temporary file.
+func writeEvents(t *testing.T, events []model.Event) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "events.jsonl")
+	var buf []byte
+	for i := range events {
+		buf = events[i].AppendJSON(buf)
+		buf = append(buf, '\n')
+	}
+	if err := os.WriteFile(file, buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }

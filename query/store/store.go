@@ -1,6 +1,14 @@
 // Package store reads delivery events back from ClickHouse, for diagnose,
-// backfill and the query side. Reads use FINAL, so an event delivered
-// several times is returned once, whatever merges have happened.
+// backfill and the query side.
+//
+// Reads do not use FINAL: its per-partition merge needs memory for every
+// partition a read touches, and a few hundred valid events with business
+// dates far apart made every read fail on ClickHouse's memory limit (issue
+// 6). Instead rows come in the table's sort key order (pipeline,
+// business_date, batch_id, event_id), where the copies of an event that
+// merges have not collapsed yet are adjacent and are skipped as they pass;
+// and a large range is read in windows of business dates, each one query
+// whose sort fits in bounded memory.
 package store
 
 import (
@@ -11,6 +19,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/handoff-dev/handoff/ingest/schema"
 	"github.com/handoff-dev/handoff/model"
 )
 
@@ -27,69 +36,154 @@ type Filter struct {
 	Heartbeats bool
 }
 
+// DefaultWindowRows is how many stored rows one read query covers at most,
+// unless a single business date holds more: ClickHouse sorts a window in
+// memory, so this bounds the server's memory per read, whatever the range.
+const DefaultWindowRows = 200_000
+
 // Store reads one handoff database.
 type Store struct {
 	conn driver.Conn
 	db   string
+	// WindowRows overrides DefaultWindowRows when positive.
+	WindowRows int
 }
 
-// New returns a Store reading database db over conn.
-func New(conn driver.Conn, db string) *Store { return &Store{conn: conn, db: db} }
+// New returns a Store reading database db over conn. db is checked by
+// schema.CheckDatabase, the one validator of names that reach SQL.
+func New(conn driver.Conn, db string) (*Store, error) {
+	if err := schema.CheckDatabase(db); err != nil {
+		return nil, err
+	}
+	return &Store{conn: conn, db: db}, nil
+}
 
 const selectColumns = "pipeline, business_date, batch_id, event_id, spec, type, time_ms, system, component, object, " +
 	"rows, has_rows, bytes, has_bytes, checksum, attempt, has_attempt, error, `attrs.key`, `attrs.value`"
 
-func (s *Store) query(f Filter) (string, []any, error) {
-	var where []string
-	var args []any
-	pipeline := f.Pipeline
+// orderBy is the table's sort key: reading in it keeps a batch's rows
+// together, batches in key order, and copies of an event adjacent.
+const orderBy = " ORDER BY pipeline, business_date, batch_id, event_id"
+
+// query is one SELECT with its arguments.
+type query struct {
+	sql  string
+	args []any
+}
+
+// where is a conjunction of conditions with their arguments.
+type where struct {
+	conds []string
+	args  []any
+}
+
+func (w *where) add(cond string, args ...any) {
+	w.conds = append(w.conds, cond)
+	w.args = append(w.args, args...)
+}
+
+func (w *where) String() string { return strings.Join(w.conds, " AND ") }
+
+// batchWhere selects the batch events of pipeline in [from, to].
+func batchWhere(pipeline string, from, to model.Date) *where {
+	w := &where{}
+	w.add("pipeline = ?", pipeline)
+	w.add("batch_id != ''")
+	if !from.IsZero() {
+		w.add("business_date >= toDate(?)", from.String())
+	}
+	if !to.IsZero() {
+		w.add("business_date <= toDate(?)", to.String())
+	}
+	return w
+}
+
+func (s *Store) selectWhere(w *where) query {
+	return query{sql: "SELECT " + selectColumns + " FROM " + s.db + ".events WHERE " + w.String() + orderBy, args: w.args}
+}
+
+// plan returns the queries that read f, in output order: the heartbeats,
+// then the batch events in windows of business dates.
+func (s *Store) plan(ctx context.Context, f Filter) ([]query, error) {
 	if f.Batch != nil {
-		if pipeline != "" && pipeline != f.Batch.Pipeline {
-			return "", nil, fmt.Errorf("store filter: pipeline %q and batch %s disagree", pipeline, f.Batch)
+		if f.Pipeline != "" && f.Pipeline != f.Batch.Pipeline {
+			return nil, fmt.Errorf("store filter: pipeline %q and batch %s disagree: give one or make them agree", f.Pipeline, f.Batch)
 		}
-		pipeline = f.Batch.Pipeline
+		w := &where{}
+		w.add("pipeline = ?", f.Batch.Pipeline)
+		w.add("business_date = toDate(?)", f.Batch.BusinessDate.String())
+		w.add("batch_id = ?", f.Batch.BatchID)
+		return []query{s.selectWhere(w)}, nil
 	}
-	if pipeline == "" {
-		return "", nil, fmt.Errorf("store filter: a pipeline or a batch is required")
+	if f.Pipeline == "" {
+		return nil, fmt.Errorf("store filter: a pipeline or a batch is required")
 	}
-	where = append(where, "pipeline = ?")
-	args = append(args, pipeline)
-	var batchCond []string
-	if f.Batch != nil {
-		batchCond = append(batchCond, "business_date = toDate(?)", "batch_id = ?")
-		args = append(args, f.Batch.BusinessDate.String(), f.Batch.BatchID)
-	} else {
-		batchCond = append(batchCond, "batch_id != ''")
-	}
-	if !f.From.IsZero() {
-		batchCond = append(batchCond, "business_date >= toDate(?)")
-		args = append(args, f.From.String())
-	}
-	if !f.To.IsZero() {
-		batchCond = append(batchCond, "business_date <= toDate(?)")
-		args = append(args, f.To.String())
-	}
-	cond := "(" + strings.Join(batchCond, " AND ") + ")"
+	var out []query
 	if f.Heartbeats {
-		hb := []string{"type = 'process.heartbeat'", "batch_id = ''"}
+		w := &where{}
+		w.add("pipeline = ?", f.Pipeline)
+		w.add("batch_id = ''")
+		w.add("type = 'process.heartbeat'")
 		if !f.From.IsZero() {
-			hb = append(hb, "time_ms >= ?")
-			args = append(args, f.From.In(time.UTC).UnixMilli())
+			w.add("time_ms >= ?", f.From.In(time.UTC).UnixMilli())
 		}
 		if !f.To.IsZero() {
-			hb = append(hb, "time_ms < ?")
-			args = append(args, f.To.AddDays(1).In(time.UTC).UnixMilli())
+			w.add("time_ms < ?", f.To.AddDays(1).In(time.UTC).UnixMilli())
 		}
-		cond = "(" + cond + " OR (" + strings.Join(hb, " AND ") + "))"
+		out = append(out, s.selectWhere(w))
 	}
-	where = append(where, cond)
-	q := "SELECT " + selectColumns + " FROM " + s.db + ".events FINAL WHERE " + strings.Join(where, " AND ") +
-		" ORDER BY business_date, batch_id, time_ms, event_id"
-	return q, args, nil
+	windows, err := s.windows(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	for _, win := range windows {
+		out = append(out, s.selectWhere(batchWhere(f.Pipeline, win[0], win[1])))
+	}
+	return out, nil
+}
+
+// windows cuts the business dates of f's batch events into consecutive
+// ranges of at most WindowRows stored rows (a date with more is a window of
+// its own). Counting by date reads only the primary key.
+func (s *Store) windows(ctx context.Context, f Filter) ([][2]model.Date, error) {
+	limit := uint64(s.WindowRows)
+	if limit == 0 {
+		limit = DefaultWindowRows
+	}
+	w := batchWhere(f.Pipeline, f.From, f.To)
+	rows, err := s.conn.Query(ctx, "SELECT business_date, count() FROM "+s.db+".events WHERE "+w.String()+
+		" GROUP BY business_date ORDER BY business_date", w.args...)
+	if err != nil {
+		return nil, fmt.Errorf("plan the read of %s.events: %w", s.db, err)
+	}
+	defer rows.Close()
+	var (
+		out  [][2]model.Date
+		n    uint64
+		bd   time.Time
+		rowN uint64
+	)
+	for rows.Next() {
+		if err := rows.Scan(&bd, &rowN); err != nil {
+			return nil, fmt.Errorf("plan the read of %s.events: scan: %w", s.db, err)
+		}
+		d := model.Date{Year: bd.Year(), Month: bd.Month(), Day: bd.Day()}
+		if len(out) == 0 || n+rowN > limit {
+			out = append(out, [2]model.Date{d, d})
+			n = 0
+		}
+		out[len(out)-1][1] = d
+		n += rowN
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("plan the read of %s.events: %w", s.db, err)
+	}
+	return out, nil
 }
 
 // Events returns the events the filter selects, each event_id once, in
-// order of business date, batch id, time and event id.
+// the table's sort key order: heartbeats first, then by business date,
+// batch id and event id.
 func (s *Store) Events(ctx context.Context, f Filter) ([]model.Event, error) {
 	var out []model.Event
 	err := s.EachEvent(ctx, f, func(e model.Event) error {
@@ -100,14 +194,30 @@ func (s *Store) Events(ctx context.Context, f Filter) ([]model.Event, error) {
 }
 
 // EachEvent streams the events the filter selects to fn, in the order of
-// Events, without holding them all in memory. An error from fn stops the
-// read and is returned.
+// Events, holding one window's rows at most (on the server; here one row).
+// An error from fn stops the read and is returned.
 func (s *Store) EachEvent(ctx context.Context, f Filter, fn func(model.Event) error) error {
-	q, args, err := s.query(f)
+	qs, err := s.plan(ctx, f)
 	if err != nil {
 		return err
 	}
-	rows, err := s.conn.Query(ctx, q, args...)
+	var prev rowKey
+	for _, q := range qs {
+		if err := s.each(ctx, q, &prev, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rowKey is a row's sort key: copies of one event share it.
+type rowKey struct {
+	pipeline, batchID, eventID string
+	businessDate               int64 // Unix seconds
+}
+
+func (s *Store) each(ctx context.Context, q query, prev *rowKey, fn func(model.Event) error) error {
+	rows, err := s.conn.Query(ctx, q.sql, q.args...)
 	if err != nil {
 		return fmt.Errorf("read events from %s.events: %w", s.db, err)
 	}
@@ -126,6 +236,11 @@ func (s *Store) EachEvent(ctx context.Context, f Filter, fn func(model.Event) er
 			&e.Rows, &hasRows, &e.Bytes, &hasBytes, &e.Checksum, &e.Attempt, &hasAttempt, &e.Error, &keys, &vals); err != nil {
 			return fmt.Errorf("read events from %s.events: scan: %w", s.db, err)
 		}
+		k := rowKey{pipeline: e.Pipeline, batchID: e.BatchID, eventID: e.ID, businessDate: bd.Unix()}
+		if k == *prev {
+			continue // a copy merges have not collapsed yet
+		}
+		*prev = k
 		e.Time = time.UnixMilli(ms).UTC()
 		e.Type = model.EventType(typ)
 		e.System = model.System(system)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,12 +43,31 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st := store.New(conn, db)
+	st, err := store.New(conn, db)
+	if err != nil {
+		t.Fatal(err)
+	}
 	got, err := st.Events(ctx, store.Filter{Pipeline: "pipe.roundtrip", Heartbeats: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	assertSameSet(t, got, events)
+	assertSortKeyOrder(t, got)
+
+	// Read in windows of a few rows (each inserted twice): the same events
+	// in the same order, each once, however the range is cut.
+	small, err := store.New(conn, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small.WindowRows = 7
+	windowed, err := small.Events(ctx, store.Filter{Pipeline: "pipe.roundtrip", Heartbeats: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(windowed, got) {
+		t.Fatalf("windowed read differs from the single read (%d vs %d events)", len(windowed), len(got))
+	}
 
 	// Without heartbeats.
 	var noHB []model.Event
@@ -92,6 +112,26 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertSameSet(t, got, want)
+}
+
+// assertSortKeyOrder checks that events come in the table's sort key
+// order: heartbeats (no business date) first, then by business date, batch
+// id and event id. The fold of diagnose and backfill relies on it.
+func assertSortKeyOrder(t *testing.T, got []model.Event) {
+	t.Helper()
+	for i := 1; i < len(got); i++ {
+		a, b := got[i-1], got[i]
+		c := a.BusinessDate.Compare(b.BusinessDate)
+		if c == 0 && a.BatchID != b.BatchID {
+			c = strings.Compare(a.BatchID, b.BatchID)
+		}
+		if c == 0 {
+			c = strings.Compare(a.ID, b.ID)
+		}
+		if c >= 0 {
+			t.Fatalf("events %d and %d out of order: %s/%s/%s then %s/%s/%s", i-1, i, a.BusinessDate, a.BatchID, a.ID, b.BusinessDate, b.BatchID, b.ID)
+		}
+	}
 }
 
 func assertSameSet(t *testing.T, got, want []model.Event) {
