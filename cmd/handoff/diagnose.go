@@ -25,6 +25,7 @@ import (
 	"github.com/handoff-dev/handoff/analyzer/report"
 	"github.com/handoff-dev/handoff/ingest/chconn"
 	"github.com/handoff-dev/handoff/ingest/jsonl"
+	"github.com/handoff-dev/handoff/ingest/schema"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/query/store"
@@ -615,6 +616,9 @@ func openClickHouse(ctx context.Context, cfg diagnoseConfig, only model.BatchKey
 			f.From, f.To = only.BusinessDate.AddDays(-7), only.BusinessDate
 		}
 	}
+	if err := schema.CheckDatabase(cfg.Database); err != nil {
+		return nil, usageError("--database: %v", err)
+	}
 	if f.Pipeline == "" {
 		return nil, usageError("--clickhouse needs --pipeline P (optionally --from/--to) or --batch KEY: handoff reads one pipeline at a time")
 	}
@@ -622,8 +626,13 @@ func openClickHouse(ctx context.Context, cfg diagnoseConfig, only model.BatchKey
 	if err != nil {
 		return nil, err
 	}
+	st, err := store.New(conn, cfg.Database)
+	if err != nil {
+		conn.Close()
+		return nil, usageError("--database: %v", err)
+	}
 	label := fmt.Sprintf("clickhouse %s/%s.events pipeline %s", cfg.ClickHouse, cfg.Database, f.Pipeline)
-	return &clickhouseSource{label: label, st: store.New(conn, cfg.Database), filter: f, close: conn.Close}, nil
+	return &clickhouseSource{label: label, st: st, filter: f, close: conn.Close}, nil
 }
 
 // clickhouseSource reads stored events; they were validated on ingest, so

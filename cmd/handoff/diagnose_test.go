@@ -216,6 +216,9 @@ func TestDiagnoseUsage(t *testing.T) {
 		{"clickhouse without a pipeline", []string{"--clickhouse", "localhost:9000"}, exitUsage, "--pipeline"},
 		{"pipeline without clickhouse", []string{"--events", "-", "--pipeline", "p"}, exitUsage, "--clickhouse"},
 		{"help", []string{"-h"}, exitOK, "--events"},
+		// Checked before connecting: no server listens on port 9.
+		{"hostile database", []string{"--clickhouse", "127.0.0.1:9", "--pipeline", "p", "--database", "db.events FINAL WHERE 1=1 --"}, exitUsage, `--database: clickhouse database name "db.events FINAL WHERE 1=1 --"`},
+		{"hostile database with --batch", []string{"--clickhouse", "127.0.0.1:9", "--batch", seedBatch, "--database", "h;DROP DATABASE h"}, exitUsage, "--database"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
