@@ -163,7 +163,9 @@ func diagnose(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		log = slog.New(slog.NewTextHandler(stderr, nil))
 	}
 	rep := &reporter{w: msgs, name: src.name(), strict: cfg.Strict, log: log, started: started, next: started.Add(progressEvery), sum: sum}
-	if err := src.feed(ctx, set, rep); err != nil {
+	err = src.feed(ctx, set, rep)
+	rep.hiddenBad()
+	if err != nil {
 		msgs.Flush()
 		return err
 	}
@@ -285,6 +287,11 @@ func (s *fileSource) feed(ctx context.Context, set *pipelineSets, rep *reporter)
 	return nil
 }
 
+// maxBadShown is how many rejected lines diagnose reports one by one: a
+// file of garbage must not flood standard error (200 MB of it once wrote
+// 779,000 lines); the rest are counted by reason in the summary.
+const maxBadShown = 10
+
 // reporter reports rejected lines and progress while a source is read.
 type reporter struct {
 	w       *bufio.Writer
@@ -295,6 +302,7 @@ type reporter struct {
 	next    time.Time
 	sum     *summary
 	n       int
+	nBad    int // rejected lines so far
 }
 
 // bad reports a rejected line: fatal under --strict, else printed and
@@ -309,8 +317,19 @@ func (r *reporter) bad(line int, err error) error {
 	if r.strict {
 		return usageError("%s:%d: %v", r.name, line, err)
 	}
-	fmt.Fprintf(r.w, "%s:%d: %v\n", r.name, line, err)
+	r.nBad++
+	if r.nBad <= maxBadShown {
+		fmt.Fprintf(r.w, "%s:%d: %v\n", r.name, line, err)
+	}
 	return nil
+}
+
+// hiddenBad says, in one line, how many rejected lines were not shown.
+func (r *reporter) hiddenBad() {
+	if n := r.nBad - maxBadShown; n > 0 {
+		fmt.Fprintf(r.w, "%s: %s not shown (the first %d are above; the summary counts all by reason; --strict stops at the first)\n",
+			r.name, count(n, "more rejected line"), maxBadShown)
+	}
 }
 
 // tick logs progress every progressEvery while events are read.

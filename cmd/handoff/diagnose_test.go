@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -178,6 +179,61 @@ func TestDiagnoseBadLines(t *testing.T) {
 	code, out, errs = runCmd(t, input, "--events", "-", "--as-of", seedAsOf, "--strict")
 	if code != exitUsage || out != "" || !regexp.MustCompile(`stdin:4: business_date "2026-13-01": month out of range`).MatchString(errs) || strings.Contains(errs, "stdin:5") {
 		t.Errorf("--strict: exit %d, stdout %q, stderr:\n%s", code, out, errs)
+	}
+}
+
+// TestDiagnoseGarbage feeds many bad lines: standard error shows the
+// first few with their line numbers and reasons, then one line with the
+// count of the rest, not one line per bad line.
+func TestDiagnoseGarbage(t *testing.T) {
+	clearEnv(t)
+	tests := []struct {
+		name      string
+		bad       int
+		wantShown int
+		wantMore  string
+	}{
+		{"under the cap", 3, 3, ""},
+		{"at the cap", 10, 10, ""},
+		{"over the cap", 5000, 10, "stdin: 4990 more rejected lines not shown"},
+		{"one over", 11, 10, "stdin: 1 more rejected line not shown"},
+	}
+	seed, err := os.ReadFile(seedEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var in strings.Builder
+			in.Write(seed)
+			for i := range tt.bad {
+				fmt.Fprintf(&in, "garbage %d \x01\xff{\n", i)
+			}
+			code, _, errs := runCmd(t, in.String(), "--events", "-", "--as-of", seedAsOf, "--format", "json")
+			if code != exitNotDelivered {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitNotDelivered, errs)
+			}
+			shown := regexp.MustCompile(`(?m)^stdin:\d+: not valid JSON`).FindAllString(errs, -1)
+			if len(shown) != tt.wantShown {
+				t.Errorf("%d bad lines shown, want %d; stderr:\n%s", len(shown), tt.wantShown, errs)
+			}
+			if len(shown) > 0 && shown[0] != "stdin:18: not valid JSON" {
+				t.Errorf("first bad line reported as %q, want line 18", shown[0])
+			}
+			if tt.wantMore != "" && !strings.Contains(errs, tt.wantMore) {
+				t.Errorf("stderr lacks %q:\n%s", tt.wantMore, errs)
+			}
+			if tt.wantMore == "" && strings.Contains(errs, "not shown") {
+				t.Errorf("stderr says lines were hidden:\n%s", errs)
+			}
+			if n := strings.Count(errs, "\n"); n > 10+4 { // 10 bad lines, the count, the summary
+				t.Errorf("stderr has %d lines for %d bad lines", n, tt.bad)
+			}
+			want := fmt.Sprintf("%d lines rejected (bad_json %d)", tt.bad, tt.bad)
+			if !strings.Contains(errs, want) {
+				t.Errorf("summary lacks %q:\n%s", want, errs)
+			}
+		})
 	}
 }
 
