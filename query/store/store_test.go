@@ -38,8 +38,11 @@ func TestRoundTrip(t *testing.T) {
 	if err := s.Events(ctx, rev); err != nil {
 		t.Fatal(err)
 	}
-	// Another pipeline must not leak into reads.
-	if err := s.Events(ctx, testenv.Events(50, "pipe.other", 2)); err != nil {
+	// Another pipeline must not leak into reads, even one whose name
+	// would break out of a quoted string if it were pasted into SQL.
+	const hostile = `pipe.roundtrip' OR 1=1 -- \'; "x"`
+	hostileEvents := testenv.Events(50, hostile, 2)
+	if err := s.Events(ctx, append(testenv.Events(50, "pipe.other", 2), hostileEvents...)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -53,6 +56,11 @@ func TestRoundTrip(t *testing.T) {
 	}
 	assertSameSet(t, got, events)
 	assertSortKeyOrder(t, got)
+	back, err := st.Events(ctx, store.Filter{Pipeline: hostile, Heartbeats: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertSameSet(t, back, hostileEvents)
 
 	// Read in windows of a few rows (each inserted twice): the same events
 	// in the same order, each once, however the range is cut.
@@ -117,6 +125,14 @@ func TestRoundTrip(t *testing.T) {
 // assertSortKeyOrder checks that events come in the table's sort key
 // order: heartbeats (no business date) first, then by business date, batch
 // id and event id. The fold of diagnose and backfill relies on it.
+func TestNewRejectsHostileDatabase(t *testing.T) {
+	for _, db := range []string{"db.events FINAL WHERE 1=1 --", "h; DROP DATABASE handoff", "", "h.events"} {
+		if st, err := store.New(nil, db); err == nil || st != nil {
+			t.Errorf("store.New(%q) = %v, %v; want an error", db, st, err)
+		}
+	}
+}
+
 func assertSortKeyOrder(t *testing.T, got []model.Event) {
 	t.Helper()
 	for i := 1; i < len(got); i++ {
