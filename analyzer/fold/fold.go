@@ -1,7 +1,7 @@
 // Package fold turns a stream of delivery events into the diagnoses of
-// every batch, pipeline by pipeline, in batch-key order: the part of
-// diagnose that a backfill over ClickHouse and the streaming detector
-// share.
+// every batch, pipeline by pipeline, in batch-key order. diagnose uses it
+// over a file and over ClickHouse; it is shaped for the backfill to come,
+// which will feed it ClickHouse rows in pipeline and date order.
 //
 // Events are folded into one batches.Set per pipeline: everything a Set
 // computes across batches (continuity with the previous batch, the first
