@@ -1,5 +1,5 @@
-// Package store reads delivery events back from ClickHouse, for diagnose,
-// backfill and the query side.
+// Package store reads delivery events back from ClickHouse: diagnose
+// --clickhouse today, backfill and the query side next.
 //
 // Reads do not use FINAL: its per-partition merge needs memory for every
 // partition a read touches, and a few hundred valid events with business
@@ -7,13 +7,14 @@
 // 6). Instead rows come in the table's sort key order (pipeline,
 // business_date, batch_id, event_id), where the copies of an event that
 // merges have not collapsed yet are adjacent and are skipped as they pass;
-// and a large range is read in windows of business dates, each one query
-// whose sort fits in bounded memory.
+// and a large range is read in windows of dates (business dates; for
+// heartbeats, days), each one query whose sort fits in bounded memory.
 package store
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,10 +62,6 @@ func New(conn driver.Conn, db string) (*Store, error) {
 const selectColumns = "pipeline, business_date, batch_id, event_id, spec, type, time_ms, system, component, object, " +
 	"rows, has_rows, bytes, has_bytes, checksum, attempt, has_attempt, error, `attrs.key`, `attrs.value`"
 
-// orderBy is the table's sort key: reading in it keeps a batch's rows
-// together, batches in key order, and copies of an event adjacent.
-const orderBy = " ORDER BY pipeline, business_date, batch_id, event_id"
-
 // query is one SELECT with its arguments.
 type query struct {
 	sql  string
@@ -98,12 +95,18 @@ func batchWhere(pipeline string, from, to model.Date) *where {
 	return w
 }
 
-func (s *Store) selectWhere(w *where) query {
-	return query{sql: "SELECT " + selectColumns + " FROM " + s.db + ".events WHERE " + w.String() + orderBy, args: w.args}
+// selectWhere reads what w (always one pipeline) selects, ordered by
+// dateCol, batch id and event id: for batch events (business_date) that is
+// the table's sort key, so a batch's rows are consecutive and batches come
+// in key order; for heartbeats (event_date) it is by day. Either way the
+// copies of an event are adjacent.
+func (s *Store) selectWhere(w *where, dateCol string) query {
+	return query{sql: "SELECT " + selectColumns + " FROM " + s.db + ".events WHERE " + w.String() +
+		" ORDER BY " + dateCol + ", batch_id, event_id", args: w.args}
 }
 
-// plan returns the queries that read f, in output order: the heartbeats,
-// then the batch events in windows of business dates.
+// plan returns the queries that read f, in output order: the heartbeats
+// in windows of days, then the batch events in windows of business dates.
 func (s *Store) plan(ctx context.Context, f Filter) ([]query, error) {
 	if f.Batch != nil {
 		if f.Pipeline != "" && f.Pipeline != f.Batch.Pipeline {
@@ -113,7 +116,7 @@ func (s *Store) plan(ctx context.Context, f Filter) ([]query, error) {
 		w.add("pipeline = ?", f.Batch.Pipeline)
 		w.add("business_date = toDate(?)", f.Batch.BusinessDate.String())
 		w.add("batch_id = ?", f.Batch.BatchID)
-		return []query{s.selectWhere(w)}, nil
+		return []query{s.selectWhere(w, "business_date")}, nil
 	}
 	if f.Pipeline == "" {
 		return nil, fmt.Errorf("store filter: a pipeline or a batch is required")
@@ -130,60 +133,71 @@ func (s *Store) plan(ctx context.Context, f Filter) ([]query, error) {
 		if !f.To.IsZero() {
 			w.add("time_ms < ?", f.To.AddDays(1).In(time.UTC).UnixMilli())
 		}
-		out = append(out, s.selectWhere(w))
+		// Heartbeats share one business date (none): window them by the
+		// UTC day of their time, which the copies of one share too.
+		qs, err := s.windowed(ctx, w, "event_date")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, qs...)
 	}
-	windows, err := s.windows(ctx, f)
+	qs, err := s.windowed(ctx, batchWhere(f.Pipeline, f.From, f.To), "business_date")
 	if err != nil {
 		return nil, err
 	}
-	for _, win := range windows {
-		out = append(out, s.selectWhere(batchWhere(f.Pipeline, win[0], win[1])))
-	}
-	return out, nil
+	return append(out, qs...), nil
 }
 
-// windows cuts the business dates of f's batch events into consecutive
-// ranges of at most WindowRows stored rows (a date with more is a window of
-// its own). Counting by date reads only the primary key.
-func (s *Store) windows(ctx context.Context, f Filter) ([][2]model.Date, error) {
+// windowed returns the queries that read what w selects in windows of
+// dateCol (a Date column): consecutive ranges of dates of at most
+// WindowRows stored rows each (a date with more is a window of its own),
+// in date order. Counting by business_date reads only the primary key;
+// by event_date, one column of the selected rows.
+func (s *Store) windowed(ctx context.Context, w *where, dateCol string) ([]query, error) {
 	limit := uint64(s.WindowRows)
 	if limit == 0 {
 		limit = DefaultWindowRows
 	}
-	w := batchWhere(f.Pipeline, f.From, f.To)
-	rows, err := s.conn.Query(ctx, "SELECT business_date, count() FROM "+s.db+".events WHERE "+w.String()+
-		" GROUP BY business_date ORDER BY business_date", w.args...)
+	rows, err := s.conn.Query(ctx, "SELECT "+dateCol+", count() FROM "+s.db+".events WHERE "+w.String()+
+		" GROUP BY "+dateCol+" ORDER BY "+dateCol, w.args...)
 	if err != nil {
 		return nil, fmt.Errorf("plan the read of %s.events: %w", s.db, err)
 	}
 	defer rows.Close()
 	var (
-		out  [][2]model.Date
-		n    uint64
-		bd   time.Time
-		rowN uint64
+		windows [][2]string
+		n, c    uint64
+		d       time.Time
 	)
 	for rows.Next() {
-		if err := rows.Scan(&bd, &rowN); err != nil {
+		if err := rows.Scan(&d, &c); err != nil {
 			return nil, fmt.Errorf("plan the read of %s.events: scan: %w", s.db, err)
 		}
-		d := model.Date{Year: bd.Year(), Month: bd.Month(), Day: bd.Day()}
-		if len(out) == 0 || n+rowN > limit {
-			out = append(out, [2]model.Date{d, d})
+		day := d.Format(time.DateOnly)
+		if len(windows) == 0 || n+c > limit {
+			windows = append(windows, [2]string{day, day})
 			n = 0
 		}
-		out[len(out)-1][1] = d
-		n += rowN
+		windows[len(windows)-1][1] = day
+		n += c
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("plan the read of %s.events: %w", s.db, err)
 	}
+	out := make([]query, 0, len(windows))
+	for _, win := range windows {
+		ww := &where{conds: slices.Clone(w.conds), args: slices.Clone(w.args)}
+		ww.add(dateCol+" >= toDate(?)", win[0])
+		ww.add(dateCol+" <= toDate(?)", win[1])
+		out = append(out, s.selectWhere(ww, dateCol))
+	}
 	return out, nil
 }
 
-// Events returns the events the filter selects, each event_id once, in
-// the table's sort key order: heartbeats first, then by business date,
-// batch id and event id.
+// Events returns the events the filter selects, each event_id once:
+// heartbeats first (by UTC day, then event id), then the batch events in
+// the table's sort key order (business date, batch id, event id), so that
+// a batch's events are consecutive and batches come in key order.
 func (s *Store) Events(ctx context.Context, f Filter) ([]model.Event, error) {
 	var out []model.Event
 	err := s.EachEvent(ctx, f, func(e model.Event) error {
