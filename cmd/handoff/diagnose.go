@@ -160,10 +160,7 @@ func diagnose(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		err = d.text(ctx)
 	}
 	if err == nil {
-		err = out.Flush()
-		if err != nil {
-			err = fmt.Errorf("writing the diagnoses: %w", err)
-		}
+		err = writing(out.Flush())
 	}
 	if err != nil {
 		msgs.Flush()

@@ -169,12 +169,7 @@ func (d *diagnoser) feed(ctx context.Context, add func(*model.Event) error) erro
 func foldAll[T any](ctx context.Context, d *diagnoser, render func([]replay.Diagnosis) T, yield func(T) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	written := func(p T) error {
-		if err := yield(p); err != nil {
-			return fmt.Errorf("writing the diagnoses: %w", err)
-		}
-		return nil
-	}
+	written := func(p T) error { return writing(yield(p)) }
 	f := fold.New(ctx, batches.Contracts(d.contracts), d.asOf, fold.Options{Grouped: d.src.grouped()}, render, written)
 	if err := d.feed(ctx, f.Add); err != nil {
 		return err
@@ -238,7 +233,7 @@ func (d *diagnoser) json(ctx context.Context) error {
 		end = "[]\n"
 	}
 	_, err := io.WriteString(d.out, end)
-	return err
+	return writing(err)
 }
 
 // text writes the text report of every batch; its closing table needs
@@ -253,7 +248,15 @@ func (d *diagnoser) text(ctx context.Context) error {
 		return err
 	}
 	d.sum.count(all)
-	return report.TextAll(d.out, all)
+	return writing(report.TextAll(d.out, all))
+}
+
+// writing says that err, if any, happened while writing the output.
+func writing(err error) error {
+	if err != nil {
+		return fmt.Errorf("writing the diagnoses: %w", err)
+	}
+	return nil
 }
 
 // one writes the diagnosis of batch k alone. Only its pipeline is kept:
@@ -276,9 +279,9 @@ func (d *diagnoser) one(ctx context.Context, k model.BatchKey, format string) er
 	ds := []replay.Diagnosis{dg}
 	d.sum.count(ds)
 	if format == "json" {
-		return report.JSON(d.out, ds)
+		return writing(report.JSON(d.out, ds))
 	}
-	return report.TextAll(d.out, ds)
+	return writing(report.TextAll(d.out, ds))
 }
 
 // isTerminal reports whether w is a terminal.

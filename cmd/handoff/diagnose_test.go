@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -346,5 +347,22 @@ func TestDiagnoseJSONMatchesReport(t *testing.T) {
 	}
 	if streamed != want.String() {
 		t.Errorf("streamed JSON differs from report.JSON:\n%s\nwant:\n%s", streamed, want.String())
+	}
+}
+
+// failingWriter fails every write, as a full disk or a closed pipe does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+func TestDiagnoseWriteError(t *testing.T) {
+	clearEnv(t)
+	for _, format := range []string{"json", "text"} {
+		var errb bytes.Buffer
+		code := run(context.Background(), []string{"diagnose", "--events", seedEvents, "--as-of", seedAsOf, "--format", format},
+			strings.NewReader(""), failingWriter{}, &errb)
+		if code != exitFailure || !strings.Contains(errb.String(), "writing the diagnoses: no space left on device") {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d saying the write failed", format, code, errb.String(), exitFailure)
+		}
 	}
 }
