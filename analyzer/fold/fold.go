@@ -42,7 +42,10 @@ type Options struct {
 	// Grouped declares that events arrive grouped by pipeline (every event
 	// of a pipeline before the first of the next). A pipeline is then
 	// diagnosed as soon as the next begins, and an event of a pipeline
-	// already done is an error.
+	// already done is an error. Pipelines are handed over in the order
+	// they arrive: batch key order needs them by name, as ClickHouse's
+	// sort key (pipeline first) gives them. Within a pipeline the order
+	// of events does not matter.
 	Grouped bool
 	// Workers diagnose and render pieces in parallel; zero means
 	// GOMAXPROCS.
@@ -160,7 +163,8 @@ func (f *Fold[T]) Add(e *model.Event) error {
 	return nil
 }
 
-// Finish diagnoses every pipeline not yet diagnosed, in name order, and
+// Finish diagnoses every pipeline not yet diagnosed (with Grouped, the
+// last one), in name order, and
 // returns once yield has had every piece. It returns the first error of
 // yield, or ctx's.
 func (f *Fold[T]) Finish() error {
