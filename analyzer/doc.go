@@ -7,4 +7,7 @@
 //   - report: the human-readable and JSON forms of a diagnosis.
 //   - batches: groups a stream of events by batch, replays each, and adds the
 //     cross-batch continuity check.
+//   - fold: one batches.Set per pipeline, diagnosed in parallel pieces and
+//     handed over in batch key order; bounded by one pipeline when the input
+//     comes grouped by pipeline (as ClickHouse reads it).
 package analyzer

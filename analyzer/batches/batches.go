@@ -3,12 +3,13 @@
 // batches knows: continuity with the previous batch of the schedule and
 // the heartbeats of each pipeline's processes.
 //
-// diagnose (over a file or ClickHouse) and backfill use it directly; the
-// streaming detector keeps the same structure alive and evaluates batches
-// as their deadlines pass.
+// A Set holds what it is given; analyzer/fold keeps one Set per pipeline,
+// diagnoses them in parallel, and frees each as soon as its pipeline is
+// done when the input comes grouped by pipeline.
 package batches
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -99,15 +100,28 @@ func (s *Set) Keys() []model.BatchKey {
 // still count as neighbours for continuity.
 func (s *Set) Diagnose(keep func(model.BatchKey) bool) []replay.Diagnosis {
 	keys := s.Keys()
+	if keep != nil {
+		keys = slices.DeleteFunc(keys, func(k model.BatchKey) bool { return !keep(k) })
+	}
+	return s.DiagnoseKeys(keys)
+}
+
+// DiagnoseKeys evaluates the batches of keys, in the order given (Keys
+// gives them sorted, so that a caller cutting a large set into windows
+// sorts once); a key with no events is skipped. Every other batch still
+// counts as a neighbour for continuity. It only reads the set: calls may
+// run concurrently with each other, not with Add.
+func (s *Set) DiagnoseKeys(keys []model.BatchKey) []replay.Diagnosis {
 	out := make([]replay.Diagnosis, 0, len(keys))
 	verdicts := make(map[model.BatchKey]model.Hypothesis)
 	for _, k := range keys {
-		if keep != nil && !keep(k) {
+		st := s.states[k]
+		if st == nil {
 			continue
 		}
 		c := s.contracts.For(k.Pipeline)
 		ctx := replay.Context{Previous: s.previous(k, c, verdicts), Alive: s.aliveFor(k.Pipeline)}
-		out = append(out, s.states[k].Evaluate(c, s.asOf, ctx))
+		out = append(out, st.Evaluate(c, s.asOf, ctx))
 	}
 	return out
 }

@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/handoff-dev/handoff/ingest/schema"
 	"github.com/handoff-dev/handoff/ingest/sink"
@@ -21,36 +24,11 @@ import (
 // diagnosing the same events from a file.
 func TestDiagnoseFromClickHouseEqualsFromFile(t *testing.T) {
 	clearEnv(t)
-	addr := testenv.ClickHouseAddr(t)
-	conn := testenv.ClickHouse(t)
-	db := testenv.Database(t, conn, "handoff_diag")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := schema.Ensure(ctx, conn, db); err != nil {
-		t.Fatal(err)
-	}
-
 	events := readSeed(t)
 	events = append(events, testenv.Events(3000, "pipe-a.daily", 1)...)
 	events = append(events, testenv.Events(2000, "pipe-b.daily", 2)...)
-	file := filepath.Join(t.TempDir(), "events.jsonl")
-	var buf []byte
-	for i := range events {
-		buf = events[i].AppendJSON(buf)
-		buf = append(buf, '\n')
-	}
-	if err := os.WriteFile(file, buf, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sk, err := sink.New(conn, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		if err := sk.Events(ctx, events); err != nil {
-			t.Fatal(err)
-		}
-	}
+	file := writeEvents(t, events)
+	addr, _, db := storeTwice(t, "handoff_diag", events)
 
 	common := []string{"--format", "json", "--contract", "../../deploy/contracts", "--as-of", "2026-10-03T00:00:00Z"}
 	code, out, errOut := runCmd(t, "", append([]string{"--events", file}, common...)...)
@@ -127,4 +105,95 @@ func byPipeline(t *testing.T, out string) map[string][]json.RawMessage {
 		m[d.Pipeline] = append(m[d.Pipeline], r)
 	}
 	return m
+}
+
+// TestDiagnoseFromClickHouseManyPartitions stores a few hundred valid
+// events whose business dates are a month apart (1971..2015: one partition
+// each) next to a normal pipeline. Reads must not depend on FINAL, whose
+// per-partition merge ran out of ClickHouse's memory limit on every
+// pipeline (issue 6, item 9): diagnosing the normal pipeline from
+// ClickHouse must succeed and equal the diagnosis of the same events from a
+// file, and the spread pipeline must read back whole.
+func TestDiagnoseFromClickHouseManyPartitions(t *testing.T) {
+	clearEnv(t)
+	normal := testenv.Events(100, "normal.daily", 3)
+	var spread []model.Event
+	for i := range 536 {
+		m := time.Date(1971, time.Month(1+i), 1, 0, 0, 0, 0, time.UTC)
+		d := model.Date{Year: m.Year(), Month: m.Month(), Day: 1}
+		spread = append(spread, model.Event{Spec: model.SpecV1, ID: fmt.Sprintf("spread-%04d", i), Type: model.JobSucceeded,
+			Time: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC), Pipeline: "spread.monthly", BusinessDate: d, BatchID: d.Compact(), System: model.Producer})
+	}
+	addr, conn, db := storeTwice(t, "handoff_parts", append(spread, normal...))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var parts uint64
+	if err := conn.QueryRow(ctx, "SELECT uniqExact(partition) FROM system.parts WHERE database = ? AND table = 'events' AND active", db).Scan(&parts); err != nil {
+		t.Fatal(err)
+	}
+	if parts < 537 {
+		t.Fatalf("%d partitions, want at least 537: the test no longer reproduces the spread", parts)
+	}
+
+	file := writeEvents(t, normal)
+	common := []string{"--format", "json", "--as-of", "2026-10-03T00:00:00Z"}
+	code, want, errOut := runCmd(t, "", append([]string{"--events", file}, common...)...)
+	if code > exitNotDelivered {
+		t.Fatalf("diagnose --events: exit %d: %s", code, errOut)
+	}
+	code, got, errOut := runCmd(t, "", append([]string{"--clickhouse", addr, "--database", db, "--pipeline", "normal.daily"}, common...)...)
+	if code > exitNotDelivered {
+		t.Fatalf("diagnose --clickhouse --pipeline normal.daily: exit %d: %s", code, errOut)
+	}
+	if got != want {
+		t.Fatalf("ClickHouse diagnosis differs from the file's:\nfile:\n%s\nclickhouse:\n%s", want, got)
+	}
+	code, got, errOut = runCmd(t, "", append([]string{"--clickhouse", addr, "--database", db, "--pipeline", "spread.monthly"}, common...)...)
+	if code > exitNotDelivered {
+		t.Fatalf("diagnose --clickhouse --pipeline spread.monthly: exit %d: %s", code, errOut)
+	}
+	if n := len(decodeDiags(t, got)); n != 536 {
+		t.Fatalf("spread.monthly: %d diagnoses, want 536", n)
+	}
+}
+
+// storeTwice stores events in a new database of the test ClickHouse, twice
+// in separate INSERTs: the copies sit in separate parts, as an
+// at-least-once ingester leaves them before merges. It returns the
+// server's address, a connection and the database.
+func storeTwice(t *testing.T, prefix string, events []model.Event) (string, driver.Conn, string) {
+	t.Helper()
+	addr := testenv.ClickHouseAddr(t)
+	conn := testenv.ClickHouse(t)
+	db := testenv.Database(t, conn, prefix)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := schema.Ensure(ctx, conn, db); err != nil {
+		t.Fatal(err)
+	}
+	sk, err := sink.New(conn, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := sk.Events(ctx, events); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return addr, conn, db
+}
+
+// writeEvents writes events as JSON lines to a temporary file.
+func writeEvents(t *testing.T, events []model.Event) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "events.jsonl")
+	var buf []byte
+	for i := range events {
+		buf = events[i].AppendJSON(buf)
+		buf = append(buf, '\n')
+	}
+	if err := os.WriteFile(file, buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -181,6 +183,61 @@ func TestDiagnoseBadLines(t *testing.T) {
 	}
 }
 
+// TestDiagnoseGarbage feeds many bad lines: standard error shows the
+// first few with their line numbers and reasons, then one line with the
+// count of the rest, not one line per bad line.
+func TestDiagnoseGarbage(t *testing.T) {
+	clearEnv(t)
+	tests := []struct {
+		name      string
+		bad       int
+		wantShown int
+		wantMore  string
+	}{
+		{"under the cap", 3, 3, ""},
+		{"at the cap", 10, 10, ""},
+		{"over the cap", 5000, 10, "stdin: 4990 more rejected lines not shown"},
+		{"one over", 11, 10, "stdin: 1 more rejected line not shown"},
+	}
+	seed, err := os.ReadFile(seedEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var in strings.Builder
+			in.Write(seed)
+			for i := range tt.bad {
+				fmt.Fprintf(&in, "garbage %d \x01\xff{\n", i)
+			}
+			code, _, errs := runCmd(t, in.String(), "--events", "-", "--as-of", seedAsOf, "--format", "json")
+			if code != exitNotDelivered {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitNotDelivered, errs)
+			}
+			shown := regexp.MustCompile(`(?m)^stdin:\d+: not valid JSON`).FindAllString(errs, -1)
+			if len(shown) != tt.wantShown {
+				t.Errorf("%d bad lines shown, want %d; stderr:\n%s", len(shown), tt.wantShown, errs)
+			}
+			if len(shown) > 0 && shown[0] != "stdin:18: not valid JSON" {
+				t.Errorf("first bad line reported as %q, want line 18", shown[0])
+			}
+			if tt.wantMore != "" && !strings.Contains(errs, tt.wantMore) {
+				t.Errorf("stderr lacks %q:\n%s", tt.wantMore, errs)
+			}
+			if tt.wantMore == "" && strings.Contains(errs, "not shown") {
+				t.Errorf("stderr says lines were hidden:\n%s", errs)
+			}
+			if n := strings.Count(errs, "\n"); n > 10+4 { // 10 bad lines, the count, the summary
+				t.Errorf("stderr has %d lines for %d bad lines", n, tt.bad)
+			}
+			want := fmt.Sprintf("%d lines rejected (bad_json %d)", tt.bad, tt.bad)
+			if !strings.Contains(errs, want) {
+				t.Errorf("summary lacks %q:\n%s", want, errs)
+			}
+		})
+	}
+}
+
 func TestDiagnoseEnv(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("HANDOFF_EVENTS", seedEvents)
@@ -216,6 +273,9 @@ func TestDiagnoseUsage(t *testing.T) {
 		{"clickhouse without a pipeline", []string{"--clickhouse", "localhost:9000"}, exitUsage, "--pipeline"},
 		{"pipeline without clickhouse", []string{"--events", "-", "--pipeline", "p"}, exitUsage, "--clickhouse"},
 		{"help", []string{"-h"}, exitOK, "--events"},
+		// Checked before connecting: no server listens on port 9.
+		{"hostile database", []string{"--clickhouse", "127.0.0.1:9", "--pipeline", "p", "--database", "db.events FINAL WHERE 1=1 --"}, exitUsage, `--database: clickhouse database name "db.events FINAL WHERE 1=1 --"`},
+		{"hostile database with --batch", []string{"--clickhouse", "127.0.0.1:9", "--batch", seedBatch, "--database", "h;DROP DATABASE h"}, exitUsage, "--database"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -287,5 +347,22 @@ func TestDiagnoseJSONMatchesReport(t *testing.T) {
 	}
 	if streamed != want.String() {
 		t.Errorf("streamed JSON differs from report.JSON:\n%s\nwant:\n%s", streamed, want.String())
+	}
+}
+
+// failingWriter fails every write, as a full disk or a closed pipe does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+func TestDiagnoseWriteError(t *testing.T) {
+	clearEnv(t)
+	for _, format := range []string{"json", "text"} {
+		var errb bytes.Buffer
+		code := run(context.Background(), []string{"diagnose", "--events", seedEvents, "--as-of", seedAsOf, "--format", format},
+			strings.NewReader(""), failingWriter{}, &errb)
+		if code != exitFailure || !strings.Contains(errb.String(), "writing the diagnoses: no space left on device") {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d saying the write failed", format, code, errb.String(), exitFailure)
+		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"github.com/handoff-dev/handoff/ingest/schema"
 )
 
 // Config configures the ingester. Every field has an environment variable
@@ -122,6 +124,9 @@ func (c *Config) Validate() error {
 	}
 	if c.FlushInterval <= 0 {
 		probs = append(probs, "flush interval must be positive")
+	}
+	if err := schema.CheckDatabase(c.Database); err != nil {
+		probs = append(probs, err.Error()+" (HANDOFF_CLICKHOUSE_DATABASE or --clickhouse-database)")
 	}
 	if len(probs) > 0 {
 		return fmt.Errorf("ingest configuration: %s", strings.Join(probs, "; "))

@@ -3,6 +3,7 @@ package consumer_test
 import (
 	"flag"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,5 +44,26 @@ func TestConfigDefaultsEnvFlags(t *testing.T) {
 	}
 	if err := c.Validate(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestConfigRejectsHostileDatabase: the database name reaches SQL
+// unquoted, so Validate (exit 2 for handoff ingest) refuses anything but a
+// plain identifier, through schema.CheckDatabase.
+func TestConfigRejectsHostileDatabase(t *testing.T) {
+	for _, db := range []string{"db.events FINAL WHERE 1=1 --", "h; DROP DATABASE handoff", "h`x", ""} {
+		c, err := consumer.LoadConfigFrom(map[string]string{
+			"HANDOFF_KAFKA_BROKERS":       "a:1",
+			"HANDOFF_CLICKHOUSE_ADDR":     "ch:9000",
+			"HANDOFF_CLICKHOUSE_DATABASE": db,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Database = db // an empty variable leaves the default
+		err = c.Validate()
+		if err == nil || !strings.Contains(err.Error(), "database name") || !strings.Contains(err.Error(), "--clickhouse-database") {
+			t.Errorf("database %q: Validate() = %v, want an error naming the database and the flag", db, err)
+		}
 	}
 }

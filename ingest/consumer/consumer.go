@@ -75,10 +75,7 @@ type Consumer struct {
 // reader. While a service is unreachable it retries with backoff until ctx
 // is done.
 func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if err := schema.CheckDatabase(cfg.Database); err != nil {
+	if err := cfg.Validate(); err != nil { // the database name too
 		return nil, err
 	}
 	log := opts.Logger

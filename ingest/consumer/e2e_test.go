@@ -79,7 +79,10 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// Read back through query/store: equal to the sent events, as a set.
-	st := store.New(s.conn, s.db)
+	st, err := store.New(s.conn, s.db)
+	if err != nil {
+		t.Fatal(err)
+	}
 	back, err := st.Events(ctx, store.Filter{Pipeline: pipeline, Heartbeats: true})
 	if err != nil {
 		t.Fatal(err)

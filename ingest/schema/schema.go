@@ -31,9 +31,19 @@ const (
 
 var dbName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// CheckDatabase reports whether name can be used as a database name
-// unquoted (letters, digits, underscores).
+// MaxDatabaseLen is the longest database name CheckDatabase accepts: well
+// under the file-name limit of the server's data directory.
+const MaxDatabaseLen = 128
+
+// CheckDatabase is the one validator of the identifiers handoff puts into
+// SQL unquoted (the database name; table names are constants): letters,
+// digits and underscores, not starting with a digit, at most
+// MaxDatabaseLen bytes. Every reader and writer calls it before building a
+// query, so a name like "db.events FINAL WHERE 1=1 --" never rewrites one.
 func CheckDatabase(name string) error {
+	if len(name) > MaxDatabaseLen {
+		return fmt.Errorf("clickhouse database name %.20q... is %d bytes: use at most %d", name, len(name), MaxDatabaseLen)
+	}
 	if !dbName.MatchString(name) {
 		return fmt.Errorf("clickhouse database name %q: use letters, digits and underscores only, not starting with a digit", name)
 	}

@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,37 @@ func TestStatements(t *testing.T) {
 	}
 	if _, err := schema.Statements("bad-name"); err == nil {
 		t.Fatal("bad database name accepted")
+	}
+}
+
+func TestCheckDatabase(t *testing.T) {
+	tests := []struct {
+		name string
+		ok   bool
+	}{
+		{"handoff", true},
+		{"_h2", true},
+		{strings.Repeat("a", schema.MaxDatabaseLen), true},
+		{"", false},
+		{"db.events FINAL WHERE 1=1 --", false},
+		{"h; DROP DATABASE handoff", false},
+		{"h`x", false},
+		{"h\nx", false},
+		{"h\x00", false},
+		{"1h", false},
+		{"bad-name", false},
+		{"ünï", false},
+		{"h ", false},
+		{strings.Repeat("a", schema.MaxDatabaseLen+1), false},
+	}
+	for _, tt := range tests {
+		err := schema.CheckDatabase(tt.name)
+		if (err == nil) != tt.ok {
+			t.Errorf("CheckDatabase(%q) = %v, want ok %v", tt.name, err, tt.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "database name") {
+			t.Errorf("CheckDatabase(%q): error %q does not say what was wrong", tt.name, err)
+		}
 	}
 }
 

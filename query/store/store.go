@@ -1,16 +1,26 @@
-// Package store reads delivery events back from ClickHouse, for diagnose,
-// backfill and the query side. Reads use FINAL, so an event delivered
-// several times is returned once, whatever merges have happened.
+// Package store reads delivery events back from ClickHouse: diagnose
+// --clickhouse today, backfill and the query side next.
+//
+// Reads do not use FINAL: its per-partition merge needs memory for every
+// partition a read touches, and a few hundred valid events with business
+// dates far apart made every read fail on ClickHouse's memory limit (issue
+// 6). Instead rows come in the table's sort key order (pipeline,
+// business_date, batch_id, event_id), where the copies of an event that
+// merges have not collapsed yet are adjacent and are skipped as they pass;
+// and a large range is read in windows of dates (business dates; for
+// heartbeats, days), each one query whose sort fits in bounded memory.
 package store
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/handoff-dev/handoff/ingest/schema"
 	"github.com/handoff-dev/handoff/model"
 )
 
@@ -27,69 +37,167 @@ type Filter struct {
 	Heartbeats bool
 }
 
+// DefaultWindowRows is how many stored rows one read query covers at most,
+// unless a single business date holds more: ClickHouse sorts a window in
+// memory, so this bounds the server's memory per read, whatever the range.
+const DefaultWindowRows = 200_000
+
 // Store reads one handoff database.
 type Store struct {
 	conn driver.Conn
 	db   string
+	// WindowRows overrides DefaultWindowRows when positive.
+	WindowRows int
 }
 
-// New returns a Store reading database db over conn.
-func New(conn driver.Conn, db string) *Store { return &Store{conn: conn, db: db} }
+// New returns a Store reading database db over conn. db is checked by
+// schema.CheckDatabase, the one validator of names that reach SQL.
+func New(conn driver.Conn, db string) (*Store, error) {
+	if err := schema.CheckDatabase(db); err != nil {
+		return nil, err
+	}
+	return &Store{conn: conn, db: db}, nil
+}
 
 const selectColumns = "pipeline, business_date, batch_id, event_id, spec, type, time_ms, system, component, object, " +
 	"rows, has_rows, bytes, has_bytes, checksum, attempt, has_attempt, error, `attrs.key`, `attrs.value`"
 
-func (s *Store) query(f Filter) (string, []any, error) {
-	var where []string
-	var args []any
-	pipeline := f.Pipeline
-	if f.Batch != nil {
-		if pipeline != "" && pipeline != f.Batch.Pipeline {
-			return "", nil, fmt.Errorf("store filter: pipeline %q and batch %s disagree", pipeline, f.Batch)
-		}
-		pipeline = f.Batch.Pipeline
-	}
-	if pipeline == "" {
-		return "", nil, fmt.Errorf("store filter: a pipeline or a batch is required")
-	}
-	where = append(where, "pipeline = ?")
-	args = append(args, pipeline)
-	var batchCond []string
-	if f.Batch != nil {
-		batchCond = append(batchCond, "business_date = toDate(?)", "batch_id = ?")
-		args = append(args, f.Batch.BusinessDate.String(), f.Batch.BatchID)
-	} else {
-		batchCond = append(batchCond, "batch_id != ''")
-	}
-	if !f.From.IsZero() {
-		batchCond = append(batchCond, "business_date >= toDate(?)")
-		args = append(args, f.From.String())
-	}
-	if !f.To.IsZero() {
-		batchCond = append(batchCond, "business_date <= toDate(?)")
-		args = append(args, f.To.String())
-	}
-	cond := "(" + strings.Join(batchCond, " AND ") + ")"
-	if f.Heartbeats {
-		hb := []string{"type = 'process.heartbeat'", "batch_id = ''"}
-		if !f.From.IsZero() {
-			hb = append(hb, "time_ms >= ?")
-			args = append(args, f.From.In(time.UTC).UnixMilli())
-		}
-		if !f.To.IsZero() {
-			hb = append(hb, "time_ms < ?")
-			args = append(args, f.To.AddDays(1).In(time.UTC).UnixMilli())
-		}
-		cond = "(" + cond + " OR (" + strings.Join(hb, " AND ") + "))"
-	}
-	where = append(where, cond)
-	q := "SELECT " + selectColumns + " FROM " + s.db + ".events FINAL WHERE " + strings.Join(where, " AND ") +
-		" ORDER BY business_date, batch_id, time_ms, event_id"
-	return q, args, nil
+// query is one SELECT with its arguments.
+type query struct {
+	sql  string
+	args []any
 }
 
-// Events returns the events the filter selects, each event_id once, in
-// order of business date, batch id, time and event id.
+// where is a conjunction of conditions with their arguments.
+type where struct {
+	conds []string
+	args  []any
+}
+
+func (w *where) add(cond string, args ...any) {
+	w.conds = append(w.conds, cond)
+	w.args = append(w.args, args...)
+}
+
+func (w *where) String() string { return strings.Join(w.conds, " AND ") }
+
+// batchWhere selects the batch events of pipeline in [from, to].
+func batchWhere(pipeline string, from, to model.Date) *where {
+	w := &where{}
+	w.add("pipeline = ?", pipeline)
+	w.add("batch_id != ''")
+	if !from.IsZero() {
+		w.add("business_date >= toDate(?)", from.String())
+	}
+	if !to.IsZero() {
+		w.add("business_date <= toDate(?)", to.String())
+	}
+	return w
+}
+
+// selectWhere reads what w (always one pipeline) selects, ordered by
+// dateCol, batch id and event id: for batch events (business_date) that is
+// the table's sort key, so a batch's rows are consecutive and batches come
+// in key order; for heartbeats (event_date) it is by day. Either way the
+// copies of an event are adjacent.
+func (s *Store) selectWhere(w *where, dateCol string) query {
+	return query{sql: "SELECT " + selectColumns + " FROM " + s.db + ".events WHERE " + w.String() +
+		" ORDER BY " + dateCol + ", batch_id, event_id", args: w.args}
+}
+
+// plan returns the queries that read f, in output order: the heartbeats
+// in windows of days, then the batch events in windows of business dates.
+func (s *Store) plan(ctx context.Context, f Filter) ([]query, error) {
+	if f.Batch != nil {
+		if f.Pipeline != "" && f.Pipeline != f.Batch.Pipeline {
+			return nil, fmt.Errorf("store filter: pipeline %q and batch %s disagree: give one or make them agree", f.Pipeline, f.Batch)
+		}
+		w := &where{}
+		w.add("pipeline = ?", f.Batch.Pipeline)
+		w.add("business_date = toDate(?)", f.Batch.BusinessDate.String())
+		w.add("batch_id = ?", f.Batch.BatchID)
+		return []query{s.selectWhere(w, "business_date")}, nil
+	}
+	if f.Pipeline == "" {
+		return nil, fmt.Errorf("store filter: a pipeline or a batch is required")
+	}
+	var out []query
+	if f.Heartbeats {
+		w := &where{}
+		w.add("pipeline = ?", f.Pipeline)
+		w.add("batch_id = ''")
+		w.add("type = 'process.heartbeat'")
+		if !f.From.IsZero() {
+			w.add("time_ms >= ?", f.From.In(time.UTC).UnixMilli())
+		}
+		if !f.To.IsZero() {
+			w.add("time_ms < ?", f.To.AddDays(1).In(time.UTC).UnixMilli())
+		}
+		// Heartbeats share one business date (none): window them by the
+		// UTC day of their time, which the copies of one share too.
+		qs, err := s.windowed(ctx, w, "event_date")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, qs...)
+	}
+	qs, err := s.windowed(ctx, batchWhere(f.Pipeline, f.From, f.To), "business_date")
+	if err != nil {
+		return nil, err
+	}
+	return append(out, qs...), nil
+}
+
+// windowed returns the queries that read what w selects in windows of
+// dateCol (a Date column): consecutive ranges of dates of at most
+// WindowRows stored rows each (a date with more is a window of its own),
+// in date order. Counting by business_date reads only the primary key;
+// by event_date, one column of the selected rows.
+func (s *Store) windowed(ctx context.Context, w *where, dateCol string) ([]query, error) {
+	limit := uint64(s.WindowRows)
+	if limit == 0 {
+		limit = DefaultWindowRows
+	}
+	rows, err := s.conn.Query(ctx, "SELECT "+dateCol+", count() FROM "+s.db+".events WHERE "+w.String()+
+		" GROUP BY "+dateCol+" ORDER BY "+dateCol, w.args...)
+	if err != nil {
+		return nil, fmt.Errorf("plan the read of %s.events: %w", s.db, err)
+	}
+	defer rows.Close()
+	var (
+		windows [][2]string
+		n, c    uint64
+		d       time.Time
+	)
+	for rows.Next() {
+		if err := rows.Scan(&d, &c); err != nil {
+			return nil, fmt.Errorf("plan the read of %s.events: scan: %w", s.db, err)
+		}
+		day := d.Format(time.DateOnly)
+		if len(windows) == 0 || n+c > limit {
+			windows = append(windows, [2]string{day, day})
+			n = 0
+		}
+		windows[len(windows)-1][1] = day
+		n += c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("plan the read of %s.events: %w", s.db, err)
+	}
+	out := make([]query, 0, len(windows))
+	for _, win := range windows {
+		ww := &where{conds: slices.Clone(w.conds), args: slices.Clone(w.args)}
+		ww.add(dateCol+" >= toDate(?)", win[0])
+		ww.add(dateCol+" <= toDate(?)", win[1])
+		out = append(out, s.selectWhere(ww, dateCol))
+	}
+	return out, nil
+}
+
+// Events returns the events the filter selects, each event_id once:
+// heartbeats first (by UTC day, then event id), then the batch events in
+// the table's sort key order (business date, batch id, event id), so that
+// a batch's events are consecutive and batches come in key order.
 func (s *Store) Events(ctx context.Context, f Filter) ([]model.Event, error) {
 	var out []model.Event
 	err := s.EachEvent(ctx, f, func(e model.Event) error {
@@ -100,14 +208,30 @@ func (s *Store) Events(ctx context.Context, f Filter) ([]model.Event, error) {
 }
 
 // EachEvent streams the events the filter selects to fn, in the order of
-// Events, without holding them all in memory. An error from fn stops the
-// read and is returned.
+// Events, holding one window's rows at most (on the server; here one row).
+// An error from fn stops the read and is returned.
 func (s *Store) EachEvent(ctx context.Context, f Filter, fn func(model.Event) error) error {
-	q, args, err := s.query(f)
+	qs, err := s.plan(ctx, f)
 	if err != nil {
 		return err
 	}
-	rows, err := s.conn.Query(ctx, q, args...)
+	var prev rowKey
+	for _, q := range qs {
+		if err := s.each(ctx, q, &prev, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rowKey is a row's sort key: copies of one event share it.
+type rowKey struct {
+	pipeline, batchID, eventID string
+	businessDate               int64 // Unix seconds
+}
+
+func (s *Store) each(ctx context.Context, q query, prev *rowKey, fn func(model.Event) error) error {
+	rows, err := s.conn.Query(ctx, q.sql, q.args...)
 	if err != nil {
 		return fmt.Errorf("read events from %s.events: %w", s.db, err)
 	}
@@ -126,6 +250,11 @@ func (s *Store) EachEvent(ctx context.Context, f Filter, fn func(model.Event) er
 			&e.Rows, &hasRows, &e.Bytes, &hasBytes, &e.Checksum, &e.Attempt, &hasAttempt, &e.Error, &keys, &vals); err != nil {
 			return fmt.Errorf("read events from %s.events: scan: %w", s.db, err)
 		}
+		k := rowKey{pipeline: e.Pipeline, batchID: e.BatchID, eventID: e.ID, businessDate: bd.Unix()}
+		if k == *prev {
+			continue // a copy merges have not collapsed yet
+		}
+		*prev = k
 		e.Time = time.UnixMilli(ms).UTC()
 		e.Type = model.EventType(typ)
 		e.System = model.System(system)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,17 +38,44 @@ func TestRoundTrip(t *testing.T) {
 	if err := s.Events(ctx, rev); err != nil {
 		t.Fatal(err)
 	}
-	// Another pipeline must not leak into reads.
-	if err := s.Events(ctx, testenv.Events(50, "pipe.other", 2)); err != nil {
+	// Another pipeline must not leak into reads, even one whose name
+	// would break out of a quoted string if it were pasted into SQL.
+	const hostile = `pipe.roundtrip' OR 1=1 -- \'; "x"`
+	hostileEvents := testenv.Events(50, hostile, 2)
+	if err := s.Events(ctx, append(testenv.Events(50, "pipe.other", 2), hostileEvents...)); err != nil {
 		t.Fatal(err)
 	}
 
-	st := store.New(conn, db)
+	st, err := store.New(conn, db)
+	if err != nil {
+		t.Fatal(err)
+	}
 	got, err := st.Events(ctx, store.Filter{Pipeline: "pipe.roundtrip", Heartbeats: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	assertSameSet(t, got, events)
+	assertSortKeyOrder(t, got)
+	back, err := st.Events(ctx, store.Filter{Pipeline: hostile, Heartbeats: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertSameSet(t, back, hostileEvents)
+
+	// Read in windows of a few rows (each inserted twice): the same events
+	// in the same order, each once, however the range is cut.
+	small, err := store.New(conn, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small.WindowRows = 7
+	windowed, err := small.Events(ctx, store.Filter{Pipeline: "pipe.roundtrip", Heartbeats: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(windowed, got) {
+		t.Fatalf("windowed read differs from the single read (%d vs %d events)", len(windowed), len(got))
+	}
 
 	// Without heartbeats.
 	var noHB []model.Event
@@ -92,6 +120,37 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertSameSet(t, got, want)
+}
+
+// assertSortKeyOrder checks the order of Events: heartbeats first (by
+// UTC day, then event id), then batch events by business date, batch id
+// and event id. The fold of diagnose and backfill relies on a batch's
+// events being consecutive and batches coming in key order.
+func assertSortKeyOrder(t *testing.T, got []model.Event) {
+	t.Helper()
+	for i := 1; i < len(got); i++ {
+		a, b := got[i-1], got[i]
+		var c int
+		switch ha, hb := !a.Type.HasBatch(), !b.Type.HasBatch(); {
+		case ha && hb:
+			c = strings.Compare(a.Time.Format(time.DateOnly), b.Time.Format(time.DateOnly))
+		case ha:
+			c = -1
+		case hb:
+			c = 1
+		default:
+			c = a.BusinessDate.Compare(b.BusinessDate)
+			if c == 0 {
+				c = strings.Compare(a.BatchID, b.BatchID)
+			}
+		}
+		if c == 0 {
+			c = strings.Compare(a.ID, b.ID)
+		}
+		if c >= 0 {
+			t.Fatalf("events %d and %d out of order: %s %s/%s/%s then %s %s/%s/%s", i-1, i, a.Type, a.BusinessDate, a.BatchID, a.ID, b.Type, b.BusinessDate, b.BatchID, b.ID)
+		}
+	}
 }
 
 func assertSameSet(t *testing.T, got, want []model.Event) {
