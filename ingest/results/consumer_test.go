@@ -121,7 +121,7 @@ func (e *testEnv) waitCount(t *testing.T, want uint64, q string) {
 // a resolved finding for some of them, plus malformed records.
 type records struct {
 	diagnoses, findings []kafka.Message
-	resolved            int // findings whose latest state is resolved
+	resolved            int               // findings whose latest state is resolved
 	bad                 map[string]string // key -> reason, the malformed records
 	badDiag, badFind    []kafka.Message
 }

@@ -114,7 +114,7 @@ func TestParseDiagnosis(t *testing.T) {
 		}
 		var want struct {
 			Batch, Status, Verdict string
-			FirstMissing           string `json:"first_missing"`
+			FirstMissing           string    `json:"first_missing"`
 			AsOf                   time.Time `json:"as_of"`
 		}
 		if err := json.Unmarshal(r, &want); err != nil {
