@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/handoff-dev/handoff/ingest/deadletter"
 	"github.com/handoff-dev/handoff/ingest/schema"
 	"github.com/handoff-dev/handoff/ingest/topics"
 	"github.com/handoff-dev/handoff/internal/testenv"
@@ -189,6 +192,9 @@ func TestStoreExactlyOnce(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatalf("graceful stop: %v", err)
 	}
+	if n := e.uncommitted(t); n != 0 {
+		t.Errorf("%d records uncommitted after a graceful stop", n)
+	}
 
 	if n := e.count(t, "SELECT uniqExact(batch, as_of_ms) FROM {db}.diagnoses_v2"); n != nd {
 		t.Errorf("distinct diagnoses = %d, want %d", n, nd)
@@ -210,6 +216,28 @@ func TestStoreExactlyOnce(t *testing.T) {
 		if n := e.count(t, q); n == 0 {
 			t.Errorf("dead letter %s with reason %s missing", key, reason)
 		}
+	}
+	// The dead-letter topic has each malformed record, unchanged, with the
+	// reason and where it was read.
+	dl := e.readDLQ(t, len(r.bad))
+	for _, m := range dl {
+		h := map[string]string{}
+		for _, x := range m.Headers {
+			h[x.Key] = string(x.Value)
+		}
+		key := string(m.Key)
+		if h[deadletter.HeaderReason] != r.bad[key] || h[deadletter.HeaderError] == "" ||
+			(h[deadletter.HeaderSourceTopic] != e.cfg.FindingsTopic && h[deadletter.HeaderSourceTopic] != e.cfg.DiagnosesTopic) {
+			t.Errorf("dead-letter message %s: headers %v, want reason %s and a source topic", key, h, r.bad[key])
+		}
+		if key != "empty" && key != "bad-json" && len(m.Value) == 0 {
+			t.Errorf("dead letter %s lost its value", key)
+		}
+	}
+	// kafka-go's reader returns nil for an empty value too: the protocol
+	// level tells an empty value from a null one (a tombstone).
+	if null := e.dlqValueNull(t, "empty"); null {
+		t.Error("dead letter of the empty record is a tombstone (null value), want the empty value received")
 	}
 	// Metrics: every record counted per topic (both copies), rejections by
 	// topic and reason, nothing left behind.
@@ -234,8 +262,10 @@ func TestCrashBeforeCommit(t *testing.T) {
 	e := newEnv(t, "results_crash")
 	r := load(t, "pipe.crash", 600)
 	cfg := e.cfg
-	cfg.BatchSize = 1 << 20 // one batch: everything is stored before the crash
-	cfg.FlushInterval = 2 * time.Second
+	// One batch of exactly every record: all of it is stored before the
+	// crash, whatever the fetch timing.
+	cfg.BatchSize = len(r.diagnoses) + len(r.findings)
+	cfg.FlushInterval = 5 * time.Minute
 	e.publish(t, cfg.DiagnosesTopic, r.diagnoses...)
 	e.publish(t, cfg.FindingsTopic, r.findings...)
 	nd, nf := uint64(len(r.diagnoses)), uint64(len(r.findings))
@@ -257,6 +287,9 @@ func TestCrashBeforeCommit(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatalf("second consumer: %v", err)
 	}
+	if n := e.uncommitted(t); n != 0 {
+		t.Errorf("%d records uncommitted after the second consumer's graceful stop", n)
+	}
 	if n := e.count(t, "SELECT count() FROM {db}.diagnoses_v2 FINAL"); n != nd {
 		t.Errorf("diagnoses FINAL = %d, want %d", n, nd)
 	}
@@ -274,7 +307,7 @@ func TestCrashBeforeCommit(t *testing.T) {
 	// Everything is committed now: a third consumer stores nothing. It is
 	// stopped once it has joined and fetched (its lag gauge is set on
 	// fetch, so a zero-record run is told apart by the stored counter).
-	third, stop := e.run(t, cfg, nil)
+	third, stop := e.run(t, e.cfg, nil)
 	e.publish(t, cfg.DiagnosesTopic, r.diagnoses[0])
 	testenv.Eventually(t, 2*time.Minute, "the third consumer stored the one new record", func() (bool, string) {
 		d := value(t, third, "handoff_ingest_results_stored_total", "topic", cfg.DiagnosesTopic)
@@ -282,6 +315,9 @@ func TestCrashBeforeCommit(t *testing.T) {
 	})
 	if err := stop(); err != nil {
 		t.Fatal(err)
+	}
+	if n := e.uncommitted(t); n != 0 {
+		t.Errorf("%d records uncommitted after the third consumer's graceful stop", n)
 	}
 	if d := value(t, third, "handoff_ingest_results_stored_total", "topic", cfg.DiagnosesTopic); d != 1 {
 		t.Errorf("third consumer stored %v diagnoses, want only the 1 new one (the rest was committed)", d)
@@ -360,4 +396,132 @@ func value(t *testing.T, reg *prometheus.Registry, name string, labels ...string
 		}
 	}
 	return 0
+}
+
+// uncommitted returns how many records of the findings and diagnoses
+// topics the group has not committed (log end offset minus committed
+// offset, summed over partitions).
+func (e *testEnv) uncommitted(t *testing.T) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := &kafka.Client{Addr: kafka.TCP(e.brokers...)}
+	var total int64
+	for _, topic := range []string{e.cfg.FindingsTopic, e.cfg.DiagnosesTopic} {
+		meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+		if err != nil || len(meta.Topics) != 1 {
+			t.Fatalf("metadata of %s: %v", topic, err)
+		}
+		var parts []int
+		var reqs []kafka.OffsetRequest
+		for _, p := range meta.Topics[0].Partitions {
+			parts = append(parts, p.ID)
+			reqs = append(reqs, kafka.LastOffsetOf(p.ID))
+		}
+		lo, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+		if err != nil {
+			t.Fatalf("list offsets of %s: %v", topic, err)
+		}
+		end := map[int]int64{}
+		for _, p := range lo.Topics[topic] {
+			end[p.Partition] = p.LastOffset
+		}
+		of, err := c.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: e.cfg.Group, Topics: map[string][]int{topic: parts}})
+		if err != nil {
+			t.Fatalf("committed offsets of group %s: %v", e.cfg.Group, err)
+		}
+		for _, p := range of.Topics[topic] {
+			total += end[p.Partition] - max(p.CommittedOffset, 0)
+		}
+	}
+	return total
+}
+
+// TestLagWhileHeld: records fetched but not yet stored and committed show
+// as lag (from the high watermark), not only after a commit: held in the
+// commit step here, as while ClickHouse is down. After the commit the lag
+// is 0.
+func TestLagWhileHeld(t *testing.T) {
+	e := newEnv(t, "results_lag")
+	r := load(t, "pipe.lag", 300)
+	cfg := e.cfg
+	cfg.BatchSize = 1 << 20
+	cfg.FlushInterval = time.Second
+	e.publish(t, cfg.DiagnosesTopic, r.diagnoses...)
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	reg, stop := e.run(t, cfg, func() error {
+		once.Do(func() { close(held) })
+		<-release
+		return nil
+	})
+	select {
+	case <-held:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no batch reached the commit step within 2 minutes")
+	}
+	lag := value(t, reg, "handoff_ingest_results_consumer_lag", "topic", cfg.DiagnosesTopic)
+	if lag <= 0 || lag > float64(len(r.diagnoses)) {
+		t.Errorf("lag while a batch is held = %v, want between 1 and %d", lag, len(r.diagnoses))
+	}
+	close(release)
+	testenv.Eventually(t, 2*time.Minute, "lag back to 0 after the commit", func() (bool, string) {
+		l := value(t, reg, "handoff_ingest_results_consumer_lag", "topic", cfg.DiagnosesTopic)
+		return l == 0, fmt.Sprintf("lag %v", l)
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.uncommitted(t); n != 0 {
+		t.Errorf("%d records uncommitted after a graceful stop", n)
+	}
+}
+
+// readDLQ reads n messages of the dead-letter topic from its start.
+func (e *testEnv) readDLQ(t *testing.T, n int) []kafka.Message {
+	t.Helper()
+	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: e.brokers, GroupID: e.cfg.Group + "_dlq_reader", Topic: e.cfg.DLQTopic,
+		StartOffset: kafka.FirstOffset, MaxWait: 500 * time.Millisecond})
+	defer rd.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out []kafka.Message
+	for len(out) < n {
+		m, err := rd.FetchMessage(ctx)
+		if err != nil {
+			t.Fatalf("read dead-letter topic %s: %d of %d messages: %v", e.cfg.DLQTopic, len(out), n, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// dlqValueNull finds the dead-letter record keyed key and reports whether
+// its value is null (not merely empty).
+func (e *testEnv) dlqValueNull(t *testing.T, key string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := &kafka.Client{Addr: kafka.TCP(e.brokers...)}
+	for p := 0; p < e.cfg.Partitions; p++ {
+		res, err := c.Fetch(ctx, &kafka.FetchRequest{Topic: e.cfg.DLQTopic, Partition: p, Offset: 0, MinBytes: 1, MaxBytes: 32 << 20, MaxWait: 500 * time.Millisecond})
+		if err != nil || res.Error != nil {
+			t.Fatalf("fetch %s/%d: %v %v", e.cfg.DLQTopic, p, err, res.Error)
+		}
+		for {
+			rec, err := res.Records.ReadRecord()
+			if err != nil {
+				break // io.EOF: end of what the broker returned
+			}
+			if rec.Key == nil {
+				continue
+			}
+			k, _ := io.ReadAll(rec.Key)
+			if string(k) == key {
+				return rec.Value == nil
+			}
+		}
+	}
+	t.Fatalf("no dead-letter record keyed %q on %s", key, e.cfg.DLQTopic)
+	return false
 }
