@@ -399,42 +399,10 @@ func value(t *testing.T, reg *prometheus.Registry, name string, labels ...string
 }
 
 // uncommitted returns how many records of the findings and diagnoses
-// topics the group has not committed (log end offset minus committed
-// offset, summed over partitions).
+// topics the group has not committed.
 func (e *testEnv) uncommitted(t *testing.T) int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c := &kafka.Client{Addr: kafka.TCP(e.brokers...)}
-	var total int64
-	for _, topic := range []string{e.cfg.FindingsTopic, e.cfg.DiagnosesTopic} {
-		meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
-		if err != nil || len(meta.Topics) != 1 {
-			t.Fatalf("metadata of %s: %v", topic, err)
-		}
-		var parts []int
-		var reqs []kafka.OffsetRequest
-		for _, p := range meta.Topics[0].Partitions {
-			parts = append(parts, p.ID)
-			reqs = append(reqs, kafka.LastOffsetOf(p.ID))
-		}
-		lo, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
-		if err != nil {
-			t.Fatalf("list offsets of %s: %v", topic, err)
-		}
-		end := map[int]int64{}
-		for _, p := range lo.Topics[topic] {
-			end[p.Partition] = p.LastOffset
-		}
-		of, err := c.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: e.cfg.Group, Topics: map[string][]int{topic: parts}})
-		if err != nil {
-			t.Fatalf("committed offsets of group %s: %v", e.cfg.Group, err)
-		}
-		for _, p := range of.Topics[topic] {
-			total += end[p.Partition] - max(p.CommittedOffset, 0)
-		}
-	}
-	return total
+	return testenv.Uncommitted(t, e.brokers, e.cfg.Group, e.cfg.FindingsTopic, e.cfg.DiagnosesTopic)
 }
 
 // TestLagWhileHeld: records fetched but not yet stored and committed show
