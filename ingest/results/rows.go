@@ -11,7 +11,7 @@ const DiagnosisColumns = "pipeline, business_date, batch_id, batch, as_of_ms, st
 	"ingested_ms, kafka_topic, kafka_partition, kafka_offset"
 
 // FindingColumns is the column list of every INSERT into findings_v2.
-const FindingColumns = "pipeline, business_date, batch_id, batch, fingerprint, state, kind, name, " +
+const FindingColumns = "pipeline, business_date, batch_id, batch, fingerprint, seq, state, kind, name, " +
 	"raised_ms, resolved_ms, deadline_ms, lateness_ms, severity, owner, `labels.key`, `labels.value`, " +
 	"evidence_as_of_ms, status, verdict, first_missing, diagnosis, ingested_ms, kafka_topic, kafka_partition, kafka_offset"
 
@@ -70,6 +70,7 @@ func (r *diagnosisRows) columns() []any {
 type findingRows struct {
 	position
 	fingerprint    []string
+	seq            []uint32
 	state          []string
 	kind           []string
 	name           []string
@@ -93,6 +94,7 @@ func (r *findingRows) len() int { return len(r.fingerprint) }
 func (r *findingRows) add(f *Finding, src sink.Source, ingestedMS int64) {
 	r.position.add(f.Key.Pipeline, sink.DateColumn(f.Key.BusinessDate), f.Key.BatchID, f.Key.String(), src, ingestedMS)
 	r.fingerprint = append(r.fingerprint, f.Fingerprint)
+	r.seq = append(r.seq, f.Seq)
 	r.state = append(r.state, f.State)
 	r.kind = append(r.kind, f.Kind)
 	r.name = append(r.name, f.Name)
@@ -116,7 +118,7 @@ func (r *findingRows) add(f *Finding, src sink.Source, ingestedMS int64) {
 }
 
 func (r *findingRows) columns() []any {
-	return []any{r.pipeline, r.businessDate, r.batchID, r.batch, r.fingerprint, r.state, r.kind, r.name,
+	return []any{r.pipeline, r.businessDate, r.batchID, r.batch, r.fingerprint, r.seq, r.state, r.kind, r.name,
 		r.raisedMS, r.resolvedMS, r.deadlineMS, r.latenessMS, r.severity, r.owner, r.labelKeys, r.labelValues,
 		r.evidenceAsOfMS, r.status, r.verdict, r.firstMissing, r.diagnosis, r.ingestedMS, r.topic, r.partition, r.offset}
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/replay"
@@ -39,11 +41,15 @@ type Summary struct {
 // Finding is one record of the findings topic as stored (a row of
 // findings_v2). Times are Unix milliseconds; 0 means none.
 type Finding struct {
-	Key            model.BatchKey
-	Fingerprint    string
-	State          string // open or resolved
-	Kind           string
-	Name           string
+	Key         model.BatchKey
+	Fingerprint string
+	State       string // open or resolved
+	Kind        string
+	Name        string
+	// Seq numbers the records of one fingerprint from 1 (open, each status
+	// change while open, resolved, reopened...): the latest record of a
+	// finding is the one with the highest Seq.
+	Seq            uint32
 	RaisedMS       int64
 	ResolvedMS     int64
 	DeadlineMS     int64
@@ -53,7 +59,9 @@ type Finding struct {
 	LabelKeys      []string // sorted
 	LabelValues    []string
 	EvidenceAsOfMS int64
-	// Summary is copied from the embedded diagnosis (empty without one).
+	// Summary holds the record's status and verdict (the detector repeats
+	// them at the top level for routing; else the embedded diagnosis')
+	// and the diagnosis' first_missing.
 	Summary
 	// Diagnosis is the embedded diagnosis JSON ("" when the record has none).
 	Diagnosis string
@@ -91,6 +99,9 @@ type findingWire struct {
 	Pipeline     *string           `json:"pipeline"`
 	BusinessDate *string           `json:"business_date"`
 	BatchID      *string           `json:"batch_id"`
+	Status       *string           `json:"status"`
+	Verdict      *string           `json:"verdict"`
+	Seq          *int64            `json:"seq"`
 	RaisedAt     *string           `json:"raised_at"`
 	ResolvedAt   *string           `json:"resolved_at"`
 	Deadline     *string           `json:"deadline"`
@@ -126,12 +137,16 @@ func ParseDiagnosis(value []byte) (Diagnosis, error) {
 	return Diagnosis{Key: key, AsOfMS: asOf, Summary: sum, JSON: string(value)}, nil
 }
 
-// ParseFinding decodes and validates a findings-topic record. Required:
-// fingerprint, state (open or resolved), kind, the batch identity, raised_at,
-// evidence_as_of, and resolved_at exactly when the state is resolved.
-// Optional: name, deadline, lateness_ms (not negative), severity, owner,
-// labels (string values) and diagnosis (a diagnosis object of the same
-// batch). Errors are *model.ValidationError naming the field.
+// ParseFinding decodes and validates a findings-topic record (as
+// analyzer/detect's Finding.AppendJSON writes it). Required: fingerprint,
+// state (open or resolved), kind, the batch identity, seq (>= 1),
+// raised_at, evidence_as_of, and resolved_at exactly when the state is
+// resolved. Optional: name, status and verdict (checked like a
+// diagnosis'), deadline, lateness_ms, severity, owner, labels (string
+// values) and diagnosis (a diagnosis object of the same batch). It is no
+// stricter than the detector's own decoder, so that no record the
+// detector writes is dead-lettered. Errors are *model.ValidationError
+// naming the field.
 func ParseFinding(value []byte) (Finding, error) {
 	var w findingWire
 	if err := decode(value, &w); err != nil {
@@ -149,6 +164,13 @@ func ParseFinding(value []byte) (Finding, error) {
 		return Finding{}, err
 	}
 	f.Name = deref(w.Name)
+	switch {
+	case w.Seq == nil:
+		return Finding{}, missing("seq")
+	case *w.Seq < 1 || *w.Seq > math.MaxUint32:
+		return Finding{}, badValue("seq", strconv.FormatInt(*w.Seq, 10), "want 1 or more (the record number of the fingerprint)")
+	}
+	f.Seq = uint32(*w.Seq)
 	switch f.State = deref(w.State); f.State {
 	case StateOpen, StateResolved:
 	case "":
@@ -170,16 +192,11 @@ func ParseFinding(value []byte) (Finding, error) {
 		return Finding{}, &model.ValidationError{Field: "resolved_at", Reason: "required when state is resolved", Kind: model.RejectMissingField}
 	case f.State == StateOpen && f.ResolvedMS != 0:
 		return Finding{}, badValue("resolved_at", deref(w.ResolvedAt), "set on an open finding")
-	case f.ResolvedMS != 0 && f.ResolvedMS < f.RaisedMS:
-		return Finding{}, badValue("resolved_at", deref(w.ResolvedAt), "before raised_at")
 	}
 	if f.DeadlineMS, err = optionalTime("deadline", w.Deadline); err != nil {
 		return Finding{}, err
 	}
 	if w.LatenessMS != nil {
-		if *w.LatenessMS < 0 {
-			return Finding{}, badValue("lateness_ms", fmt.Sprint(*w.LatenessMS), "negative")
-		}
 		f.LatenessMS = *w.LatenessMS
 	}
 	f.Severity, f.Owner = deref(w.Severity), deref(w.Owner)
@@ -209,6 +226,20 @@ func ParseFinding(value []byte) (Finding, error) {
 			return Finding{}, err
 		}
 		f.Diagnosis = string(raw)
+	}
+	// The record's own status and verdict (what it was routed by) win over
+	// the diagnosis'; they are the same when both are written.
+	if st := deref(w.Status); st != "" {
+		if err := checkStatus("status", st); err != nil {
+			return Finding{}, err
+		}
+		f.Status = st
+	}
+	if v := deref(w.Verdict); v != "" {
+		if err := checkVerdict("verdict", v); err != nil {
+			return Finding{}, err
+		}
+		f.Verdict = v
 	}
 	return f, nil
 }
@@ -288,26 +319,40 @@ func identity(batch, pipeline, date, id *string) (model.BatchKey, error) {
 // the analyzer's names: ingest and the analyzer ship in one binary, and an
 // unknown status would silently fall out of every dashboard.
 func summary(prefix string, w *diagnosisWire) (Summary, error) {
-	var s Summary
-	switch s.Status = deref(w.Status); replay.Status(s.Status) {
-	case replay.StatusBroken, replay.StatusDelivered, replay.StatusFailed, replay.StatusLate, replay.StatusInProgress:
-	case "":
+	s := Summary{Status: deref(w.Status), Verdict: deref(w.Verdict), FirstMissing: deref(w.FirstMissing)}
+	if s.Status == "" {
 		return s, missing(prefix + "status")
-	default:
-		return s, badValue(prefix+"status", s.Status, "want broken, delivered, failed, late or in_progress")
 	}
-	if s.Verdict = deref(w.Verdict); s.Verdict == "" {
+	if err := checkStatus(prefix+"status", s.Status); err != nil {
+		return s, err
+	}
+	if s.Verdict == "" {
 		return s, missing(prefix + "verdict")
 	}
-	if _, err := model.ParseHypothesis(s.Verdict); err != nil {
-		return s, badValue(prefix+"verdict", s.Verdict, "want delivered or a hypothesis (not_produced ... not_consumed)")
+	if err := checkVerdict(prefix+"verdict", s.Verdict); err != nil {
+		return s, err
 	}
-	if s.FirstMissing = deref(w.FirstMissing); s.FirstMissing != "" {
+	if s.FirstMissing != "" {
 		if _, err := model.ParseBoundary(s.FirstMissing); err != nil {
 			return s, badValue(prefix+"first_missing", s.FirstMissing, "want a boundary name (produced ... consumed) or \"\"")
 		}
 	}
 	return s, nil
+}
+
+func checkStatus(field, s string) error {
+	switch replay.Status(s) {
+	case replay.StatusBroken, replay.StatusDelivered, replay.StatusFailed, replay.StatusLate, replay.StatusInProgress:
+		return nil
+	}
+	return badValue(field, s, "want broken, delivered, failed, late or in_progress")
+}
+
+func checkVerdict(field, v string) error {
+	if _, err := model.ParseHypothesis(v); err != nil {
+		return badValue(field, v, "want delivered or a hypothesis (not_produced ... not_consumed)")
+	}
+	return nil
 }
 
 func name(field string, v *string) (string, error) {

@@ -110,15 +110,14 @@ PARTITION BY toYYYYMM(business_date)
 ORDER BY (pipeline, business_date, batch_id, as_of_ms)
 ;
 
--- Findings: the lifecycle records of the streaming detector, one row per
--- finding occurrence (fingerprint + raised_ms) and state. A finding that is
--- raised and later resolved has two rows, open and resolved; the resolved
--- row keeps deadline_ms and lateness_ms (it was late, by how much). A copy
--- of the same record collapses; of two records for the same key and state
--- the one with the newest evidence (evidence_as_of_ms) is kept.
--- changed_ms is when the row's state began (raised_ms for open, resolved_ms
--- for resolved): the latest state of a fingerprint is
--- argMax(state, (changed_ms, state)).
+-- Findings: the lifecycle records of the streaming detector (analyzer/detect),
+-- one row per record: a finding (fingerprint) is opened (seq 1), re-published
+-- when its batch's status changes while open, resolved, and may reopen, each
+-- time with seq + 1. Each (fingerprint, seq) is published once, so the sort
+-- key ends in it and a redelivered copy collapses; every record is kept as
+-- the finding's history. The latest state of a finding is its record with
+-- the highest seq: argMax(state, seq) GROUP BY fingerprint. A resolved
+-- record keeps deadline_ms and lateness_ms (it was late, by how much).
 -- 0 in resolved_ms and deadline_ms means "none".
 CREATE TABLE IF NOT EXISTS {db}.findings_v2 (
     pipeline          String,
@@ -126,13 +125,13 @@ CREATE TABLE IF NOT EXISTS {db}.findings_v2 (
     batch_id          String,
     batch             String,
     fingerprint       String,
+    seq               UInt32,
     state             Enum8('open' = 1, 'resolved' = 2),
     kind              String,
     name              String,
     raised_ms         Int64,
     raised            DateTime MATERIALIZED toDateTime(intDiv(raised_ms, 1000)),
     resolved_ms       Int64,
-    changed_ms        Int64 MATERIALIZED greatest(raised_ms, resolved_ms),
     deadline_ms       Int64,
     lateness_ms       Int64,
     severity          String,
@@ -147,6 +146,6 @@ CREATE TABLE IF NOT EXISTS {db}.findings_v2 (
     kafka_topic       String,
     kafka_partition   Int32,
     kafka_offset      Int64
-) ENGINE = ReplacingMergeTree(evidence_as_of_ms)
+) ENGINE = ReplacingMergeTree(ingested_ms)
 PARTITION BY toYYYYMM(business_date)
-ORDER BY (pipeline, business_date, batch_id, fingerprint, raised_ms, state)
+ORDER BY (pipeline, business_date, batch_id, fingerprint, seq)

@@ -42,7 +42,7 @@ func TestEnsureUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	for table, want := range map[string][]string{
-		schema.Findings:  {"fingerprint", "state", "raised_ms", "resolved_ms", "changed_ms", "labels.key", "evidence_as_of_ms", "kafka_offset"},
+		schema.Findings:  {"fingerprint", "state", "seq", "raised_ms", "resolved_ms", "labels.key", "evidence_as_of_ms", "kafka_offset"},
 		schema.Diagnoses: {"as_of_ms", "status", "diagnosis", "ingested_ms", "kafka_topic", "kafka_partition", "kafka_offset"},
 	} {
 		for _, col := range want {
