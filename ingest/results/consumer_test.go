@@ -76,9 +76,15 @@ func (e *testEnv) publish(t *testing.T, topic string, msgs ...kafka.Message) {
 // run starts a consumer; stop cancels it and returns Run's result.
 func (e *testEnv) run(t *testing.T, cfg Config, beforeCommit func() error) (reg *prometheus.Registry, stop func() error) {
 	t.Helper()
+	return e.runOn(t, e.conn, cfg, beforeCommit)
+}
+
+// runOn is run with the ClickHouse connection conn.
+func (e *testEnv) runOn(t *testing.T, conn driver.Conn, cfg Config, beforeCommit func() error) (reg *prometheus.Registry, stop func() error) {
+	t.Helper()
 	reg = prometheus.NewRegistry()
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := New(ctx, cfg, Options{Conn: e.conn, Registry: reg})
+	c, err := New(ctx, cfg, Options{Conn: conn, Registry: reg})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
