@@ -3,9 +3,6 @@ package results
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,88 +10,16 @@ import (
 	"github.com/handoff-dev/handoff/internal/testenv"
 )
 
-// cutProxy forwards TCP connections to target until cut: then it closes
-// every open connection and refuses new ones, as a ClickHouse outage would,
-// until restored.
-type cutProxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	down   bool
-	conns  []net.Conn
-	wg     sync.WaitGroup
-}
-
-func newCutProxy(t *testing.T, target string) *cutProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{ln: ln, target: target}
-	p.wg.Add(1)
-	go p.serve()
-	t.Cleanup(func() {
-		ln.Close()
-		p.cut()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *cutProxy) serve() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.down {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		p.conns = append(p.conns, c, up)
-		p.mu.Unlock()
-		p.wg.Add(2)
-		go func() { defer p.wg.Done(); io.Copy(up, c); up.Close() }()
-		go func() { defer p.wg.Done(); io.Copy(c, up); c.Close() }()
-	}
-}
-
-func (p *cutProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = true
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-func (p *cutProxy) restore() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = false
-}
-
 // TestClickHouseDown: while ClickHouse is unreachable the consumer retries
 // the INSERT (counted as errors), stores nothing more and commits nothing
 // of what it holds; once ClickHouse is back everything arrives once and is
 // committed, with no restart.
 func TestClickHouseDown(t *testing.T) {
 	e := newEnv(t, "results_chdown")
-	p := newCutProxy(t, testenv.ClickHouseAddr(t))
+	p := testenv.NewProxy(t, testenv.ClickHouseAddr(t))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := chconn.Open(ctx, chconn.Config{Addr: p.ln.Addr().String(), DialTimeout: time.Second, ReadTimeout: 5 * time.Second})
+	conn, err := chconn.Open(ctx, chconn.Config{Addr: p.Addr(), DialTimeout: time.Second, ReadTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +40,7 @@ func TestClickHouseDown(t *testing.T) {
 		return n == 0, fmt.Sprintf("%d uncommitted", n)
 	})
 
-	p.cut()
+	p.SetDown(true)
 	e.publish(t, cfg.DiagnosesTopic, recs[half:]...)
 	testenv.Eventually(t, 2*time.Minute, "INSERT retried while ClickHouse is down", func() (bool, string) {
 		n := insertErrors()
@@ -131,7 +56,7 @@ func TestClickHouseDown(t *testing.T) {
 		t.Errorf("lag %v while ClickHouse is down with records held, want > 0", lag)
 	}
 
-	p.restore()
+	p.SetDown(false)
 	e.waitCount(t, uint64(len(recs)), "SELECT count() FROM {db}.diagnoses_v2 FINAL")
 	testenv.Eventually(t, time.Minute, "everything committed after the outage", func() (bool, string) {
 		n := e.uncommitted(t)
