@@ -77,28 +77,30 @@ const (
 // reads (replay.Diagnosis.AppendJSON writes it); other fields are kept in the
 // stored JSON and ignored here.
 type diagnosisWire struct {
-	Batch        *string `json:"batch"`
-	Pipeline     *string `json:"pipeline"`
-	BusinessDate *string `json:"business_date"`
-	BatchID      *string `json:"batch_id"`
+	identityWire
 	Status       *string `json:"status"`
 	Verdict      *string `json:"verdict"`
 	FirstMissing *string `json:"first_missing"`
 	AsOf         *string `json:"as_of"`
 }
 
+// identityWire is the batch identity both records carry.
+type identityWire struct {
+	Batch        *string `json:"batch"`
+	Pipeline     *string `json:"pipeline"`
+	BusinessDate *string `json:"business_date"`
+	BatchID      *string `json:"batch_id"`
+}
+
 // findingWire is a finding record (analyzer/detect writes it). Unknown
 // fields are ignored, so the detector may add fields without breaking
 // storage.
 type findingWire struct {
-	Fingerprint  *string           `json:"fingerprint"`
-	State        *string           `json:"state"`
-	Kind         *string           `json:"kind"`
-	Name         *string           `json:"name"`
-	Batch        *string           `json:"batch"`
-	Pipeline     *string           `json:"pipeline"`
-	BusinessDate *string           `json:"business_date"`
-	BatchID      *string           `json:"batch_id"`
+	Fingerprint *string `json:"fingerprint"`
+	State       *string `json:"state"`
+	Kind        *string `json:"kind"`
+	Name        *string `json:"name"`
+	identityWire
 	Status       *string           `json:"status"`
 	Verdict      *string           `json:"verdict"`
 	Seq          *int64            `json:"seq"`
@@ -122,7 +124,7 @@ func ParseDiagnosis(value []byte) (Diagnosis, error) {
 	if err := decode(value, &w); err != nil {
 		return Diagnosis{}, err
 	}
-	key, err := identity(w.Batch, w.Pipeline, w.BusinessDate, w.BatchID)
+	key, err := identity(&w.identityWire)
 	if err != nil {
 		return Diagnosis{}, err
 	}
@@ -154,7 +156,7 @@ func ParseFinding(value []byte) (Finding, error) {
 	}
 	var f Finding
 	var err error
-	if f.Key, err = identity(w.Batch, w.Pipeline, w.BusinessDate, w.BatchID); err != nil {
+	if f.Key, err = identity(&w.identityWire); err != nil {
 		return Finding{}, err
 	}
 	if f.Fingerprint, err = name("fingerprint", w.Fingerprint); err != nil {
@@ -289,8 +291,9 @@ func trimDot(s string) string {
 }
 
 // identity checks the batch identity fields and that batch is their key.
-func identity(batch, pipeline, date, id *string) (model.BatchKey, error) {
-	p, err := name("pipeline", pipeline)
+func identity(w *identityWire) (model.BatchKey, error) {
+	batch, date := w.Batch, w.BusinessDate
+	p, err := name("pipeline", w.Pipeline)
 	if err != nil {
 		return model.BatchKey{}, err
 	}
@@ -301,7 +304,7 @@ func identity(batch, pipeline, date, id *string) (model.BatchKey, error) {
 	if err != nil {
 		return model.BatchKey{}, badValue("business_date", *date, err.Error())
 	}
-	b, err := name("batch_id", id)
+	b, err := name("batch_id", w.BatchID)
 	if err != nil {
 		return model.BatchKey{}, err
 	}
