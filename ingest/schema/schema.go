@@ -25,8 +25,10 @@ const DefaultDatabase = "handoff"
 const (
 	Events      = "events"
 	DeadLetters = "dead_letters"
-	Diagnoses   = "diagnoses"
-	Findings    = "findings"
+	// Diagnoses and Findings are the revised tables (_v2): the first ones
+	// could not be altered in place on 18.16 (schema.sql says why).
+	Diagnoses = "diagnoses_v2"
+	Findings  = "findings_v2"
 )
 
 var dbName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -72,9 +72,24 @@ PARTITION BY toYYYYMM(toDate(toDateTime(intDiv(received_ms, 1000))))
 ORDER BY (topic, kafka_partition, kafka_offset)
 ;
 
--- Diagnoses: one row per batch and as-of time, the diagnosis as JSON (the
--- analyzer's machine-readable format) plus the fields dashboards filter on.
-CREATE TABLE IF NOT EXISTS {db}.diagnoses (
+-- Diagnoses and findings are written by `handoff ingest` from the Kafka
+-- topics handoff.diagnoses and handoff.findings (ingest/results). Their first
+-- tables (`diagnoses`, `findings`, never written by any release) had no
+-- Kafka position and the wrong engine and key for a finding's lifecycle;
+-- CREATE TABLE IF NOT EXISTS does not alter an existing table and 18.16 has
+-- no ALTER TABLE ... ADD COLUMN IF NOT EXISTS, so the revised tables have
+-- new names (_v2) and the old ones are left alone (empty; drop them by hand).
+--
+-- Both are ReplacingMergeTree: a record delivered again (a crash between
+-- INSERT and offset commit, a publisher retrying) has the same sort key and
+-- collapses. Reads must not need FINAL: read the latest row per key with
+-- argMax (docs/ingest.md, "Findings and diagnoses").
+
+-- Diagnoses: one row per batch and as-of time (the replay is a pure function
+-- of events, contract and as-of, so two copies for the same key are equal).
+-- diagnosis is the analyzer's JSON (replay.Diagnosis.AppendJSON) as received;
+-- status, verdict and first_missing are copied out of it for dashboards.
+CREATE TABLE IF NOT EXISTS {db}.diagnoses_v2 (
     pipeline        String,
     business_date   Date,
     batch_id        String,
@@ -85,27 +100,52 @@ CREATE TABLE IF NOT EXISTS {db}.diagnoses (
     verdict         String,
     first_missing   String,
     diagnosis       String,
-    computed_ms     Int64
-) ENGINE = ReplacingMergeTree(computed_ms)
+    ingested_ms     Int64,
+    ingested        DateTime MATERIALIZED toDateTime(intDiv(ingested_ms, 1000)),
+    kafka_topic     String,
+    kafka_partition Int32,
+    kafka_offset    Int64
+) ENGINE = ReplacingMergeTree(ingested_ms)
 PARTITION BY toYYYYMM(business_date)
 ORDER BY (pipeline, business_date, batch_id, as_of_ms)
 ;
 
--- Findings: what the streaming detector reported and when (a batch turned
--- late, broken, delivered...). Append-only history.
-CREATE TABLE IF NOT EXISTS {db}.findings (
-    found_ms        Int64,
-    found           DateTime MATERIALIZED toDateTime(intDiv(found_ms, 1000)),
-    pipeline        String,
-    business_date   Date,
-    batch_id        String,
-    batch           String,
-    kind            String,
-    status          String,
-    first_missing   String,
-    detail          String,
-    diagnosis       String
-) ENGINE = MergeTree()
+-- Findings: the lifecycle records of the streaming detector (analyzer/detect),
+-- one row per record: a finding (fingerprint) is opened (seq 1), re-published
+-- when its batch's status changes while open, resolved, and may reopen, each
+-- time with seq + 1. Each (fingerprint, seq) is published once, so the sort
+-- key ends in it and a redelivered copy collapses; every record is kept as
+-- the finding's history. The latest state of a finding is its record with
+-- the highest seq: argMax(state, seq) GROUP BY fingerprint. A resolved
+-- record keeps deadline_ms and lateness_ms (it was late, by how much).
+-- 0 in resolved_ms and deadline_ms means "none".
+CREATE TABLE IF NOT EXISTS {db}.findings_v2 (
+    pipeline          String,
+    business_date     Date,
+    batch_id          String,
+    batch             String,
+    fingerprint       String,
+    seq               UInt32,
+    state             Enum8('open' = 1, 'resolved' = 2),
+    kind              String,
+    name              String,
+    raised_ms         Int64,
+    raised            DateTime MATERIALIZED toDateTime(intDiv(raised_ms, 1000)),
+    resolved_ms       Int64,
+    deadline_ms       Int64,
+    lateness_ms       Int64,
+    severity          String,
+    owner             String,
+    labels            Nested(key String, value String),
+    evidence_as_of_ms Int64,
+    status            String,
+    verdict           String,
+    first_missing     String,
+    diagnosis         String,
+    ingested_ms       Int64,
+    kafka_topic       String,
+    kafka_partition   Int32,
+    kafka_offset      Int64
+) ENGINE = ReplacingMergeTree(ingested_ms)
 PARTITION BY toYYYYMM(business_date)
-ORDER BY (pipeline, business_date, batch_id, found_ms)
-;
+ORDER BY (pipeline, business_date, batch_id, fingerprint, seq)

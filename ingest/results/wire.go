@@ -1,0 +1,408 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/handoff-dev/handoff/analyzer/replay"
+	"github.com/handoff-dev/handoff/model"
+)
+
+// MaxRecordBytes is the largest finding or diagnosis record accepted. A
+// diagnosis carries its batch's timeline, so it may be larger than an event
+// (1 MiB); one over 4 MiB is a runaway timeline and is dead-lettered as
+// too_large rather than held in memory and stored.
+const MaxRecordBytes = 4 << 20
+
+// Diagnosis is one record of the diagnoses topic as stored: the identity,
+// the as-of time and the fields dashboards filter on, plus the JSON as
+// received.
+type Diagnosis struct {
+	Key    model.BatchKey
+	AsOfMS int64
+	Summary
+	// JSON is the record's value, unchanged.
+	JSON string
+}
+
+// Summary is what the tables copy out of a diagnosis JSON.
+type Summary struct {
+	Status       string
+	Verdict      string
+	FirstMissing string
+}
+
+// Finding is one record of the findings topic as stored (a row of
+// findings_v2). Times are Unix milliseconds; 0 means none.
+type Finding struct {
+	Key         model.BatchKey
+	Fingerprint string
+	State       string // open or resolved
+	Kind        string
+	Name        string
+	// Seq numbers the records of one fingerprint from 1 (open, each status
+	// change while open, resolved, reopened...): the latest record of a
+	// finding is the one with the highest Seq.
+	Seq            uint32
+	RaisedMS       int64
+	ResolvedMS     int64
+	DeadlineMS     int64
+	LatenessMS     int64
+	Severity       string
+	Owner          string
+	LabelKeys      []string // sorted
+	LabelValues    []string
+	EvidenceAsOfMS int64
+	// Summary holds the record's status and verdict (the detector repeats
+	// them at the top level for routing; else the embedded diagnosis')
+	// and the diagnosis' first_missing.
+	Summary
+	// Diagnosis is the embedded diagnosis JSON ("" when the record has none).
+	Diagnosis string
+}
+
+// Finding states.
+const (
+	StateOpen     = "open"
+	StateResolved = "resolved"
+)
+
+// diagnosisWire is the part of the analyzer's diagnosis JSON that ingest
+// reads (replay.Diagnosis.AppendJSON writes it); other fields are kept in the
+// stored JSON and ignored here.
+type diagnosisWire struct {
+	identityWire
+	Status       *string `json:"status"`
+	Verdict      *string `json:"verdict"`
+	FirstMissing *string `json:"first_missing"`
+	AsOf         *string `json:"as_of"`
+}
+
+// identityWire is the batch identity both records carry.
+type identityWire struct {
+	Batch        *string `json:"batch"`
+	Pipeline     *string `json:"pipeline"`
+	BusinessDate *string `json:"business_date"`
+	BatchID      *string `json:"batch_id"`
+}
+
+// findingWire is a finding record (analyzer/detect writes it). Unknown
+// fields are ignored, so the detector may add fields without breaking
+// storage.
+type findingWire struct {
+	Fingerprint *string `json:"fingerprint"`
+	State       *string `json:"state"`
+	Kind        *string `json:"kind"`
+	Name        *string `json:"name"`
+	identityWire
+	Status       *string           `json:"status"`
+	Verdict      *string           `json:"verdict"`
+	Seq          *int64            `json:"seq"`
+	RaisedAt     *string           `json:"raised_at"`
+	ResolvedAt   *string           `json:"resolved_at"`
+	Deadline     *string           `json:"deadline"`
+	LatenessMS   *int64            `json:"lateness_ms"`
+	Severity     *string           `json:"severity"`
+	Owner        *string           `json:"owner"`
+	Labels       map[string]string `json:"labels"`
+	EvidenceAsOf *string           `json:"evidence_as_of"`
+	Diagnosis    json.RawMessage   `json:"diagnosis"`
+}
+
+// ParseDiagnosis decodes and validates a diagnoses-topic record: the
+// identity (batch must be pipeline/business_date/batch_id), status, verdict,
+// first_missing and as_of. Errors are *model.ValidationError naming the
+// field.
+func ParseDiagnosis(value []byte) (Diagnosis, error) {
+	var w diagnosisWire
+	if err := decode(value, &w); err != nil {
+		return Diagnosis{}, err
+	}
+	key, err := identity(&w.identityWire)
+	if err != nil {
+		return Diagnosis{}, err
+	}
+	sum, err := summary("", &w)
+	if err != nil {
+		return Diagnosis{}, err
+	}
+	asOf, err := requiredTime("as_of", w.AsOf)
+	if err != nil {
+		return Diagnosis{}, err
+	}
+	return Diagnosis{Key: key, AsOfMS: asOf, Summary: sum, JSON: string(value)}, nil
+}
+
+// ParseFinding decodes and validates a findings-topic record (as
+// analyzer/detect's Finding.AppendJSON writes it). Required: fingerprint,
+// state (open or resolved), kind, the batch identity, seq (>= 1),
+// raised_at, evidence_as_of, and resolved_at exactly when the state is
+// resolved. Optional: name, status and verdict (checked like a
+// diagnosis'), deadline, lateness_ms, severity, owner, labels (string
+// values) and diagnosis (a diagnosis object of the same batch). It is no
+// stricter than the detector's own decoder, so that no record the
+// detector writes is dead-lettered. Errors are *model.ValidationError
+// naming the field.
+func ParseFinding(value []byte) (Finding, error) {
+	var w findingWire
+	if err := decode(value, &w); err != nil {
+		return Finding{}, err
+	}
+	var f Finding
+	var err error
+	if f.Key, err = identity(&w.identityWire); err != nil {
+		return Finding{}, err
+	}
+	if f.Fingerprint, err = name("fingerprint", w.Fingerprint); err != nil {
+		return Finding{}, err
+	}
+	if f.Kind, err = name("kind", w.Kind); err != nil {
+		return Finding{}, err
+	}
+	f.Name = deref(w.Name)
+	switch {
+	case w.Seq == nil:
+		return Finding{}, missing("seq")
+	case *w.Seq < 1 || *w.Seq > math.MaxUint32:
+		return Finding{}, badValue("seq", strconv.FormatInt(*w.Seq, 10), "want 1 or more (the record number of the fingerprint)")
+	}
+	f.Seq = uint32(*w.Seq)
+	switch f.State = deref(w.State); f.State {
+	case StateOpen, StateResolved:
+	case "":
+		return Finding{}, missing("state")
+	default:
+		return Finding{}, badValue("state", f.State, "want open or resolved")
+	}
+	if f.RaisedMS, err = requiredTime("raised_at", w.RaisedAt); err != nil {
+		return Finding{}, err
+	}
+	if f.EvidenceAsOfMS, err = requiredTime("evidence_as_of", w.EvidenceAsOf); err != nil {
+		return Finding{}, err
+	}
+	if f.ResolvedMS, err = optionalTime("resolved_at", w.ResolvedAt); err != nil {
+		return Finding{}, err
+	}
+	switch {
+	case f.State == StateResolved && f.ResolvedMS == 0:
+		return Finding{}, &model.ValidationError{Field: "resolved_at", Reason: "required when state is resolved", Kind: model.RejectMissingField}
+	case f.State == StateOpen && f.ResolvedMS != 0:
+		return Finding{}, badValue("resolved_at", deref(w.ResolvedAt), "set on an open finding")
+	}
+	if f.DeadlineMS, err = optionalTime("deadline", w.Deadline); err != nil {
+		return Finding{}, err
+	}
+	if w.LatenessMS != nil {
+		f.LatenessMS = *w.LatenessMS
+	}
+	f.Severity, f.Owner = deref(w.Severity), deref(w.Owner)
+	if len(w.Labels) > 0 {
+		f.LabelKeys = make([]string, 0, len(w.Labels))
+		for k := range w.Labels {
+			f.LabelKeys = append(f.LabelKeys, k)
+		}
+		slices.Sort(f.LabelKeys)
+		f.LabelValues = make([]string, len(f.LabelKeys))
+		for i, k := range f.LabelKeys {
+			f.LabelValues[i] = w.Labels[k]
+		}
+	}
+	if raw := bytes.TrimSpace(w.Diagnosis); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		if raw[0] != '{' {
+			return Finding{}, badValue("diagnosis", string(raw), "want a diagnosis object")
+		}
+		var d diagnosisWire
+		if err := decodePrefixed("diagnosis.", raw, &d); err != nil {
+			return Finding{}, err
+		}
+		if d.Batch != nil && *d.Batch != f.Key.String() {
+			return Finding{}, badValue("diagnosis.batch", *d.Batch, "differs from the finding's batch "+f.Key.String())
+		}
+		if f.Summary, err = summary("diagnosis.", &d); err != nil {
+			return Finding{}, err
+		}
+		f.Diagnosis = string(raw)
+	}
+	// The record's own status and verdict (what it was routed by) win over
+	// the diagnosis'; they are the same when both are written.
+	if st := deref(w.Status); st != "" {
+		if err := checkStatus("status", st); err != nil {
+			return Finding{}, err
+		}
+		f.Status = st
+	}
+	if v := deref(w.Verdict); v != "" {
+		if err := checkVerdict("verdict", v); err != nil {
+			return Finding{}, err
+		}
+		f.Verdict = v
+	}
+	return f, nil
+}
+
+// decode unmarshals a record's value into w, classifying the failure: too
+// large, not a JSON object (bad_json), a field of the wrong type
+// (bad_value, naming the field).
+func decode(value []byte, w any) error {
+	if len(value) > MaxRecordBytes {
+		return &model.ValidationError{Reason: fmt.Sprintf("record of %d bytes is over the %d-byte limit", len(value), MaxRecordBytes), Kind: model.RejectTooLarge}
+	}
+	v := bytes.TrimSpace(value)
+	if len(v) == 0 || v[0] != '{' {
+		return &model.ValidationError{Reason: "not a JSON object", Kind: model.RejectBadJSON}
+	}
+	return decodePrefixed("", v, w)
+}
+
+func decodePrefixed(prefix string, v []byte, w any) error {
+	if err := json.Unmarshal(v, w); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return &model.ValidationError{Field: prefix + te.Field, Reason: "want a JSON " + jsonKind(te.Type.Kind().String()) + ", got " + te.Value, Kind: model.RejectBadValue}
+		}
+		return &model.ValidationError{Field: trimDot(prefix), Reason: "invalid JSON: " + err.Error(), Kind: model.RejectBadJSON}
+	}
+	return nil
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "string"
+	case "map", "struct":
+		return "object"
+	case "slice", "array":
+		return "array"
+	}
+	return "number"
+}
+
+func trimDot(s string) string {
+	if s != "" && s[len(s)-1] == '.' {
+		return s[:len(s)-1]
+	}
+	return s
+}
+
+// identity checks the batch identity fields and that batch is their key.
+func identity(w *identityWire) (model.BatchKey, error) {
+	batch, date := w.Batch, w.BusinessDate
+	p, err := name("pipeline", w.Pipeline)
+	if err != nil {
+		return model.BatchKey{}, err
+	}
+	if date == nil || *date == "" {
+		return model.BatchKey{}, missing("business_date")
+	}
+	d, err := model.ParseDate(*date)
+	if err != nil {
+		return model.BatchKey{}, badValue("business_date", *date, err.Error())
+	}
+	b, err := name("batch_id", w.BatchID)
+	if err != nil {
+		return model.BatchKey{}, err
+	}
+	key := model.BatchKey{Pipeline: p, BusinessDate: d, BatchID: b}
+	if batch == nil || *batch == "" {
+		return model.BatchKey{}, missing("batch")
+	}
+	if *batch != key.String() {
+		return model.BatchKey{}, badValue("batch", *batch, "differs from pipeline/business_date/batch_id "+key.String())
+	}
+	return key, nil
+}
+
+// summary checks a diagnosis's status, verdict and first_missing against
+// the analyzer's names: ingest and the analyzer ship in one binary, and an
+// unknown status would silently fall out of every dashboard.
+func summary(prefix string, w *diagnosisWire) (Summary, error) {
+	s := Summary{Status: deref(w.Status), Verdict: deref(w.Verdict), FirstMissing: deref(w.FirstMissing)}
+	if s.Status == "" {
+		return s, missing(prefix + "status")
+	}
+	if err := checkStatus(prefix+"status", s.Status); err != nil {
+		return s, err
+	}
+	if s.Verdict == "" {
+		return s, missing(prefix + "verdict")
+	}
+	if err := checkVerdict(prefix+"verdict", s.Verdict); err != nil {
+		return s, err
+	}
+	if s.FirstMissing != "" {
+		if _, err := model.ParseBoundary(s.FirstMissing); err != nil {
+			return s, badValue(prefix+"first_missing", s.FirstMissing, "want a boundary name (produced ... consumed) or \"\"")
+		}
+	}
+	return s, nil
+}
+
+func checkStatus(field, s string) error {
+	switch replay.Status(s) {
+	case replay.StatusBroken, replay.StatusDelivered, replay.StatusFailed, replay.StatusLate, replay.StatusInProgress:
+		return nil
+	}
+	return badValue(field, s, "want broken, delivered, failed, late or in_progress")
+}
+
+func checkVerdict(field, v string) error {
+	if _, err := model.ParseHypothesis(v); err != nil {
+		return badValue(field, v, "want delivered or a hypothesis (not_produced ... not_consumed)")
+	}
+	return nil
+}
+
+func name(field string, v *string) (string, error) {
+	s := deref(v)
+	if err := model.CheckName(field, s); err != nil {
+		return "", err
+	}
+	return s, nil
+}
+
+func requiredTime(field string, v *string) (int64, error) {
+	if v == nil || *v == "" {
+		return 0, missing(field)
+	}
+	return optionalTime(field, v)
+}
+
+// optionalTime parses an RFC 3339 time into Unix milliseconds; absent,
+// null or "" is 0 (none).
+func optionalTime(field string, v *string) (int64, error) {
+	if v == nil || *v == "" {
+		return 0, nil
+	}
+	t, err := model.ParseTime(*v)
+	if err != nil {
+		return 0, badValue(field, *v, err.Error())
+	}
+	if t.Before(time.Unix(0, 0)) {
+		return 0, badValue(field, *v, "before 1970")
+	}
+	return t.UnixMilli(), nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func missing(field string) error {
+	return &model.ValidationError{Field: field, Reason: "required field is missing", Kind: model.RejectMissingField}
+}
+
+func badValue(field, value, reason string) error {
+	if len(value) > 80 {
+		value = value[:77] + "..."
+	}
+	return &model.ValidationError{Field: field, Value: value, Reason: reason, Kind: model.RejectBadValue}
+}

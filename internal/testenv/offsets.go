@@ -1,0 +1,53 @@
+package testenv
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// Uncommitted returns how many messages of topics consumer group has not
+// committed: the log end offset minus the committed offset, summed over
+// every partition (a partition with no commit counts from 0). Tests use it
+// to prove that a graceful stop left nothing behind.
+func Uncommitted(t testing.TB, brokers []string, group string, topics ...string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// A transport of its own: kafka.DefaultTransport pools connections, and
+	// a pooled connection to a broker restarted since fails with EOF.
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	c := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}
+	var total int64
+	for _, topic := range topics {
+		meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+		if err != nil || len(meta.Topics) != 1 {
+			t.Fatalf("metadata of topic %s: %v", topic, err)
+		}
+		var parts []int
+		var reqs []kafka.OffsetRequest
+		for _, p := range meta.Topics[0].Partitions {
+			parts = append(parts, p.ID)
+			reqs = append(reqs, kafka.LastOffsetOf(p.ID))
+		}
+		lo, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+		if err != nil {
+			t.Fatalf("list offsets of topic %s: %v", topic, err)
+		}
+		end := map[int]int64{}
+		for _, p := range lo.Topics[topic] {
+			end[p.Partition] = p.LastOffset
+		}
+		of, err := c.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
+		if err != nil {
+			t.Fatalf("committed offsets of group %s on %s: %v", group, topic, err)
+		}
+		for _, p := range of.Topics[topic] {
+			total += end[p.Partition] - max(p.CommittedOffset, 0)
+		}
+	}
+	return total
+}
