@@ -350,3 +350,7 @@ func sortedKeys(m map[int]bool) []int {
 	slices.Sort(out)
 	return out
 }
+
+// Detector returns the detector the runner drives. It is not safe for
+// concurrent use: read it only once Run has returned.
+func (r *Runner) Detector() *detect.Detector { return r.o.Detector }
