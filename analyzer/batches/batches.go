@@ -165,7 +165,7 @@ func (s *Set) previous(k model.BatchKey, c *contract.Contract, verdicts map[mode
 		v = st.Verdict(s.contracts.For(pk.Pipeline), s.asOf)
 		verdicts[pk] = v
 	}
-	p.Seen, p.Delivered, p.Verdict = true, v == model.Delivered, v.String()
+	p.Seen, p.Delivered, p.Verdict = true, v == model.Delivered, v
 	return p
 }
 

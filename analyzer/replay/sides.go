@@ -71,7 +71,7 @@ func Narrate(d *Diagnosis) []Side {
 		case p.Delivered:
 			text += " was delivered normally"
 		case p.Seen:
-			text += " is not delivered either (verdict " + p.Verdict + ")"
+			text += " is not delivered either (verdict " + p.Verdict.String() + ")"
 		default:
 			text += " has no events at all"
 		}
