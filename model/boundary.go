@@ -76,7 +76,7 @@ func (s BoundarySet) List() []Boundary {
 }
 
 // Hypothesis names where a delivery stopped: one of the five stretches of the
-// ladder in seed-case.md, or Delivered.
+// ladder in docs/seed-case.md, or Delivered.
 type Hypothesis int8
 
 // The five hypotheses, in order, and the verdict when all are excluded.

@@ -1,6 +1,6 @@
 // Package report renders diagnoses for people and for machines.
 //
-// Text tells one batch's story in the order of the seed case (seed-case.md,
+// Text tells one batch's story in the order of the seed case (docs/seed-case.md,
 // design.md section 5): the symptom, the chain of boundaries, the evidence
 // of each side, the hypotheses, the anomalies, where the delivery stopped,
 // the caveats a reader must not forget, and the safe next step. JSON is the
