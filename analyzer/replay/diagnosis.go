@@ -19,6 +19,9 @@ const (
 	StatusInProgress Status = "in_progress"
 )
 
+// Statuses lists every Status, in the order the rules try them.
+var Statuses = []Status{StatusBroken, StatusDelivered, StatusFailed, StatusLate, StatusInProgress}
+
 // Support is what the evidence says of one hypothesis. It is not the
 // diagnosis' verdict (a model.Hypothesis, where the delivery stopped): the
 // verdict is the one hypothesis whose Support is Supported, or Delivered.
@@ -50,6 +53,12 @@ const (
 	SuccessWithoutArtifact AnomalyKind = "success_without_artifact"
 	Late                   AnomalyKind = "late"
 )
+
+// AnomalyKinds lists every AnomalyKind.
+var AnomalyKinds = []AnomalyKind{
+	IdentityMismatch, RowMismatch, ChecksumMismatch, SignalBeforeFinal, DuplicateConsumption,
+	OrphanConsumption, ContinuityGap, SuccessWithoutArtifact, Late,
+}
 
 // Breaks reports whether an anomaly of kind k makes the batch broken. Only
 // late and continuity_gap do not: they are about time and neighbours, not

@@ -32,6 +32,18 @@ func TestDocumentedNamesMatchConstants(t *testing.T) {
 		}
 		tableActions = append(tableActions, backticked(cells[1])...)
 	}
+	var tableKinds []string
+	for _, line := range strings.Split(section(t, diagnosis, "## Anomalies"), "\n") {
+		if cells := strings.Split(line, "|"); len(cells) > 2 {
+			tableKinds = append(tableKinds, backticked(cells[1])...)
+		}
+	}
+	var statusList []string
+	for _, line := range strings.Split(section(t, diagnosis, "## Status (first that applies)"), "\n") {
+		if m := regexp.MustCompile("^[0-9]+\\. `([a-z_]+)`").FindStringSubmatch(line); m != nil {
+			statusList = append(statusList, m[1])
+		}
+	}
 	tests := []struct {
 		where string
 		got   []string
@@ -41,6 +53,10 @@ func TestDocumentedNamesMatchConstants(t *testing.T) {
 		{"docs/diagnosis.md, restore_signal check states", backticked(match(t, diagnosis, "as (`[^\n]*`) with evidence")), names(replay.CheckStates)},
 		{"docs/diagnose.md, next_step action", backticked(match(t, diagnose, "`action` is one of ([^;]*);")), names(replay.Actions)},
 		{"docs/diagnose.md, checks state", strings.Split(match(t, diagnose, `state: ([a-z_\\|]+),`), `\|`), names(replay.CheckStates)},
+		{"docs/diagnosis.md, Anomalies table", tableKinds, names(replay.AnomalyKinds)},
+		{"docs/diagnosis.md, Status list", statusList, names(replay.Statuses)},
+		{"docs/diagnose.md, anomalies kinds", backticked(match(t, diagnose, "kinds: ([^|]*)\\|")), names(replay.AnomalyKinds)},
+		{"docs/diagnose.md, status", backticked(match(t, diagnose, "\\| `status` \\| ([^:]*):")), names(replay.Statuses)},
 		{"docs/diagnose.md, hypotheses verdict", strings.Split(match(t, diagnose, `verdict: ([a-z_\\|]+),`), `\|`), names(replay.Supports)},
 	}
 	for _, tt := range tests {
@@ -52,18 +68,19 @@ func TestDocumentedNamesMatchConstants(t *testing.T) {
 }
 
 // TestWrittenNamesAreListed guards the lists the documentation test relies
-// on: every action, check state and support a replay writes is in its list,
-// and no list repeats a name.
+// on: every action, check state, support, status and anomaly kind a replay
+// writes is in its list, and no list repeats a name.
 func TestWrittenNamesAreListed(t *testing.T) {
 	lists := map[string][]string{
 		"Actions": names(replay.Actions), "CheckStates": names(replay.CheckStates), "Supports": names(replay.Supports),
+		"Statuses": names(replay.Statuses), "AnomalyKinds": names(replay.AnomalyKinds),
 	}
 	for what, l := range lists {
 		if len(slices.Compact(slices.Sorted(slices.Values(l)))) != len(l) {
 			t.Errorf("%s has a repeated name: %q", what, l)
 		}
 	}
-	seen := map[string]map[string]bool{"Actions": {}, "CheckStates": {}, "Supports": {}}
+	seen := map[string]map[string]bool{"Actions": {}, "CheckStates": {}, "Supports": {}, "Statuses": {}, "AnomalyKinds": {}}
 	c := seedContract()
 	for seed := uint64(0); seed < 300; seed++ {
 		r := rand.New(rand.NewPCG(seed, 13))
@@ -71,6 +88,10 @@ func TestWrittenNamesAreListed(t *testing.T) {
 		for _, off := range []time.Duration{18 * time.Hour, 72 * time.Hour} {
 			d := replay.Replay(randomBatch(r, "p", date), c, date.In(time.UTC).Add(off), replay.Context{})
 			seen["Actions"][string(d.NextStep.Action)] = true
+			seen["Statuses"][string(d.Status)] = true
+			for _, a := range d.Anomalies {
+				seen["AnomalyKinds"][string(a.Kind)] = true
+			}
 			for _, ch := range d.NextStep.Checks {
 				seen["CheckStates"][string(ch.State)] = true
 			}
@@ -88,7 +109,8 @@ func TestWrittenNamesAreListed(t *testing.T) {
 	}
 	// The generator must reach more than the trivial cases for the check
 	// above to mean anything.
-	if len(seen["Actions"]) < 5 || len(seen["CheckStates"]) < 2 || len(seen["Supports"]) != 3 {
+	if len(seen["Actions"]) < 5 || len(seen["CheckStates"]) < 2 || len(seen["Supports"]) != 3 ||
+		len(seen["Statuses"]) < 4 || len(seen["AnomalyKinds"]) < 4 {
 		t.Errorf("random batches reached too few names to check: %v", seen)
 	}
 }
