@@ -20,7 +20,7 @@ const (
 )
 
 // Statuses lists every Status, in the order the rules try them.
-var Statuses = []Status{StatusBroken, StatusDelivered, StatusFailed, StatusLate, StatusInProgress}
+var Statuses = [...]Status{StatusBroken, StatusDelivered, StatusFailed, StatusLate, StatusInProgress}
 
 // Support is what the evidence says of one hypothesis. It is not the
 // diagnosis' verdict (a model.Hypothesis, where the delivery stopped): the
@@ -36,7 +36,7 @@ const (
 )
 
 // Supports lists every Support, in the order of design.md section 5.
-var Supports = []Support{Excluded, Supported, NoEvidence}
+var Supports = [...]Support{Excluded, Supported, NoEvidence}
 
 // AnomalyKind names a kind of anomaly.
 type AnomalyKind string
@@ -55,7 +55,7 @@ const (
 )
 
 // AnomalyKinds lists every AnomalyKind.
-var AnomalyKinds = []AnomalyKind{
+var AnomalyKinds = [...]AnomalyKind{
 	IdentityMismatch, RowMismatch, ChecksumMismatch, SignalBeforeFinal, DuplicateConsumption,
 	OrphanConsumption, ContinuityGap, SuccessWithoutArtifact, Late,
 }
@@ -212,7 +212,7 @@ const (
 )
 
 // Actions lists every Action.
-var Actions = []Action{
+var Actions = [...]Action{
 	ActionNone, ActionCheckPreviousBatch, ActionInvestigateProducer, ActionFinalizeArtifact,
 	ActionTransferArtifact, ActionRestoreSignal, ActionInvestigateIdentification,
 	ActionInvestigateConsumer, ActionResolveAnomaly, ActionWait,
@@ -250,7 +250,7 @@ const (
 )
 
 // CheckStates lists every CheckState.
-var CheckStates = []CheckState{CheckPass, CheckFail, CheckUnknown}
+var CheckStates = [...]CheckState{CheckPass, CheckFail, CheckUnknown}
 
 // Delivered reports whether the diagnosis' verdict is delivered.
 func (d *Diagnosis) Delivered() bool { return d.Verdict == model.Delivered }

@@ -49,15 +49,15 @@ func TestDocumentedNamesMatchConstants(t *testing.T) {
 		got   []string
 		want  []string
 	}{
-		{"docs/diagnosis.md, Next step table", tableActions, names(replay.Actions)},
-		{"docs/diagnosis.md, restore_signal check states", backticked(match(t, diagnosis, "as (`[^\n]*`) with evidence")), names(replay.CheckStates)},
-		{"docs/diagnose.md, next_step action", backticked(match(t, diagnose, "`action` is one of ([^;]*);")), names(replay.Actions)},
-		{"docs/diagnose.md, checks state", strings.Split(match(t, diagnose, `state: ([a-z_\\|]+),`), `\|`), names(replay.CheckStates)},
-		{"docs/diagnosis.md, Anomalies table", tableKinds, names(replay.AnomalyKinds)},
-		{"docs/diagnosis.md, Status list", statusList, names(replay.Statuses)},
-		{"docs/diagnose.md, anomalies kinds", backticked(match(t, diagnose, "kinds: ([^|]*)\\|")), names(replay.AnomalyKinds)},
-		{"docs/diagnose.md, status", backticked(match(t, diagnose, "\\| `status` \\| ([^:]*):")), names(replay.Statuses)},
-		{"docs/diagnose.md, hypotheses verdict", strings.Split(match(t, diagnose, `verdict: ([a-z_\\|]+),`), `\|`), names(replay.Supports)},
+		{"docs/diagnosis.md, Next step table", tableActions, names(replay.Actions[:])},
+		{"docs/diagnosis.md, restore_signal check states", backticked(match(t, diagnosis, "as (`[^\n]*`) with evidence")), names(replay.CheckStates[:])},
+		{"docs/diagnose.md, next_step action", backticked(match(t, diagnose, "`action` is one of ([^;]*);")), names(replay.Actions[:])},
+		{"docs/diagnose.md, checks state", strings.Split(match(t, diagnose, `state: ([a-z_\\|]+),`), `\|`), names(replay.CheckStates[:])},
+		{"docs/diagnosis.md, Anomalies table", tableKinds, names(replay.AnomalyKinds[:])},
+		{"docs/diagnosis.md, Status list", statusList, names(replay.Statuses[:])},
+		{"docs/diagnose.md, anomalies kinds", backticked(match(t, diagnose, "kinds: ([^|]*)\\|")), names(replay.AnomalyKinds[:])},
+		{"docs/diagnose.md, status", backticked(match(t, diagnose, "\\| `status` \\| ([^:]*):")), names(replay.Statuses[:])},
+		{"docs/diagnose.md, hypotheses verdict", strings.Split(match(t, diagnose, `verdict: ([a-z_\\|]+),`), `\|`), names(replay.Supports[:])},
 	}
 	for _, tt := range tests {
 		got, want := slices.Sorted(slices.Values(tt.got)), slices.Sorted(slices.Values(tt.want))
@@ -72,8 +72,8 @@ func TestDocumentedNamesMatchConstants(t *testing.T) {
 // writes is in its list, and no list repeats a name.
 func TestWrittenNamesAreListed(t *testing.T) {
 	lists := map[string][]string{
-		"Actions": names(replay.Actions), "CheckStates": names(replay.CheckStates), "Supports": names(replay.Supports),
-		"Statuses": names(replay.Statuses), "AnomalyKinds": names(replay.AnomalyKinds),
+		"Actions": names(replay.Actions[:]), "CheckStates": names(replay.CheckStates[:]), "Supports": names(replay.Supports[:]),
+		"Statuses": names(replay.Statuses[:]), "AnomalyKinds": names(replay.AnomalyKinds[:]),
 	}
 	for what, l := range lists {
 		if len(slices.Compact(slices.Sorted(slices.Values(l)))) != len(l) {
