@@ -76,7 +76,7 @@ func (s BoundarySet) List() []Boundary {
 }
 
 // Hypothesis names where a delivery stopped: one of the five stretches of the
-// ladder in seed-case.md, or Delivered.
+// ladder in docs/seed-case.md, or Delivered.
 type Hypothesis int8
 
 // The five hypotheses, in order, and the verdict when all are excluded.
@@ -110,6 +110,26 @@ func ParseHypothesis(s string) (Hypothesis, error) {
 		}
 	}
 	return 0, fmt.Errorf("unknown verdict %q", s)
+}
+
+// MarshalText encodes h by its name, so that a verdict reads the same in
+// JSON as in the design ("not_identified", never 3).
+func (h Hypothesis) MarshalText() ([]byte, error) {
+	if h < 0 || int(h) >= len(hypothesisNames) {
+		return nil, fmt.Errorf("hypothesis %d: no such hypothesis (want 0..%d)", int8(h), len(hypothesisNames)-1)
+	}
+	return []byte(hypothesisNames[h]), nil
+}
+
+// UnmarshalText decodes a hypothesis name (or "delivered"), as
+// ParseHypothesis does.
+func (h *Hypothesis) UnmarshalText(b []byte) error {
+	v, err := ParseHypothesis(string(b))
+	if err != nil {
+		return err
+	}
+	*h = v
+	return nil
 }
 
 // Boundary returns the data boundary whose proof excludes h: the boundary the

@@ -1,6 +1,7 @@
 package model_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/handoff-dev/handoff/model"
@@ -155,5 +156,28 @@ func TestHypothesisNames(t *testing.T) {
 	}
 	if got := model.Hypothesis(7).String(); got != "hypothesis(7)" {
 		t.Errorf("Hypothesis(7).String() = %q", got)
+	}
+}
+
+// TestHypothesisText pins the JSON form of a verdict to its name, the wire
+// format of design.md section 5, in both directions.
+func TestHypothesisText(t *testing.T) {
+	b, err := json.Marshal(struct {
+		V model.Hypothesis `json:"verdict"`
+	}{model.NotIdentified})
+	if err != nil || string(b) != `{"verdict":"not_identified"}` {
+		t.Errorf("json.Marshal(NotIdentified) = %s, %v; want {\"verdict\":\"not_identified\"}", b, err)
+	}
+	var back struct {
+		V model.Hypothesis `json:"verdict"`
+	}
+	if err := json.Unmarshal([]byte(`{"verdict":"delivered"}`), &back); err != nil || back.V != model.Delivered {
+		t.Errorf("json.Unmarshal(delivered) = %v, %v; want delivered", back.V, err)
+	}
+	if err := json.Unmarshal([]byte(`{"verdict":"broken"}`), &back); err == nil {
+		t.Error(`json.Unmarshal("broken"): got nil error, want unknown verdict`)
+	}
+	if _, err := model.Hypothesis(9).MarshalText(); err == nil {
+		t.Error("Hypothesis(9).MarshalText: got nil error")
 	}
 }

@@ -50,7 +50,7 @@ func PreviousOf(k model.BatchKey, c *contract.Contract, n Neighbours) replay.Pre
 		return p
 	}
 	p.Key = pk
-	p.Seen, p.Delivered, p.Verdict = true, v == model.Delivered, v.String()
+	p.Seen, p.Delivered, p.Verdict = true, v == model.Delivered, v
 	return p
 }
 

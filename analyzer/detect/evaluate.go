@@ -41,7 +41,7 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 	emit := func(t *tracked, lateness time.Duration) {
 		f := Finding{
 			Fingerprint: fmtFingerprint(t.fp), State: t.state, Kind: t.kind, Name: t.name, Batch: k,
-			Status: diag.Status, Verdict: diag.Verdict, Seq: t.seq,
+			Status: diag.Status, Verdict: diag.Verdict.String(), Seq: t.seq,
 			RaisedAt: t.raised, ResolvedAt: t.resolved, Deadline: t.deadline, Lateness: lateness,
 			EvidenceAsOf: safe, Diagnosis: diag,
 		}
@@ -127,7 +127,7 @@ func conditions(b *batch, diag *replay.Diagnosis, rerun bool) []condition {
 		// its first deadline passed, unless the date was delivered under
 		// another batch id (a re-run).
 		if b.expected && !rerun && first != nil && first.Overdue {
-			out = append(out, condition{kind: Missing, name: diag.Verdict, deadline: first.Due})
+			out = append(out, condition{kind: Missing, name: diag.Verdict.String(), deadline: first.Due})
 		}
 		return out
 	}

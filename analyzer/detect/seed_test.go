@@ -32,7 +32,7 @@ func TestSeedCase(t *testing.T) {
 	if f.Batch.String() != seedPipeline+"/2026-09-30/20260930" || f.Kind != detect.Overdue || f.Name != "signal_delivered" || f.State != detect.Open {
 		t.Errorf("finding %+v, want signal_delivered overdue, open, for 2026-09-30", summarize(fs))
 	}
-	if f.Verdict != "not_identified" || f.Status != replay.StatusLate || f.Diagnosis.Verdict != "not_identified" {
+	if f.Verdict != "not_identified" || f.Status != replay.StatusLate || f.Diagnosis.Verdict != model.NotIdentified {
 		t.Errorf("verdict %s status %s, want not_identified, late", f.Verdict, f.Status)
 	}
 	// signal_delivered is due business_date + 1d 06:00 Asia/Shanghai =

@@ -31,7 +31,7 @@ func (v *view) anomalies(d *Diagnosis, first model.Boundary, cont Previous) {
 	}
 	if cont.Checked && !cont.Delivered {
 		if cont.Seen {
-			add(ContinuityGap, "previous batch "+cont.Key.String()+" is not delivered (verdict "+cont.Verdict+")", nil)
+			add(ContinuityGap, "previous batch "+cont.Key.String()+" is not delivered (verdict "+cont.Verdict.String()+")", nil)
 		} else {
 			add(ContinuityGap, "previous batch "+cont.Key.String()+" has no events at all", nil)
 		}

@@ -19,15 +19,24 @@ const (
 	StatusInProgress Status = "in_progress"
 )
 
-// Verdict is what the evidence says of one hypothesis.
-type Verdict string
+// Statuses lists every Status, in the order the rules try them.
+var Statuses = [...]Status{StatusBroken, StatusDelivered, StatusFailed, StatusLate, StatusInProgress}
 
-// Hypothesis verdicts.
+// Support is what the evidence says of one hypothesis. It is not the
+// diagnosis' verdict (a model.Hypothesis, where the delivery stopped): the
+// verdict is the one hypothesis whose Support is Supported, or Delivered.
+// On the wire it is the hypothesis' "verdict" field (design.md section 5).
+type Support string
+
+// What the evidence says of a hypothesis.
 const (
-	Excluded   Verdict = "excluded"
-	Supported  Verdict = "supported"
-	NoEvidence Verdict = "no_evidence"
+	Excluded   Support = "excluded"
+	Supported  Support = "supported"
+	NoEvidence Support = "no_evidence"
 )
+
+// Supports lists every Support, in the order of design.md section 5.
+var Supports = [...]Support{Excluded, Supported, NoEvidence}
 
 // AnomalyKind names a kind of anomaly.
 type AnomalyKind string
@@ -45,6 +54,12 @@ const (
 	Late                   AnomalyKind = "late"
 )
 
+// AnomalyKinds lists every AnomalyKind.
+var AnomalyKinds = [...]AnomalyKind{
+	IdentityMismatch, RowMismatch, ChecksumMismatch, SignalBeforeFinal, DuplicateConsumption,
+	OrphanConsumption, ContinuityGap, SuccessWithoutArtifact, Late,
+}
+
 // Breaks reports whether an anomaly of kind k makes the batch broken. Only
 // late and continuity_gap do not: they are about time and neighbours, not
 // about this batch's evidence contradicting itself.
@@ -58,7 +73,9 @@ type Diagnosis struct {
 	BusinessDate string `json:"business_date"`
 	BatchID      string `json:"batch_id"`
 	Status       Status `json:"status"`
-	Verdict      string `json:"verdict"`
+	// Verdict is where the delivery stopped: the first hypothesis not
+	// excluded, or model.Delivered.
+	Verdict model.Hypothesis `json:"verdict"`
 	// FirstMissing is the lowest required boundary with no proving event,
 	// or "" when every required boundary is proven.
 	FirstMissing string       `json:"first_missing"`
@@ -89,13 +106,15 @@ type Diagnosis struct {
 	LastEventAt  time.Time `json:"last_event_at"`
 }
 
-// Hypothesis is one of the five hypotheses with its verdict and the events
-// behind it.
+// Hypothesis is one of the five hypotheses with what the evidence says of
+// it and the events behind it.
 type Hypothesis struct {
-	Name     string   `json:"name"`
-	Verdict  Verdict  `json:"verdict"`
+	Name model.Hypothesis `json:"name"`
+	// Support is written as "verdict": the field name is fixed by design.md
+	// section 5, the Go name says what it holds.
+	Support  Support  `json:"verdict"`
 	Evidence []string `json:"evidence"`
-	// Reason says in words why the verdict holds.
+	// Reason says in words why the support holds.
 	Reason string `json:"reason"`
 }
 
@@ -154,7 +173,9 @@ type PreviousBatch struct {
 	Batch     string `json:"batch"`
 	Seen      bool   `json:"seen"`
 	Delivered bool   `json:"delivered"`
-	Verdict   string `json:"verdict,omitempty"`
+	// Verdict is the previous batch's verdict; it is meaningful, and
+	// written, only when Seen.
+	Verdict model.Hypothesis `json:"verdict"`
 }
 
 // Side is what one system (producer, exchange, consumer, operator) shows:
@@ -171,13 +192,35 @@ type Fact struct {
 	Evidence []string `json:"evidence"`
 }
 
+// Action is the stable identifier of a next step; Actions lists them all,
+// and docs/diagnosis.md says when each is chosen (a test keeps the two
+// lists equal).
+type Action string
+
+// Next-step actions.
+const (
+	ActionNone                      Action = "none"
+	ActionCheckPreviousBatch        Action = "check_previous_batch"
+	ActionInvestigateProducer       Action = "investigate_producer"
+	ActionFinalizeArtifact          Action = "finalize_artifact"
+	ActionTransferArtifact          Action = "transfer_artifact"
+	ActionRestoreSignal             Action = "restore_signal"
+	ActionInvestigateIdentification Action = "investigate_identification"
+	ActionInvestigateConsumer       Action = "investigate_consumer"
+	ActionResolveAnomaly            Action = "resolve_anomaly"
+	ActionWait                      Action = "wait"
+)
+
+// Actions lists every Action.
+var Actions = [...]Action{
+	ActionNone, ActionCheckPreviousBatch, ActionInvestigateProducer, ActionFinalizeArtifact,
+	ActionTransferArtifact, ActionRestoreSignal, ActionInvestigateIdentification,
+	ActionInvestigateConsumer, ActionResolveAnomaly, ActionWait,
+}
+
 // NextStep is the safe next step for the batch.
 type NextStep struct {
-	// Action is a stable identifier: none, investigate_producer,
-	// finalize_artifact, transfer_artifact, restore_signal,
-	// investigate_identification, investigate_consumer, resolve_anomaly,
-	// wait.
-	Action  string `json:"action"`
+	Action  Action `json:"action"`
 	Summary string `json:"summary"`
 	// Checks must all pass before the action is safe. For restore_signal
 	// they are the preconditions of design.md section 6.
@@ -189,18 +232,25 @@ type NextStep struct {
 
 // Check is one precondition of a next step and what the evidence says of it.
 type Check struct {
-	Name     string   `json:"name"`
-	State    string   `json:"state"` // pass, fail or unknown
-	Detail   string   `json:"detail"`
-	Evidence []string `json:"evidence"`
+	Name     string     `json:"name"`
+	State    CheckState `json:"state"`
+	Detail   string     `json:"detail"`
+	Evidence []string   `json:"evidence"`
 }
 
-// Check states.
+// CheckState is what the evidence says of one precondition.
+type CheckState string
+
+// Check states. Unknown is not a pass: the evidence to decide is missing,
+// and the action waits for a person to check by hand.
 const (
-	CheckPass    = "pass"
-	CheckFail    = "fail"
-	CheckUnknown = "unknown"
+	CheckPass    CheckState = "pass"
+	CheckFail    CheckState = "fail"
+	CheckUnknown CheckState = "unknown"
 )
 
+// CheckStates lists every CheckState.
+var CheckStates = [...]CheckState{CheckPass, CheckFail, CheckUnknown}
+
 // Delivered reports whether the diagnosis' verdict is delivered.
-func (d *Diagnosis) Delivered() bool { return d.Verdict == model.Delivered.String() }
+func (d *Diagnosis) Delivered() bool { return d.Verdict == model.Delivered }

@@ -33,7 +33,7 @@ type Previous struct {
 	Seen      bool
 	Delivered bool
 	// Verdict is the previous batch's verdict, when Seen.
-	Verdict string
+	Verdict model.Hypothesis
 }
 
 // Heartbeat is the latest process.heartbeat of one process.
@@ -255,33 +255,33 @@ func (v *view) hypotheses(d *Diagnosis) model.Hypothesis {
 	d.Hypotheses = make([]Hypothesis, 0, len(model.Hypotheses))
 	for _, h := range model.Hypotheses {
 		hb := h.Boundary()
-		hyp := Hypothesis{Name: h.String()}
+		hyp := Hypothesis{Name: h}
 		switch {
 		case !v.c.Requires(hb):
-			hyp.Verdict = Excluded
+			hyp.Support = Excluded
 			hyp.Evidence = noIDs
 			hyp.Reason = notRequiredReason[h]
 		case verdict != model.Delivered:
 			// A later stretch than the one where delivery stopped: nothing
 			// speaks for or against it yet.
-			hyp.Verdict = NoEvidence
+			hyp.Support = NoEvidence
 			hyp.Evidence = noIDs
 			hyp.Reason = downstreamReason[verdict]
 		default:
 			ev := v.dataIDs[v.dataFrom[hb]:]
 			if len(ev) > 0 {
-				hyp.Verdict = Excluded
+				hyp.Support = Excluded
 				hyp.Evidence = ev[:len(ev):len(ev)]
 				hyp.Reason = exclusionReason(v, hb)
 				break
 			}
 			verdict = h
-			hyp.Verdict = Supported
+			hyp.Support = Supported
 			hyp.Evidence, hyp.Reason = v.support(h)
 		}
 		d.Hypotheses = append(d.Hypotheses, hyp)
 	}
-	d.Verdict = verdict.String()
+	d.Verdict = verdict
 	return verdict
 }
 

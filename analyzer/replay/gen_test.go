@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+	// The seed contract's deadlines are in Asia/Shanghai: embed the zone
+	// database so the tests do not depend on the machine's.
+	_ "time/tzdata"
 
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
@@ -15,10 +18,13 @@ func seedContract() *contract.Contract {
 	c := contract.Default("account-balance-snapshot.daily")
 	c.Source = "seed.yaml"
 	c.Schedule = contract.Daily
-	c.Location, _ = time.LoadLocation("Asia/Shanghai")
-	if c.Location == nil {
-		c.Location = time.UTC
+	loc, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		// time/tzdata is linked in: this cannot fail, and falling back to
+		// UTC would quietly test other deadlines.
+		panic("Asia/Shanghai: " + err.Error())
 	}
+	c.Location = loc
 	c.BatchID = contract.MustTemplate("{yyyymmdd}")
 	c.Artifact = contract.MustTemplate("account_balance_snapshot_{batch_id}.csv")
 	c.Signal = contract.MustTemplate("account_balance_snapshot_{batch_id}.flag")

@@ -269,7 +269,7 @@ func checkGoldenWants(t *testing.T, ds []replay.Diagnosis, ws []goldenWant) {
 		for _, a := range d.Anomalies {
 			ks = append(ks, a.Kind)
 		}
-		got := goldenWant{d.Batch, d.Status, d.Verdict, d.FirstMissing, ks, d.NextStep.Action}
+		got := goldenWant{d.Batch, d.Status, d.Verdict.String(), d.FirstMissing, ks, string(d.NextStep.Action)}
 		if got.batch != w.batch || got.status != w.status || got.verdict != w.verdict ||
 			got.firstMissing != w.firstMissing || !slices.Equal(got.anomalies, w.anomalies) || got.action != w.action {
 			t.Errorf("batch %d:\n got %+v\nwant %+v", i, got, w)
@@ -287,13 +287,13 @@ func checkDesignInvariants(t *testing.T, d *replay.Diagnosis) {
 	}
 	supported := 0
 	for _, h := range d.Hypotheses {
-		if h.Verdict == replay.Supported {
+		if h.Support == replay.Supported {
 			supported++
 			if h.Name != d.Verdict {
 				t.Errorf("%s: supported hypothesis %s is not the verdict %s", d.Batch, h.Name, d.Verdict)
 			}
 		}
-		if h.Verdict == replay.Excluded && len(h.Evidence) == 0 && !strings.Contains(h.Reason, "does not require") {
+		if h.Support == replay.Excluded && len(h.Evidence) == 0 && !strings.Contains(h.Reason, "does not require") {
 			t.Errorf("%s: %s excluded without evidence", d.Batch, h.Name)
 		}
 	}

@@ -10,8 +10,8 @@ import (
 
 // AppendJSON appends the diagnosis as compact JSON to b. Field names are
 // those of the struct tags (design.md section 5); times use handoff's one
-// layout, RFC 3339 UTC with milliseconds. It is written by hand because a
-// backfill writes tens of thousands of diagnoses a second.
+// layout, RFC 3339 UTC with milliseconds. It is written by hand because
+// diagnose --format json writes tens of thousands of diagnoses a second.
 func (d *Diagnosis) AppendJSON(b []byte) []byte {
 	b = append(b, `{"batch":`...)
 	b = model.AppendJSONString(b, d.Batch)
@@ -24,7 +24,7 @@ func (d *Diagnosis) AppendJSON(b []byte) []byte {
 	b = append(b, `,"status":`...)
 	b = model.AppendJSONString(b, string(d.Status))
 	b = append(b, `,"verdict":`...)
-	b = model.AppendJSONString(b, d.Verdict)
+	b = model.AppendJSONString(b, d.Verdict.String())
 	b = append(b, `,"first_missing":`...)
 	b = model.AppendJSONString(b, d.FirstMissing)
 	b = append(b, `,"hypotheses":[`...)
@@ -34,9 +34,9 @@ func (d *Diagnosis) AppendJSON(b []byte) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"name":`...)
-		b = model.AppendJSONString(b, h.Name)
+		b = model.AppendJSONString(b, h.Name.String())
 		b = append(b, `,"verdict":`...)
-		b = model.AppendJSONString(b, string(h.Verdict))
+		b = model.AppendJSONString(b, string(h.Support))
 		b = append(b, `,"evidence":`...)
 		b = appendJSONStrings(b, h.Evidence)
 		b = append(b, `,"reason":`...)
@@ -92,7 +92,7 @@ func (d *Diagnosis) AppendJSON(b []byte) []byte {
 	b = append(b, ']')
 	n := &d.NextStep
 	b = append(b, `,"next_step":{"action":`...)
-	b = model.AppendJSONString(b, n.Action)
+	b = model.AppendJSONString(b, string(n.Action))
 	b = append(b, `,"summary":`...)
 	b = model.AppendJSONString(b, n.Summary)
 	b = append(b, `,"checks":[`...)
@@ -104,7 +104,7 @@ func (d *Diagnosis) AppendJSON(b []byte) []byte {
 		b = append(b, `{"name":`...)
 		b = model.AppendJSONString(b, c.Name)
 		b = append(b, `,"state":`...)
-		b = model.AppendJSONString(b, c.State)
+		b = model.AppendJSONString(b, string(c.State))
 		b = append(b, `,"detail":`...)
 		b = model.AppendJSONString(b, c.Detail)
 		b = append(b, `,"evidence":`...)
@@ -149,9 +149,9 @@ func (d *Diagnosis) AppendJSON(b []byte) []byte {
 		b = strconv.AppendBool(b, p.Seen)
 		b = append(b, `,"delivered":`...)
 		b = strconv.AppendBool(b, p.Delivered)
-		if p.Verdict != "" {
+		if p.Seen {
 			b = append(b, `,"verdict":`...)
-			b = model.AppendJSONString(b, p.Verdict)
+			b = model.AppendJSONString(b, p.Verdict.String())
 		}
 		b = append(b, '}')
 	}

@@ -18,7 +18,7 @@ func (v *view) nextStep(d *Diagnosis, verdict model.Hypothesis, first model.Boun
 			// The signal may still arrive on its own: restoring it now would
 			// race the exchange. Say when to act, and keep the plan.
 			bs := d.Boundaries[first-1]
-			ns.Action = "wait"
+			ns.Action = ActionWait
 			ns.Summary = "in progress; " + first.String() + " is not due until " + fmtTime(bs.Due) + "; if it passes: " + ns.Summary
 		}
 		return ns
@@ -30,7 +30,7 @@ func (v *view) nextStep(d *Diagnosis, verdict model.Hypothesis, first model.Boun
 				kinds = append(kinds, string(a.Kind))
 			}
 		}
-		return NextStep{Action: "resolve_anomaly", Checks: []Check{},
+		return NextStep{Action: ActionResolveAnomaly, Checks: []Check{},
 			Summary: "resolve " + strings.Join(kinds, ", ") + " first: the evidence of batch " + key + " contradicts itself; do not declare completion or re-run a consumer until it is explained"}
 	}
 	wait := ""
@@ -43,32 +43,32 @@ func (v *view) nextStep(d *Diagnosis, verdict model.Hypothesis, first model.Boun
 	ns := NextStep{Checks: []Check{}}
 	switch verdict {
 	case model.Delivered:
-		ns.Action, ns.Summary = "none", "nothing to do: batch "+key+" is delivered"
+		ns.Action, ns.Summary = ActionNone, "nothing to do: batch "+key+" is delivered"
 		for _, a := range d.Anomalies {
 			if a.Kind == ContinuityGap {
-				ns.Action, ns.Summary = "check_previous_batch", "batch "+key+" is delivered, but "+a.Detail+": diagnose that batch"
+				ns.Action, ns.Summary = ActionCheckPreviousBatch, "batch "+key+" is delivered, but "+a.Detail+": diagnose that batch"
 			}
 		}
 		return ns
 	case model.NotProduced:
-		ns.Action = "investigate_producer"
+		ns.Action = ActionInvestigateProducer
 		if f := v.of(model.JobFailed); len(f) > 0 && d.Status == StatusFailed {
 			ns.Summary = "the producer job failed (" + f[len(f)-1].err + "): fix the cause, then re-run the producer for business_date " + v.key.BusinessDate.String()
 		} else {
 			ns.Summary = "no job SUCCESS is recorded for business_date " + v.key.BusinessDate.String() + ": check whether the producer job ran"
 		}
 	case model.NotFinal:
-		ns.Action = "finalize_artifact"
+		ns.Action = ActionFinalizeArtifact
 		ns.Summary = "the producer reported SUCCESS but the artifact is not final: inspect the staged file and re-run the producer's finalize step; publish no completion signal until the artifact is final"
 	case model.NotTransferred:
-		ns.Action = "transfer_artifact"
+		ns.Action = ActionTransferArtifact
 		name := ""
 		if fin := v.proven[model.Finalized]; len(fin) > 0 {
 			name = " " + strconv.Quote(fin[0].object)
 		}
 		ns.Summary = "the final artifact" + name + " exists at the source but not at the receiver: re-run the transfer of that same file (do not regenerate it), then check size and checksum at the receiver"
 	case model.NotIdentified:
-		ns.Action = "investigate_identification"
+		ns.Action = ActionInvestigateIdentification
 		ns.Summary = "data and completion signal are at the receiver but the batch is not identified: compare the receiver's expected names with what arrived"
 		if n, ok := v.c.ArtifactName(v.key); ok {
 			ns.Summary += " (data " + strconv.Quote(n)
@@ -78,7 +78,7 @@ func (v *view) nextStep(d *Diagnosis, verdict model.Hypothesis, first model.Boun
 			ns.Summary += ")"
 		}
 	case model.NotConsumed:
-		ns.Action = "investigate_consumer"
+		ns.Action = ActionInvestigateConsumer
 		if f := v.of(model.ConsumeFailed); len(f) > 0 && d.Status == StatusFailed {
 			ns.Summary = "the consumer failed (" + f[len(f)-1].err + "): fix the cause, then re-run the consumer for this batch once and verify it consumed exactly once"
 		} else {
@@ -86,7 +86,7 @@ func (v *view) nextStep(d *Diagnosis, verdict model.Hypothesis, first model.Boun
 		}
 	}
 	if wait != "" {
-		ns.Action, ns.Summary = "wait", "in progress"+wait+"; if it passes: "+ns.Summary
+		ns.Action, ns.Summary = ActionWait, "in progress"+wait+"; if it passes: "+ns.Summary
 	}
 	return ns
 }
@@ -164,7 +164,7 @@ func (v *view) restoreSignal(d *Diagnosis, key string) NextStep {
 	sd := v.proven[model.SignalDelivered]
 	checks = append(checks, check("no_signal_present", len(sd) == 0, "no completion signal recorded at the receiver", "a completion signal is already recorded at the receiver", ids(sd)))
 
-	ns := NextStep{Action: "restore_signal", Checks: checks}
+	ns := NextStep{Action: ActionRestoreSignal, Checks: checks}
 	name, ok := v.c.SignalName(v.key)
 	if ok {
 		ns.Signal = name

@@ -11,8 +11,9 @@ var sideOrder = [...]model.System{model.Producer, model.Exchange, model.Consumer
 
 // context fills the structured evidence of d: the timeline, the names that
 // derive from the identity, the previous batch and the live processes.
-// The narrative is not built here (see Narrate): a streaming detector
-// evaluates far more often than anyone reads a report.
+// The narrative is not built here (see Narrate): diagnose evaluates every
+// batch and prints few reports, and a streaming caller would evaluate far
+// more often than anyone reads one.
 func (v *view) context(d *Diagnosis, ctx Context) {
 	d.Timeline = make([]Entry, len(v.recs))
 	for i, r := range v.recs {
@@ -71,7 +72,7 @@ func Narrate(d *Diagnosis) []Side {
 		case p.Delivered:
 			text += " was delivered normally"
 		case p.Seen:
-			text += " is not delivered either (verdict " + p.Verdict + ")"
+			text += " is not delivered either (verdict " + p.Verdict.String() + ")"
 		default:
 			text += " has no events at all"
 		}

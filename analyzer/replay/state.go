@@ -9,9 +9,10 @@
 //
 // Replay is the fold of Step over a slice followed by Evaluate. The state
 // keeps each distinct event once (by event_id) and Evaluate sorts what it
-// reads, so arrival order and duplicates never change a diagnosis; the
-// streaming detector calls Step as events arrive and Evaluate when a timer
-// fires, and reaches the same answer as a backfill over the same events.
+// reads, so arrival order and duplicates never change a diagnosis. That is
+// what lets a caller that keeps states alive and calls Step as events
+// arrive (the planned streaming detector) reach the same answer as a
+// replay of the whole history (handoff diagnose today, a backfill later).
 package replay
 
 import (
@@ -141,7 +142,7 @@ func (s *State) Step(e *model.Event) bool {
 	}
 	if len(s.records) == cap(s.records) {
 		// Most batches have 10 to 15 events; grow in small steps rather than
-		// doubling, since a backfill holds every batch's records at once.
+		// doubling, since diagnose holds every batch's records at once.
 		grown := make([]record, len(s.records), len(s.records)+12)
 		copy(grown, s.records)
 		s.records = grown

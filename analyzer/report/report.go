@@ -1,9 +1,10 @@
 // Package report renders diagnoses for people and for machines.
 //
-// Text tells one batch's story in the order of the seed case (seed-case.md,
-// design.md section 5): the symptom, the chain of boundaries, the evidence
-// of each side, the hypotheses, the anomalies, where the delivery stopped,
-// the caveats a reader must not forget, and the safe next step. JSON is the
+// Text tells one batch's story in the order of the seed case
+// (docs/seed-case.md, design.md section 5): the symptom, the chain of
+// boundaries, the evidence of each side, the hypotheses, the anomalies,
+// where the delivery stopped, the caveats a reader must not forget, and the
+// safe next step. JSON is the
 // machine-readable form whose field names are fixed by design.md section 5.
 //
 // Both read only the replay.Diagnosis they are given, so a report is as
@@ -163,7 +164,7 @@ func (p *printer) header(d *replay.Diagnosis) {
 // point: a job's SUCCESS is not a delivery's SUCCESS.
 func (p *printer) symptom(d *replay.Diagnosis) {
 	p.section("SYMPTOM")
-	s := "batch " + d.Batch + ": status " + strings.ToUpper(string(d.Status)) + " -- verdict " + d.Verdict + "; "
+	s := "batch " + d.Batch + ": status " + strings.ToUpper(string(d.Status)) + " -- verdict " + d.Verdict.String() + "; "
 	produced := proven(d, model.Produced)
 	switch {
 	case d.Delivered() && d.Status == replay.StatusBroken:
@@ -285,7 +286,7 @@ func (p *printer) hypotheses(d *replay.Diagnosis) {
 	const nameCol, verdictCol = 16, 11
 	indent := strings.Repeat(" ", 2+nameCol+2+verdictCol+2)
 	for _, h := range d.Hypotheses {
-		first := "  " + pad(h.Name, nameCol) + "  " + pad(string(h.Verdict), verdictCol) + "  "
+		first := "  " + pad(h.Name.String(), nameCol) + "  " + pad(string(h.Support), verdictCol) + "  "
 		p.para(first, indent, h.Reason+ids(h.Evidence))
 	}
 	if len(d.Hypotheses) == 0 {
@@ -311,12 +312,12 @@ func (p *printer) anomalies(d *replay.Diagnosis) {
 
 // stretches says, per verdict, where the delivery stopped, in the words of
 // the seed case's hypotheses.
-var stretches = map[string]string{
-	model.NotProduced.String():    "not produced: the producer has not finished the batch",
-	model.NotFinal.String():       "produced but not complete: the job finished, but the data file never became final",
-	model.NotTransferred.String(): "complete but not transferred: the final data file never reached the receiver",
-	model.NotIdentified.String():  "transferred but not identified: the data file is at the receiver, but the receiver has not recognised the batch by business_date + batch_id",
-	model.NotConsumed.String():    "identified but not consumed: the receiver recognised the batch, but no consumption of it is recorded",
+var stretches = map[model.Hypothesis]string{
+	model.NotProduced:    "not produced: the producer has not finished the batch",
+	model.NotFinal:       "produced but not complete: the job finished, but the data file never became final",
+	model.NotTransferred: "complete but not transferred: the final data file never reached the receiver",
+	model.NotIdentified:  "transferred but not identified: the data file is at the receiver, but the receiver has not recognised the batch by business_date + batch_id",
+	model.NotConsumed:    "identified but not consumed: the receiver recognised the batch, but no consumption of it is recorded",
 }
 
 // missingWhat says what the absence of each boundary means on the ground.
@@ -342,7 +343,7 @@ func (p *printer) located(d *replay.Diagnosis) {
 			s = append(s, "Yet the required boundary "+d.FirstMissing+" has no evidence: "+missingWhat[d.FirstMissing]+".")
 		}
 	} else {
-		s = append(s, "The delivery stopped at "+d.Verdict+" ("+stretches[d.Verdict]+").")
+		s = append(s, "The delivery stopped at "+d.Verdict.String()+" ("+stretches[d.Verdict]+").")
 		if d.FirstMissing != "" {
 			s = append(s, "The first missing boundary is "+d.FirstMissing+": "+missingWhat[d.FirstMissing]+".")
 		}
@@ -359,14 +360,14 @@ func (p *printer) located(d *replay.Diagnosis) {
 	var support string
 	for _, h := range d.Hypotheses {
 		switch {
-		case h.Verdict == replay.Excluded && len(h.Evidence) == 0:
-			skipped = append(skipped, h.Name)
-		case h.Verdict == replay.Excluded:
-			excluded = append(excluded, h.Name)
-		case h.Verdict == replay.Supported:
+		case h.Support == replay.Excluded && len(h.Evidence) == 0:
+			skipped = append(skipped, h.Name.String())
+		case h.Support == replay.Excluded:
+			excluded = append(excluded, h.Name.String())
+		case h.Support == replay.Supported:
 			support = h.Reason + ids(h.Evidence)
 		default:
-			open = append(open, h.Name)
+			open = append(open, h.Name.String())
 		}
 	}
 	if len(excluded) > 0 {
@@ -376,7 +377,7 @@ func (p *printer) located(d *replay.Diagnosis) {
 		s = append(s, "Not considered, the contract drops their boundaries: "+strings.Join(skipped, ", ")+".")
 	}
 	if support != "" {
-		s = append(s, "For "+d.Verdict+": "+support+".")
+		s = append(s, "For "+d.Verdict.String()+": "+support+".")
 	}
 	if len(open) > 0 {
 		s = append(s, "Downstream, "+strings.Join(open, ", ")+" can be neither excluded nor supported until the break is closed.")
@@ -487,7 +488,7 @@ func noConsumeAttempt(d *replay.Diagnosis) bool {
 // hasHeartbeat reports whether the diagnosis shows a process heartbeat.
 func hasHeartbeat(d *replay.Diagnosis) bool { return len(d.Alive) > 0 }
 
-var checkMarks = map[string]string{
+var checkMarks = map[replay.CheckState]string{
 	replay.CheckPass:    "[pass]",
 	replay.CheckFail:    "[FAIL]",
 	replay.CheckUnknown: "[ ? ] ",
@@ -498,22 +499,22 @@ func (p *printer) nextStep(d *replay.Diagnosis) {
 	ns := d.NextStep
 	action := ns.Action
 	if action == "" {
-		action = "none"
+		action = replay.ActionNone
 	}
-	p.para("  ", "  ", action+": "+ns.Summary)
+	p.para("  ", "  ", string(action)+": "+ns.Summary)
 	if len(ns.Checks) > 0 {
 		p.line("  Before acting, every check must pass:")
 		for _, c := range ns.Checks {
 			mark, ok := checkMarks[c.State]
 			if !ok {
-				mark = "[" + c.State + "]"
+				mark = "[" + string(c.State) + "]"
 			}
 			p.para("    "+mark+" ", "           ", c.Name+": "+c.Detail+ids(c.Evidence))
 		}
 	}
 	if ns.Signal != "" {
 		p.para("  ", "    ", "Signal name derived from the batch identity: "+ns.Signal)
-	} else if action == "restore_signal" {
+	} else if action == replay.ActionRestoreSignal {
 		p.para("  ", "    ", "Signal name: not derived (the contract has no signal template).")
 	}
 }
@@ -528,7 +529,7 @@ func (p *printer) summary(ds []replay.Diagnosis) {
 	for _, d := range ds {
 		batchW = max(batchW, len(d.Batch))
 		statusW = max(statusW, len(d.Status))
-		verdictW = max(verdictW, len(d.Verdict))
+		verdictW = max(verdictW, len(d.Verdict.String()))
 	}
 	row := func(a, b, c, e string) {
 		p.line(strings.TrimRight("  "+pad(a, batchW)+"  "+pad(b, statusW)+"  "+pad(c, verdictW)+"  "+e, " "))
@@ -539,7 +540,7 @@ func (p *printer) summary(ds []replay.Diagnosis) {
 		if fm == "" {
 			fm = "-"
 		}
-		row(d.Batch, string(d.Status), d.Verdict, fm)
+		row(d.Batch, string(d.Status), d.Verdict.String(), fm)
 	}
 }
 

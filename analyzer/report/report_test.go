@@ -261,7 +261,7 @@ func TestTextCaveats(t *testing.T) {
 
 func TestTextNextStep(t *testing.T) {
 	d := &replay.Diagnosis{
-		Batch: "p/2026-09-30/20260930", Status: replay.StatusLate, Verdict: "not_identified",
+		Batch: "p/2026-09-30/20260930", Status: replay.StatusLate, Verdict: model.NotIdentified,
 		FirstMissing: "signal_delivered", Contract: "p.yaml", AsOf: asOf,
 		NextStep: replay.NextStep{
 			Action:  "restore_signal",
@@ -297,7 +297,7 @@ func TestTextNextStep(t *testing.T) {
 
 func TestTextSides(t *testing.T) {
 	d := &replay.Diagnosis{
-		Batch: "p/2026-09-30/1", Status: replay.StatusInProgress, Verdict: "not_produced", AsOf: asOf, Contract: "default",
+		Batch: "p/2026-09-30/1", Status: replay.StatusInProgress, Verdict: model.NotProduced, AsOf: asOf, Contract: "default",
 		// The operator's event comes first in time; the report still
 		// lists the sides left to right along the chain.
 		Timeline: []replay.Entry{
@@ -353,7 +353,7 @@ func TestTextLayout(t *testing.T) {
 func TestTextAllSummary(t *testing.T) {
 	late := diagnose(seedEvents(), seedContract(t), replay.Context{})
 	started := diagnose(seedEvents()[:1], contract.Default(pipe), replay.Context{})
-	delivered := &replay.Diagnosis{Batch: "a/2026-09-29/20260929", Status: replay.StatusDelivered, Verdict: "delivered", AsOf: asOf, Contract: "default"}
+	delivered := &replay.Diagnosis{Batch: "a/2026-09-29/20260929", Status: replay.StatusDelivered, Verdict: model.Delivered, AsOf: asOf, Contract: "default"}
 	var b bytes.Buffer
 	if err := report.TextAll(&b, []replay.Diagnosis{*delivered, *late, *started}); err != nil {
 		t.Fatal(err)

@@ -19,8 +19,14 @@ func runBroker(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if err := env.Parse(&cfg); err != nil {
 		return usageError("environment: %v", err)
 	}
-	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
+	fs := flag.NewFlagSet("handoff broker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: handoff broker [flags]")
+		fmt.Fprintln(stderr, "\nRun the embedded Kafka-protocol broker (make demo's default) until interrupted;")
+		fmt.Fprintln(stderr, "prints HANDOFF_KAFKA_BROKERS=ADDR on standard output once it listens.\n\nFlags:")
+		fs.PrintDefaults()
+	}
 	fs.IntVar(&cfg.Port, "port", cfg.Port, "port on 127.0.0.1 (env HANDOFF_BROKER_PORT)")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory that persists topics and offsets (env HANDOFF_BROKER_DATA_DIR; empty: in memory)")
 	fs.IntVar(&cfg.Partitions, "partitions", cfg.Partitions, "partitions of auto-created topics (env HANDOFF_BROKER_PARTITIONS)")

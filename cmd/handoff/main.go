@@ -7,8 +7,10 @@
 //	handoff emit     [flags]   publish delivery events
 //	handoff broker   [flags]   embedded Kafka-protocol broker for the demo
 //
-// Run "handoff COMMAND -h" for a command's flags. Every flag has an
-// environment variable (HANDOFF_*); a flag given on the command line wins.
+// Run "handoff COMMAND -h" for a command's flags (printed on standard
+// error, exit 0). Deployment settings (addresses, topics, tuning) also read
+// HANDOFF_* environment variables, and a flag given on the command line
+// wins; the README lists which flags have one.
 //
 // This file only wires: each command lives in its own file and calls into
 // the rooms (model, analyzer, ingest, query).

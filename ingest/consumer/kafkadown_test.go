@@ -40,6 +40,7 @@ type privateKafka struct {
 // removal of its data dir) as cleanup.
 func startPrivateKafka(t *testing.T) *privateKafka {
 	t.Helper()
+	testenv.Integration(t)
 	root := repoRoot(t)
 	dir := t.TempDir() // removed at cleanup, after the stop registered below
 	port, ctrl := freePort(t), freePort(t)

@@ -21,9 +21,21 @@ import (
 
 const howTo = "run `make test`, or `bash deploy/services/up.sh && . .data/services.env` and then go test"
 
+// Integration marks t as an integration test: under go test -short (make
+// unit) it is skipped, saying why; otherwise it runs and needs the real
+// services. This is the only skip the project allows: a unit run asked
+// for it; a full run never skips for a missing service, it fails.
+func Integration(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test (real ClickHouse/Kafka): skipped by -short; run make test")
+	}
+}
+
 // ClickHouseAddr returns HANDOFF_CLICKHOUSE_ADDR or fails the test.
 func ClickHouseAddr(t testing.TB) string {
 	t.Helper()
+	Integration(t)
 	a := strings.TrimSpace(os.Getenv("HANDOFF_CLICKHOUSE_ADDR"))
 	if a == "" {
 		t.Fatalf("HANDOFF_CLICKHOUSE_ADDR is not set: this test needs a real ClickHouse; %s", howTo)
@@ -34,6 +46,7 @@ func ClickHouseAddr(t testing.TB) string {
 // KafkaBrokers returns HANDOFF_KAFKA_BROKERS or fails the test.
 func KafkaBrokers(t testing.TB) []string {
 	t.Helper()
+	Integration(t)
 	b := strings.TrimSpace(os.Getenv("HANDOFF_KAFKA_BROKERS"))
 	if b == "" {
 		t.Fatalf("HANDOFF_KAFKA_BROKERS is not set: this test needs a real Kafka broker; %s", howTo)

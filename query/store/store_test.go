@@ -15,7 +15,7 @@ import (
 	"github.com/handoff-dev/handoff/query/store"
 )
 
-func TestRoundTrip(t *testing.T) {
+func TestStoreRoundTrip(t *testing.T) {
 	conn := testenv.ClickHouse(t)
 	db := testenv.Database(t, conn, "store_test")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
