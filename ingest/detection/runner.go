@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -100,6 +101,8 @@ type Runner struct {
 	lastBeat time.Time
 	// Published counts the findings published, for tests and logs.
 	published int
+	// progress is read by other goroutines (Progress).
+	advances, safeMs, publishedTotal atomic.Int64
 }
 
 var _ stream.Handler = (*Runner)(nil)
@@ -127,8 +130,12 @@ func New(s Settings, o Options) (*Runner, error) {
 	return &Runner{s: s, o: o, log: log, owned: map[int]bool{}}, nil
 }
 
-// Published returns how many findings the runner has published.
-func (r *Runner) Published() int { return r.published }
+// Progress reports how many times the runner advanced, the detector's
+// safe time after the last advance, and how many findings it published.
+// Unlike the rest of the Runner it is safe for concurrent use.
+func (r *Runner) Progress() (advances int64, safe time.Time, published int64) {
+	return r.advances.Load(), time.UnixMilli(r.safeMs.Load()).UTC(), r.publishedTotal.Load()
+}
 
 func (r *Runner) owns(k model.BatchKey) bool {
 	if r.n == 0 {
@@ -303,6 +310,9 @@ func (r *Runner) Advance(ctx context.Context, now, safe time.Time) error {
 	if r.o.Metrics != nil {
 		r.o.Metrics.observe(r.o.Detector.Stats(), now, safe, len(fs))
 	}
+	r.publishedTotal.Store(int64(r.published))
+	r.safeMs.Store(r.o.Detector.Stats().Safe.UnixMilli())
+	r.advances.Add(1)
 	if r.s.Heartbeat > 0 && now.Sub(r.lastBeat) >= r.s.Heartbeat {
 		if err := r.heartbeat(ctx, now, safe); err != nil {
 			// A missed heartbeat is visible on the dashboards; it must not
