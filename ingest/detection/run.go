@@ -81,6 +81,7 @@ func Run(ctx context.Context, cfg Config, o RunOptions) error {
 		Metrics:   m,
 		Logger:    log,
 		Partition: Murmur2,
+		Now:       now,
 	})
 	if err != nil {
 		return err

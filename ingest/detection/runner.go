@@ -65,6 +65,9 @@ type Options struct {
 	// Partition returns the partition of a batch key among n (the
 	// producers' partitioner: Java's murmur2 by default).
 	Partition func(key []byte, n int) int
+	// Now is the clock (default time.Now): the history read on start
+	// reaches back Retain days from it.
+	Now func() time.Time
 }
 
 // Settings configure a Runner.
@@ -119,6 +122,9 @@ func New(s Settings, o Options) (*Runner, error) {
 	}
 	if s.Retain <= 0 {
 		s.Retain = detect.DefaultRetain
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	if s.WaitPoll <= 0 {
 		s.WaitPoll = 500 * time.Millisecond
@@ -209,7 +215,7 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 func (r *Runner) horizon() model.Date {
 	s := r.o.Detector.Stats().Safe
 	if s.IsZero() {
-		s = time.Now()
+		s = r.o.Now()
 	}
 	y, m, d := s.UTC().Date()
 	return model.Date{Year: y, Month: m, Day: d}.AddDays(-r.s.Retain)
