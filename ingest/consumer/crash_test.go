@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/ingest/schema"
-	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/ingest/topics"
+	"github.com/handoff-dev/handoff/internal/testenv"
 )
 
 type child struct {
