@@ -45,10 +45,14 @@ const DefaultTopic = "handoff.events"
 
 // Emitter publishes events. It is safe for concurrent use.
 type Emitter struct {
-	cfg     Config
-	w       *kafka.Writer
-	once    sync.Once
-	onceErr error
+	cfg Config
+	w   *kafka.Writer
+	tr  *kafka.Transport // w's, closed with it
+	// topicMu guards topicReady: only a successful topic creation is
+	// remembered, so a broker that was unreachable at the first Emit is
+	// asked again at the next one.
+	topicMu    sync.Mutex
+	topicReady bool
 }
 
 // New returns an Emitter. It does not connect until the first Emit.
@@ -68,6 +72,9 @@ func New(cfg Config) (*Emitter, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	// Its own connection pool, not kafka.DefaultTransport shared with
+	// every other client in the process.
+	tr := &kafka.Transport{}
 	w := &kafka.Writer{
 		Addr:         kafka.TCP(cfg.Brokers...),
 		Topic:        cfg.Topic,
@@ -79,8 +86,9 @@ func New(cfg Config) (*Emitter, error) {
 		MaxAttempts:  5,
 		WriteTimeout: cfg.Timeout,
 		ReadTimeout:  cfg.Timeout,
+		Transport:    tr,
 	}
-	return &Emitter{cfg: cfg, w: w}, nil
+	return &Emitter{cfg: cfg, w: w, tr: tr}, nil
 }
 
 // Fill completes e the way the emitter does before validating: a UUIDv7
@@ -143,13 +151,8 @@ func (em *Emitter) Send(ctx context.Context, events []model.Event) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, em.cfg.Timeout)
 	defer cancel()
-	if em.cfg.CreateTopic {
-		em.once.Do(func() {
-			em.onceErr = topics.Ensure(ctx, em.cfg.Brokers, topics.Spec{Name: em.cfg.Topic, Partitions: em.cfg.Partitions, ReplicationFactor: em.cfg.ReplicationFactor})
-		})
-		if em.onceErr != nil {
-			return fmt.Errorf("emit: %w", em.onceErr)
-		}
+	if err := em.ensureTopic(ctx); err != nil {
+		return err
 	}
 	msgs := make([]kafka.Message, len(events))
 	for i := range events {
@@ -165,9 +168,30 @@ func (em *Emitter) Send(ctx context.Context, events []model.Event) error {
 	return nil
 }
 
+// ensureTopic creates the topic when CreateTopic is set and it has not
+// been created (or found) yet by this emitter.
+func (em *Emitter) ensureTopic(ctx context.Context) error {
+	if !em.cfg.CreateTopic {
+		return nil
+	}
+	em.topicMu.Lock()
+	defer em.topicMu.Unlock()
+	if em.topicReady {
+		return nil
+	}
+	err := topics.Ensure(ctx, em.cfg.Brokers, topics.Spec{Name: em.cfg.Topic, Partitions: em.cfg.Partitions, ReplicationFactor: em.cfg.ReplicationFactor})
+	if err != nil {
+		return fmt.Errorf("emit: %w (nothing was sent; the next emit tries again)", err)
+	}
+	em.topicReady = true
+	return nil
+}
+
 // Close flushes and releases the Kafka writer.
 func (em *Emitter) Close() error {
-	if err := em.w.Close(); err != nil {
+	err := em.w.Close()
+	em.tr.CloseIdleConnections()
+	if err != nil {
 		return fmt.Errorf("emit: close Kafka writer: %w", err)
 	}
 	return nil

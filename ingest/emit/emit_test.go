@@ -166,3 +166,41 @@ func TestEmitTimeout(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestEmitRecoversAfterBrokerBlip: a broker that is unreachable at the
+// first Emit (topic creation fails) does not make the emitter fail for
+// ever; the next Emit, once the broker is reachable, creates the topic and
+// sends.
+func TestEmitRecoversAfterBrokerBlip(t *testing.T) {
+	brokers := testenv.KafkaBrokers(t)
+	topic := testenv.Name("test_emit_blip")
+	t.Cleanup(func() {
+		c := &kafka.Client{Addr: kafka.TCP(brokers...)}
+		c.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
+	})
+	p := testenv.NewProxy(t, brokers[0])
+	p.SetDown(true)
+	em, err := emit.New(emit.Config{Brokers: []string{p.Addr()}, Topic: topic, CreateTopic: true, Partitions: 1, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer em.Close()
+	ev := model.Event{Type: model.JobSucceeded, Pipeline: "pipe.blip", BusinessDate: model.MustParseDate("2026-09-30"), BatchID: "20260930", System: model.Producer}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := em.Emit(ctx, ev); err == nil {
+		t.Fatal("emit through a cut proxy succeeded")
+	}
+	p.SetDown(false)
+	if err := em.Emit(ctx, ev); err != nil {
+		t.Fatalf("emit after the broker came back: %v", err)
+	}
+	conn, err := kafka.DialLeader(ctx, "tcp", brokers[0], topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if last, err := conn.ReadLastOffset(); err != nil || last != 1 {
+		t.Fatalf("topic %s holds %d messages (%v), want the 1 emitted", topic, last, err)
+	}
+}

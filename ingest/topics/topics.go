@@ -33,7 +33,12 @@ func Ensure(ctx context.Context, brokers []string, specs ...Spec) error {
 	if len(brokers) == 0 {
 		return fmt.Errorf("kafka: no brokers given: set HANDOFF_KAFKA_BROKERS or --kafka-brokers (host:port[,host:port...])")
 	}
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 15 * time.Second}
+	// A transport of its own, not kafka.DefaultTransport: a shared pool
+	// remembers a failed connection for its metadata TTL, so a retry right
+	// after a broker blip would fail again without trying.
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 15 * time.Second, Transport: tr}
 	names := make([]string, len(specs))
 	for i, s := range specs {
 		names[i] = s.Name
