@@ -55,13 +55,18 @@ type Emitter struct {
 	topicReady bool
 }
 
-// New returns an Emitter. It does not connect until the first Emit.
+// New returns an Emitter. It does not connect until the first Emit; it
+// fails only on a bad configuration (broker addresses, topic name), which
+// is the caller's input to fix.
 func New(cfg Config) (*Emitter, error) {
-	if len(cfg.Brokers) == 0 {
-		return nil, errors.New("emit: no Kafka brokers: set HANDOFF_KAFKA_BROKERS or --kafka-brokers (host:port[,host:port...])")
+	if err := topics.CheckBrokers(cfg.Brokers); err != nil {
+		return nil, fmt.Errorf("emit: %w", err)
 	}
 	if cfg.Topic == "" {
 		cfg.Topic = DefaultTopic
+	}
+	if err := topics.CheckName(cfg.Topic); err != nil {
+		return nil, fmt.Errorf("emit: %w", err)
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
@@ -200,7 +205,7 @@ func (em *Emitter) Close() error {
 // LineError is a bad line of JSON-lines input.
 type LineError struct {
 	Line int   // 1-based
-	Err  error // a *model.ValidationError
+	Err  error // why: a *model.ValidationError, or the line is too long
 }
 
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
@@ -279,7 +284,7 @@ func (em *Emitter) EmitLines(ctx context.Context, r io.Reader, sent func([]model
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return total, fmt.Errorf("emit: line %d: longer than the %d-byte event limit", line+1, model.MaxEventSize)
+			return total, fmt.Errorf("emit: %w", &LineError{Line: line + 1, Err: fmt.Errorf("longer than the %d-byte event limit", model.MaxEventSize)})
 		}
 		return total, fmt.Errorf("emit: read input after line %d: %w", line, err)
 	}
