@@ -42,6 +42,12 @@ func TestClickHouseDown(t *testing.T) {
 	if n := count(t, s.conn, q); n != uint64(len(before)) {
 		t.Fatalf("while down: %d events stored, want %d", n, len(before))
 	}
+	// The lag gauge shows the backlog while nothing can be committed (it
+	// moved only on commits and read 0 throughout an outage).
+	testenv.Eventually(t, time.Minute, "consumer lag above 0 while ClickHouse is down", func() (bool, string) {
+		v := metricValue(t, reg, "handoff_ingest_consumer_lag")
+		return v > 0, fmt.Sprintf("lag %v", v)
+	})
 	if n := uncommitted(t, s.brokers, s.group, s.topic); n != int64(len(duringMsgs)) {
 		t.Fatalf("while down: %d messages uncommitted, want all %d sent during the outage", n, len(duringMsgs))
 	}
@@ -51,6 +57,10 @@ func TestClickHouseDown(t *testing.T) {
 	testenv.Eventually(t, time.Minute, "offsets committed after the outage", func() (bool, string) {
 		n := uncommitted(t, s.brokers, s.group, s.topic)
 		return n == 0, strconv.FormatInt(n, 10) + " uncommitted"
+	})
+	testenv.Eventually(t, time.Minute, "consumer lag back to 0", func() (bool, string) {
+		v := metricValue(t, reg, "handoff_ingest_consumer_lag")
+		return v == 0, fmt.Sprintf("lag %v", v)
 	})
 	if err := stop(); err != nil {
 		t.Fatalf("graceful stop: %v", err)

@@ -42,19 +42,23 @@ type Options struct {
 // Consumer moves events from Kafka into ClickHouse. Create it with New, run
 // it with Run, release it with Close.
 type Consumer struct {
-	cfg     Config
-	log     *slog.Logger
-	m       *Metrics
-	conn    driver.Conn
-	sink    *sink.Sink
-	reader  *kafka.Reader
-	dlq     *kafka.Writer
-	workers int
+	cfg    Config
+	log    *slog.Logger
+	m      *Metrics
+	conn   driver.Conn
+	sink   *sink.Sink
+	reader *kafka.Reader
+	dlq    *kafka.Writer
+	// dlqTransport is dlq's connection pool, closed with it.
+	dlqTransport *kafka.Transport
+	workers      int
 
 	// decode state, used by the decode stage only: one decoder per worker
 	dec []model.Decoder
-	// per-partition lag, used by the store stage only
-	lag map[int]int64
+	// lag feeds the lag gauge from the fetch loop and the store stage.
+	lag *lagTracker
+	// inflight bounds the message bytes held from fetch to commit.
+	inflight *budget
 }
 
 // New connects to ClickHouse (creating the schema when missing) and Kafka
@@ -81,7 +85,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
 	}
-	c := &Consumer{cfg: cfg, log: log, m: NewMetrics(opts.Registry), lag: map[int]int64{}}
+	m := NewMetrics(opts.Registry)
+	c := &Consumer{cfg: cfg, log: log, m: m, lag: newLagTracker(m.Lag), inflight: newBudget(inFlightBatches * int64(cfg.BatchBytes))}
 	c.workers = cfg.Workers
 	if c.workers <= 0 {
 		c.workers = runtime.GOMAXPROCS(0)
@@ -113,13 +118,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		c.conn.Close()
 		return nil, err
 	}
-	queue := cfg.BatchSize
-	if queue < 1000 {
-		queue = 1000
-	}
-	if queue > 20000 {
-		queue = 20000
-	}
+	queue := readerQueue(cfg)
 	c.reader = kafka.NewReader(kafka.ReaderConfig{
 		Brokers:               cfg.Brokers,
 		GroupID:               cfg.Group,
@@ -142,7 +141,12 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 			log.Info("kafka reader: " + fmt.Sprintf(msg, args...))
 		}),
 	})
+	// The DLQ writer has a connection pool of its own: kafka.DefaultTransport
+	// is shared with every client in the process, and its cached metadata
+	// and connection errors outlive a broker restart by its metadata TTL.
+	c.dlqTransport = &kafka.Transport{}
 	c.dlq = &kafka.Writer{
+		Transport:    c.dlqTransport,
 		Addr:         kafka.TCP(cfg.Brokers...),
 		Topic:        cfg.DLQTopic,
 		Balancer:     &kafka.Murmur2Balancer{},
@@ -155,6 +159,23 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		ReadTimeout:  30 * time.Second,
 	}
 	return c, nil
+}
+
+// inFlightBatches is how many batches' worth of message bytes
+// (Config.BatchBytes) the pipeline holds at most, from fetch to commit:
+// enough for the stages to overlap (one being filled, one decoded, one
+// stored) without holding batches beyond that.
+const inFlightBatches = 4
+
+// readerQueue is how many messages the Kafka reader may fetch ahead of the
+// pipeline. That queue is outside the in-flight budget, so it is bounded
+// by bytes too: a message may be up to 1 MiB (model.MaxEventSize), and
+// the queue holds no more than one BatchBytes of such messages (at least
+// 64 messages, and never more than a batch or 20,000: small events need a
+// queue that deep to keep the fetch loop busy).
+func readerQueue(cfg Config) int {
+	q := min(max(cfg.BatchSize, 1000), 20000)
+	return min(q, max(64, int(int64(cfg.BatchBytes)/model.MaxEventSize)))
 }
 
 // Metrics returns the consumer's metrics.
@@ -173,6 +194,7 @@ func (c *Consumer) Close() error {
 		if err := c.dlq.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close DLQ writer: %w", err))
 		}
+		c.dlqTransport.CloseIdleConnections()
 	}
 	if c.conn != nil {
 		if err := c.conn.Close(); err != nil {

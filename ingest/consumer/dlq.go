@@ -29,6 +29,11 @@ func (c *Consumer) writeDLQ(ctx context.Context, dead []sink.DeadLetter) error {
 	out := make([]kafka.Message, len(dead))
 	for i, d := range dead {
 		value := d.Payload
+		if value == nil {
+			// An empty message: kafka-go reads it as nil, and a nil value
+			// would go out as a tombstone (null), not the original bytes.
+			value = []byte{}
+		}
 		hdr := []kafka.Header{
 			{Key: HeaderReason, Value: []byte(d.Reason)},
 			{Key: HeaderError, Value: []byte(d.Error)},
@@ -68,7 +73,12 @@ func (c *Consumer) deadLetter(ctx context.Context, group []*decoded) error {
 		return err
 	}
 	if err := c.retry(ctx, "dead_letter_insert", fmt.Sprintf("insert %d dead letters into ClickHouse", len(dead)), 0,
-		func(ctx context.Context) error { return c.sink.InsertDeadLetters(ctx, dead) }); err != nil {
+		func(ctx context.Context) error {
+			if err := c.sink.InsertDeadLetters(ctx, dead); err != nil {
+				return c.recreateIfMissing(ctx, err)
+			}
+			return nil
+		}); err != nil {
 		return err
 	}
 	for _, d := range dead {

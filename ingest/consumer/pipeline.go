@@ -14,6 +14,9 @@ import (
 type pending struct {
 	msgs    []kafka.Message
 	trigger string
+	// bytes is what the messages took from the in-flight budget, given
+	// back once the batch is stored.
+	bytes int64
 }
 
 // decoded is a batch after decoding: events as columns (one EventBatch per
@@ -49,7 +52,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 
 	c.log.Info("ingest running", "topic", c.cfg.Topic, "group", c.cfg.Group, "brokers", c.cfg.Brokers,
 		"clickhouse", c.cfg.ClickHouseAddr, "database", c.cfg.Database, "batch_size", c.cfg.BatchSize,
-		"flush_interval", c.cfg.FlushInterval, "decode_workers", c.workers)
+		"batch_bytes", c.cfg.BatchBytes.String(), "flush_interval", c.cfg.FlushInterval, "decode_workers", c.workers)
 
 	// Three stages after fetching: this loop fetches and cuts batches, the
 	// decode stage decodes them, the store stage writes and commits them,
@@ -71,6 +74,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 	go func() { flushDone <- c.storeStage(flushCtx, decodedCh, free) }()
 
 	cur := make([]kafka.Message, 0, c.cfg.BatchSize)
+	var curBytes int64
+	// The high watermark last seen per partition: the lag gauge is
+	// updated when it moves, not for every message.
+	hwm := map[int]int64{}
 	// bctx ends FlushInterval after the first message of the current
 	// batch (the age trigger); it is ctx while the batch is empty.
 	bctx, bcancel := ctx, context.CancelFunc(func() {})
@@ -81,7 +88,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 			return true
 		}
 		select {
-		case batches <- pending{msgs: cur, trigger: trigger}:
+		case batches <- pending{msgs: cur, trigger: trigger, bytes: curBytes}:
+			curBytes = 0
 			select {
 			case cur = <-spare:
 			default:
@@ -116,17 +124,39 @@ loop:
 			continue
 		}
 		backoff = 100 * time.Millisecond
+		if h, ok := hwm[m.Partition]; !ok || h != m.HighWaterMark {
+			hwm[m.Partition] = m.HighWaterMark
+			c.lag.fetched(m.Partition, m.Offset, m.HighWaterMark)
+		}
+		// Cut the batch before this message would take it over its
+		// bytes; then wait until the pipeline has room for it (while
+		// waiting, the batch's age still cuts it).
+		sz := int64(len(m.Key) + len(m.Value))
+		stop := len(cur) > 0 && curBytes+sz > int64(c.cfg.BatchBytes) && !send("bytes")
+		for !stop && !c.inflight.acquire(bctx, sz) {
+			if ctx.Err() != nil || !send("age") {
+				stop = true
+			}
+		}
+		if stop {
+			// Shutting down: the message is flushed with the rest.
+			c.inflight.force(sz)
+			cur = append(cur, m)
+			curBytes += sz
+			break loop
+		}
 		if len(cur) == 0 {
 			bctx, bcancel = context.WithTimeout(ctx, c.cfg.FlushInterval)
 		}
 		cur = append(cur, m)
+		curBytes += sz
 		if len(cur) >= c.cfg.BatchSize && !send("size") {
 			break loop
 		}
 	}
 	bcancel()
 	if len(cur) > 0 {
-		batches <- pending{msgs: cur, trigger: "shutdown"}
+		batches <- pending{msgs: cur, trigger: "shutdown", bytes: curBytes}
 	}
 	close(batches)
 	err := <-flushDone

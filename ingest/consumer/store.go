@@ -2,9 +2,13 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/handoff-dev/handoff/ingest/schema"
 	"github.com/handoff-dev/handoff/ingest/sink"
 )
 
@@ -82,6 +86,7 @@ func (c *Consumer) storeStage(ctx context.Context, in <-chan *decoded, free chan
 		b.cancel()
 		for _, d := range b.group {
 			d.msgs = nil
+			c.inflight.release(d.bytes)
 			free <- d
 		}
 	}
@@ -131,7 +136,7 @@ func (c *Consumer) store(ctx context.Context, group []*decoded, ins *sink.Prepar
 					err = c.sink.InsertEvents(ctx, bs...)
 				}
 				if err != nil {
-					return err
+					return c.recreateIfMissing(ctx, err)
 				}
 				c.m.InsertTime.Observe(time.Since(t).Seconds())
 				return nil
@@ -154,4 +159,27 @@ func (c *Consumer) store(ctx context.Context, group []*decoded, ins *sink.Prepar
 	c.log.Debug("flushed", "trigger", first.trigger, "batches", len(group), "messages", n, "events", valid, "rejected", rejected,
 		"decode", decodeTime, "waited", start.Sub(first.start.Add(first.decodeTime)), "stored", stored, "total", time.Since(start))
 	return nil
+}
+
+// ClickHouse error codes of a missing database or table.
+const (
+	chUnknownTable    = 60
+	chUnknownDatabase = 81
+)
+
+// recreateIfMissing returns err, after recreating the schema when err says
+// the database or a table does not exist (someone dropped it while the
+// ingester ran): the retry that follows then succeeds, where it would
+// otherwise fail for ever. What was dropped is gone; what the ingester
+// holds and reads from then on is stored.
+func (c *Consumer) recreateIfMissing(ctx context.Context, err error) error {
+	var ex *clickhouse.Exception
+	if !errors.As(err, &ex) || (ex.Code != chUnknownTable && ex.Code != chUnknownDatabase) {
+		return err
+	}
+	c.log.Warn("ClickHouse database or table is missing; recreating the schema", "database", c.cfg.Database, "err", err)
+	if serr := schema.Ensure(ctx, c.conn, c.cfg.Database); serr != nil {
+		return fmt.Errorf("%w; recreating the schema of database %s failed too: %w", err, c.cfg.Database, serr)
+	}
+	return err
 }
