@@ -153,7 +153,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		RequiredAcks: kafka.RequireAll,
 		BatchTimeout: 5 * time.Millisecond,
 		BatchSize:    1000,
-		BatchBytes:   2 * topics.MaxMessageBytes,
+		BatchBytes:   topics.MaxBatchBytes, // what the topic accepts in one request
 		MaxAttempts:  3,
 		WriteTimeout: 30 * time.Second,
 		ReadTimeout:  30 * time.Second,

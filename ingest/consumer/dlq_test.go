@@ -3,12 +3,14 @@ package consumer_test
 import (
 	"context"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 
 	"github.com/handoff-dev/handoff/ingest/consumer"
+	"github.com/handoff-dev/handoff/model"
 )
 
 // TestDeadLetterOfEmptyMessage: the dead-letter copy of an empty message
@@ -61,5 +63,32 @@ func TestDeadLetterOfEmptyMessage(t *testing.T) {
 	}
 	if found != 1 {
 		t.Fatalf("%d dead letters on %s, want 1", found, s.dlq)
+	}
+}
+
+// TestDeadLettersOfManyLargeMessages: a dozen oversized messages (over the
+// 1 MiB event limit, within the topic's 8 MiB) are all dead-lettered. The
+// dead-letter writer must not put more into one request than the topic
+// accepts: 12 MiB in one record batch is refused by the broker every time,
+// and the ingester would retry for ever.
+func TestDeadLettersOfManyLargeMessages(t *testing.T) {
+	s := newSetup(t, "dlqlarge")
+	_, _, stop := start(t, s.config(), consumer.Options{})
+	w := writer(t, s.brokers, s.topic)
+	const n = 12
+	big := kafka.Message{Key: []byte("big"), Value: []byte(`{"attrs":{"blob":"` + strings.Repeat("x", model.MaxEventSize) + `"}}`)}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for range n { // one request each: the test's own writer must fit the topic too
+		if err := w.WriteMessages(ctx, big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitCount(t, s.conn, time.Minute, n, "SELECT count() FROM "+s.db+".dead_letters FINAL WHERE reason = 'too_large'")
+	if err := stop(); err != nil {
+		t.Fatalf("graceful stop: %v", err)
+	}
+	if got := len(readAll(t, s.brokers, s.dlq)); got != n {
+		t.Fatalf("%d messages on the dead-letter topic, want %d", got, n)
 	}
 }

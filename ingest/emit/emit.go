@@ -87,7 +87,7 @@ func New(cfg Config) (*Emitter, error) {
 		RequiredAcks: kafka.RequireAll,
 		BatchTimeout: 2 * time.Millisecond,
 		BatchSize:    10000,
-		BatchBytes:   2 * topics.MaxMessageBytes,
+		BatchBytes:   topics.MaxBatchBytes, // what the topic accepts in one request
 		MaxAttempts:  5,
 		WriteTimeout: cfg.Timeout,
 		ReadTimeout:  cfg.Timeout,

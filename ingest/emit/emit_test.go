@@ -204,3 +204,38 @@ func TestEmitRecoversAfterBrokerBlip(t *testing.T) {
 		t.Fatalf("topic %s holds %d messages (%v), want the 1 emitted", topic, last, err)
 	}
 }
+
+// TestEmitManyLargeEvents: events near the 1 MiB limit, a dozen in one
+// Emit, all reach the topic the emitter created: the writer must not put
+// more into one request than the topic's max.message.bytes.
+func TestEmitManyLargeEvents(t *testing.T) {
+	brokers := testenv.KafkaBrokers(t)
+	topic := testenv.Name("test_emit_large")
+	t.Cleanup(func() {
+		c := &kafka.Client{Addr: kafka.TCP(brokers...)}
+		c.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
+	})
+	em, err := emit.New(emit.Config{Brokers: brokers, Topic: topic, CreateTopic: true, Partitions: 1, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer em.Close()
+	evs := make([]model.Event, 12)
+	for i := range evs {
+		evs[i] = model.Event{Type: model.JobSucceeded, Pipeline: "pipe.large", BusinessDate: model.MustParseDate("2026-09-30"),
+			BatchID: "20260930", System: model.Producer, Attrs: map[string]string{"blob": strings.Repeat("x", model.MaxEventSize-4096)}}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := em.Emit(ctx, evs...); err != nil {
+		t.Fatalf("emit of %d large events: %.300v", len(evs), err)
+	}
+	conn, err := kafka.DialLeader(ctx, "tcp", brokers[0], topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if last, err := conn.ReadLastOffset(); err != nil || last != int64(len(evs)) {
+		t.Fatalf("topic %s holds %d messages (%v), want %d", topic, last, err, len(evs))
+	}
+}

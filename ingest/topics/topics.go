@@ -19,6 +19,13 @@ import (
 // being refused by the broker where nobody sees it.
 const MaxMessageBytes = 8 << 20
 
+// MaxBatchBytes is the most a producer may put in one request (one record
+// batch per partition) to handoff's topics: the broker checks
+// max.message.bytes against the whole record batch, so a writer batching
+// more than that has every large request refused, for ever. The margin is
+// for the record batch's own framing.
+const MaxBatchBytes = MaxMessageBytes - 16<<10
+
 // Spec describes one topic to create.
 type Spec struct {
 	Name              string
