@@ -87,16 +87,12 @@ func TestEmitLinesBadLines(t *testing.T) {
 
 func TestEmitToKafka(t *testing.T) {
 	brokers := testenv.KafkaBrokers(t)
-	topic := testenv.Name("test_emit")
+	topic := tempTopic(t, brokers, "test_emit")
 	em, err := emit.New(emit.Config{Brokers: brokers, Topic: topic, CreateTopic: true, Partitions: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer em.Close()
-	t.Cleanup(func() {
-		c := &kafka.Client{Addr: kafka.TCP(brokers...)}
-		c.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	evs := testenv.Events(50, "pipe.emit", 3)
@@ -173,11 +169,7 @@ func TestEmitTimeout(t *testing.T) {
 // sends.
 func TestEmitRecoversAfterBrokerBlip(t *testing.T) {
 	brokers := testenv.KafkaBrokers(t)
-	topic := testenv.Name("test_emit_blip")
-	t.Cleanup(func() {
-		c := &kafka.Client{Addr: kafka.TCP(brokers...)}
-		c.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
-	})
+	topic := tempTopic(t, brokers, "test_emit_blip")
 	p := testenv.NewProxy(t, brokers[0])
 	p.SetDown(true)
 	em, err := emit.New(emit.Config{Brokers: []string{p.Addr()}, Topic: topic, CreateTopic: true, Partitions: 1, Timeout: 5 * time.Second})
@@ -210,11 +202,7 @@ func TestEmitRecoversAfterBrokerBlip(t *testing.T) {
 // more into one request than the topic's max.message.bytes.
 func TestEmitManyLargeEvents(t *testing.T) {
 	brokers := testenv.KafkaBrokers(t)
-	topic := testenv.Name("test_emit_large")
-	t.Cleanup(func() {
-		c := &kafka.Client{Addr: kafka.TCP(brokers...)}
-		c.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
-	})
+	topic := tempTopic(t, brokers, "test_emit_large")
 	em, err := emit.New(emit.Config{Brokers: brokers, Topic: topic, CreateTopic: true, Partitions: 1, Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -238,4 +226,16 @@ func TestEmitManyLargeEvents(t *testing.T) {
 	if last, err := conn.ReadLastOffset(); err != nil || last != int64(len(evs)) {
 		t.Fatalf("topic %s holds %d messages (%v), want %d", topic, last, err, len(evs))
 	}
+}
+
+// tempTopic returns a unique topic name and deletes the topic at cleanup.
+func tempTopic(t *testing.T, brokers []string, prefix string) string {
+	topic := testenv.Name(prefix)
+	t.Cleanup(func() {
+		tr := &kafka.Transport{}
+		defer tr.CloseIdleConnections()
+		c := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}
+		c.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
+	})
+	return topic
 }
