@@ -94,7 +94,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Partitions, "topic-partitions", c.Partitions, "partitions of the findings topic when it is created (HANDOFF_TOPIC_PARTITIONS)")
 	fs.IntVar(&c.Replication, "topic-replication", c.Replication, "replication factor of the findings topic when it is created (HANDOFF_TOPIC_REPLICATION)")
 	fs.StringVar(&c.ClickHouseAddr, "clickhouse-addr", c.ClickHouseAddr, "ClickHouse native address host:port, to read the stored history on start (HANDOFF_CLICKHOUSE_ADDR)")
-	fs.StringVar(&c.Database, "database", c.Database, "ClickHouse database (HANDOFF_CLICKHOUSE_DATABASE)")
+	fs.StringVar(&c.Database, "clickhouse-database", c.Database, "ClickHouse database (HANDOFF_CLICKHOUSE_DATABASE)")
 	fs.StringVar(&c.User, "clickhouse-user", c.User, "ClickHouse user; read-only is enough (HANDOFF_CLICKHOUSE_USER)")
 	fs.StringVar(&c.Password, "clickhouse-password", c.Password, "ClickHouse password (HANDOFF_CLICKHOUSE_PASSWORD)")
 	fs.StringVar(&c.Contracts, "contract", c.Contracts, "delivery contract file or directory (HANDOFF_CONTRACTS); without it every pipeline gets the default contract and nothing is expected")
@@ -133,7 +133,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("--clickhouse-addr: required, to read the stored history on start (HANDOFF_CLICKHOUSE_ADDR)"))
 	}
 	if err := schema.CheckDatabase(c.Database); err != nil {
-		errs = append(errs, fmt.Errorf("--database: %w", err))
+		errs = append(errs, fmt.Errorf("--clickhouse-database: %w", err))
 	}
 	if _, err := c.ExpectFromDate(time.Now()); err != nil {
 		errs = append(errs, err)

@@ -75,7 +75,7 @@ func (e *env) startIngest(t *testing.T, pre string) {
 	ccfg := consumer.Config{
 		Brokers: e.brokers, Topic: e.cfg.Topic, DLQTopic: pre + "dlq", Group: e.cfg.IngestGroup,
 		Partitions: 3, ReplicationFactor: 1, ClickHouseAddr: e.cfg.ClickHouseAddr, Database: e.db, User: "default",
-		Compression: "none", BatchSize: 1000, FlushInterval: 100 * time.Millisecond,
+		Compression: "none", BatchSize: 1000, BatchBytes: 16 << 20, FlushInterval: 100 * time.Millisecond,
 		RetryMax: time.Second, SessionTimeout: 6 * time.Second, ShutdownTimeout: 20 * time.Second,
 	}
 	c, err := consumer.New(ctx, ccfg, consumer.Options{})
