@@ -13,8 +13,8 @@ import (
 
 	"github.com/handoff-dev/handoff/ingest/schema"
 	"github.com/handoff-dev/handoff/ingest/topics"
-	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/internal/cliflag"
+	"github.com/handoff-dev/handoff/model"
 )
 
 // Config configures handoff detect. Every field has an environment variable
