@@ -279,10 +279,23 @@ func parse(p Param, s string) (value, error) {
 // marker and the arguments in order. {db} (checked) and {now_ms} (a fixed
 // expression) are the only text substituted.
 func (d *definition) bind(db string, vals map[string]value) (string, []any) {
-	var (
-		b    strings.Builder
-		args []any
-	)
+	var args []any
+	sql := d.render(db, func(name string) (string, bool) {
+		v, ok := vals[name]
+		if ok {
+			args = append(args, v.arg)
+		}
+		return "?", ok
+	})
+	return sql, args
+}
+
+// render returns d's SQL for database db with every {name} marker for
+// which marker reports true replaced by its text; other braces are kept.
+// bind renders for the server; the tests and the Grafana dashboard render
+// their own stand-ins from the same text.
+func (d *definition) render(db string, marker func(name string) (string, bool)) string {
+	var b strings.Builder
 	src := strings.ReplaceAll(d.sql, "{db}", db)
 	src = strings.ReplaceAll(src, "{now_ms}", nowMS)
 	for {
@@ -296,21 +309,17 @@ func (d *definition) bind(db string, vals map[string]value) (string, []any) {
 			b.WriteString(src)
 			break
 		}
-		name := src[i+1 : i+j]
-		v, ok := vals[name]
+		text, ok := marker(src[i+1 : i+j])
 		if !ok {
-			// Not a marker (a literal brace): keep it. Tests check that
-			// every query has markers for known parameters only.
 			b.WriteString(src[:i+1])
 			src = src[i+1:]
 			continue
 		}
 		b.WriteString(src[:i])
-		b.WriteByte('?')
-		args = append(args, v.arg)
+		b.WriteString(text)
 		src = src[i+j+1:]
 	}
-	return b.String(), args
+	return b.String()
 }
 
 // scan reads every row generically, converting values to JSON-friendly ones.
