@@ -47,6 +47,28 @@ type fixtureCase struct {
 
 func sms(s string) string { return strconv.FormatInt(ms(s), 10) }
 
+// The boundary gaps of the fixture's pipelines, in ms (the seed's times:
+// finalized 2.53 s before produced; consumed 15 and 35 minutes after
+// identified). quantileExact of two values is the higher one.
+var (
+	absLatency = [][]string{
+		{abs, "finalized", "3", "-2530", "-2530", "-2530", "-2530"},
+		{abs, "signaled", "3", "3820", "3820", "3820", "3820"},
+		{abs, "transferred", "3", "358820", "358820", "358820", "358820"},
+		{abs, "signal_delivered", "2", "880", "880", "880", "880"},
+		{abs, "identified", "2", "294000", "294000", "294000", "294000"},
+		{abs, "consumed", "2", "2100000", "2100000", "2100000", "2100000"},
+	}
+	fxLatency = [][]string{
+		{fx, "finalized", "1", "1000", "1000", "1000", "1000"},
+		{fx, "signaled", "1", "1000", "1000", "1000", "1000"},
+		{fx, "transferred", "1", "598000", "598000", "598000", "598000"},
+		{fx, "signal_delivered", "1", "1000", "1000", "1000", "1000"},
+		{fx, "identified", "1", "299000", "299000", "299000", "299000"},
+		{fx, "consumed", "1", "900000", "900000", "900000", "900000"},
+	}
+)
+
 var fixtureCases = []fixtureCase{
 	{query: "batch_status", want: [][]string{
 		{abs, "2026-09-28", "20260928", "broken", "delivered", "", "diagnosis", "7", sms("2026-09-28T18:00:00Z")},
@@ -66,22 +88,8 @@ var fixtureCases = []fixtureCase{
 		{abs, "3", "3", "3", "3", "3", "2", "2", "2"},
 		{fx, "3", "2", "1", "1", "1", "1", "1", "1"},
 	}},
-	{query: "boundary_latency", params: map[string]string{"pipeline": abs}, want: [][]string{
-		{abs, "finalized", "3", "-2530", "-2530", "-2530", "-2530"},
-		{abs, "signaled", "3", "3820", "3820", "3820", "3820"},
-		{abs, "transferred", "3", "358820", "358820", "358820", "358820"},
-		{abs, "signal_delivered", "2", "880", "880", "880", "880"},
-		{abs, "identified", "2", "294000", "294000", "294000", "294000"},
-		{abs, "consumed", "2", "2100000", "2100000", "2100000", "2100000"},
-	}},
-	{query: "boundary_latency", params: map[string]string{"pipeline": fx}, want: [][]string{
-		{fx, "finalized", "1", "1000", "1000", "1000", "1000"},
-		{fx, "signaled", "1", "1000", "1000", "1000", "1000"},
-		{fx, "transferred", "1", "598000", "598000", "598000", "598000"},
-		{fx, "signal_delivered", "1", "1000", "1000", "1000", "1000"},
-		{fx, "identified", "1", "299000", "299000", "299000", "299000"},
-		{fx, "consumed", "1", "900000", "900000", "900000", "900000"},
-	}},
+	{query: "boundary_latency", want: append(slices.Clone(absLatency), fxLatency...)},
+	{query: "boundary_latency", params: map[string]string{"pipeline": fx}, want: fxLatency},
 	{query: "breaks_over_time", want: [][]string{
 		{"2026-09-28", "delivered", "", "1"},
 		{"2026-09-29", "not_final", "finalized", "1"},
