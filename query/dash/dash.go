@@ -22,7 +22,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/handoff-dev/handoff/ingest/schema"
@@ -145,10 +144,6 @@ func (r *Runner) Run(ctx context.Context, name string, params map[string]string)
 		return Result{}, err
 	}
 	sql, args := d.bind(r.db, vals)
-	// The views are read with WHERE on their columns; this setting lets
-	// ClickHouse (18.16 included, where it is off by default) push the
-	// filter into the view's SELECT, so it reaches the tables' sort key.
-	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"enable_optimize_predicate_expression": 1}))
 	rows, err := r.conn.Query(ctx, sql, args...)
 	if err != nil {
 		return Result{}, fmt.Errorf("dashboard query %s on %s: %w", name, r.db, err)
@@ -290,13 +285,21 @@ func (d *definition) bind(db string, vals map[string]value) (string, []any) {
 	return sql, args
 }
 
-// render returns d's SQL for database db with every {name} marker for
-// which marker reports true replaced by its text; other braces are kept.
+// render returns d's SQL for database db, the views it reads inlined with
+// d.where inside them, and every {name} marker for which marker reports
+// true replaced by its text; other braces are kept.
 // bind renders for the server; the tests and the Grafana dashboard render
 // their own stand-ins from the same text.
 func (d *definition) render(db string, marker func(name string) (string, bool)) string {
 	var b strings.Builder
-	src := strings.ReplaceAll(d.sql, "{db}", db)
+	src := d.sql
+	for _, v := range schema.Views() {
+		if tok := "{view:" + v + "}"; strings.Contains(src, tok) {
+			sel, _ := schema.ViewSelect(db, v, d.where)
+			src = strings.ReplaceAll(src, tok, "(\n"+sel+"\n)")
+		}
+	}
+	src = strings.ReplaceAll(src, "{db}", db)
 	src = strings.ReplaceAll(src, "{now_ms}", nowMS)
 	for {
 		i := strings.IndexByte(src, '{')

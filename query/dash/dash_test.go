@@ -373,11 +373,21 @@ func TestDefinitions(t *testing.T) {
 			if p.Doc == "" {
 				t.Errorf("%s: parameter %s has no doc", d.Name, p.Name)
 			}
-			if !strings.Contains(d.sql, "{"+p.Name+"}") && !(p.Name == "from" && strings.Contains(d.sql, "{from_ms}")) && !(p.Name == "to" && strings.Contains(d.sql, "{to_end_ms}")) {
+			text := d.sql + d.where
+			if !strings.Contains(text, "{"+p.Name+"}") && !(p.Name == "from" && strings.Contains(text, "{from_ms}")) && !(p.Name == "to" && strings.Contains(text, "{to_end_ms}")) {
 				t.Errorf("%s: parameter %s is not used", d.Name, p.Name)
 			}
 		}
-		for _, m := range markers(d.sql) {
+		for _, m := range markers(d.sql + d.where) {
+			if view, ok := strings.CutPrefix(m, "view:"); ok {
+				if !slices.Contains(schema.Views(), view) {
+					t.Errorf("%s: {%s}: no such view", d.Name, m)
+				}
+				if d.where == "" {
+					t.Errorf("%s reads view %s with no filter", d.Name, view)
+				}
+				continue
+			}
 			if !slices.Contains(names, m) && !slices.Contains(derived, m) {
 				t.Errorf("%s: marker {%s} is no parameter", d.Name, m)
 			}
