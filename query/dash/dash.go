@@ -1,8 +1,9 @@
 // Package dash runs handoff's named dashboard queries: the SQL behind
 // docs/dashboards.md, the Grafana dashboard of deploy/grafana and the
-// dashboard API of `handoff serve`. The queries read the views that
-// schema.Ensure creates (batch_progress, diagnosis_latest, batch_status,
-// finding_state) and the tables under them.
+// dashboard API of `handoff serve`. The queries read the schema's views
+// (batch_progress, diagnosis_latest, batch_status, finding_state) with
+// their filter inside each view's SELECT (schema.ViewSelect), so it reaches
+// the tables' sort key.
 //
 // A query's parameters are typed and checked here (unknown names, bad
 // values, missing required ones, huge values: *ParamError), and reach SQL
@@ -122,8 +123,10 @@ type Runner struct {
 }
 
 // NewRunner returns a Runner reading database db over conn; db is checked
-// by schema.CheckDatabase. The schema (with its views) must exist:
-// schema.Ensure, which `handoff ingest` runs on start.
+// by schema.CheckDatabase. The tables must exist (schema.Ensure, which
+// `handoff ingest` runs on start); the views need not: the queries inline
+// their SELECTs, so a read-only user on a database made by an older
+// release can run them.
 func NewRunner(conn driver.Conn, db string) (*Runner, error) {
 	if err := schema.CheckDatabase(db); err != nil {
 		return nil, err
