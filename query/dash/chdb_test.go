@@ -18,8 +18,9 @@ import (
 
 // The same DDL and every dashboard query on a current ClickHouse: chdb-core
 // (ClickHouse 26.x in-process) through deploy/chdb/run.py, on the same
-// fixture rows, giving the same numbers as fixtureCases (the ones the
-// 18.16 server gives in TestQueriesOnFixture).
+// fixture rows, giving the same numbers as fixtureCases and viewCases (the
+// ones the 18.16 server gives in TestQueriesOnFixture and
+// TestViewsOnFixture).
 
 // sqlLiteral renders v as a ClickHouse literal. The test harness only:
 // chdb has no client-side binding; the Runner binds.
@@ -165,6 +166,9 @@ func TestCurrentClickHouse(t *testing.T) {
 		spec.Queries = append(spec.Queries, chdbQuery{Name: c.query, SQL: c.literalSQL(t, db)})
 	}
 	specFile := filepath.Join(t.TempDir(), "spec.json")
+	for _, v := range viewCases {
+		spec.Queries = append(spec.Queries, chdbQuery{Name: "view", SQL: strings.ReplaceAll(v.sql, "{db}", db)})
+	}
 	spec.Queries = append(spec.Queries, chdbQuery{Name: "version", SQL: "SELECT version()"})
 	in, err := json.Marshal(spec)
 	if err != nil {
@@ -183,8 +187,8 @@ func TestCurrentClickHouse(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &results); err != nil {
 		t.Fatalf("deploy/chdb/run.py output: %v\n%s", err, stdout.String())
 	}
-	if len(results) != len(fixtureCases)+1 {
-		t.Fatalf("%d results for %d queries", len(results), len(fixtureCases)+1)
+	if len(results) != len(spec.Queries) {
+		t.Fatalf("%d results for %d queries", len(results), len(spec.Queries))
 	}
 	// This check is worth something only on a current release.
 	v := results[len(results)-1]
@@ -202,6 +206,14 @@ func TestCurrentClickHouse(t *testing.T) {
 		// start of the run to its end.
 		if err := matches(r.Rows, c.want, begin, time.Now().UnixMilli()); err != nil {
 			t.Errorf("%s %v on chdb: %v", c.query, c.params, err)
+		}
+	}
+	for i, v := range viewCases {
+		r := results[len(fixtureCases)+i]
+		if r.Error != "" {
+			t.Errorf("%s on chdb: %s", v.sql, r.Error)
+		} else if err := matches(r.Rows, v.want, 0, 0); err != nil {
+			t.Errorf("%s on chdb: %v", v.sql, err)
 		}
 	}
 }

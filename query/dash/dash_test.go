@@ -239,41 +239,64 @@ func TestQueriesOnFixture(t *testing.T) {
 	}
 }
 
-// TestViewsOnFixture reads the views directly (as a BI tool or Grafana
-// would, without query/dash) and checks what they hold.
+// viewCases read the views directly (as a BI tool or Grafana would,
+// without query/dash); {db} is the database.
+var viewCases = []struct {
+	sql  string
+	want [][]string
+}{
+	// One row per batch, heartbeats excluded, the stored copy not counted twice.
+	{"SELECT count(), sum(event_count), countIf(events_verdict = 'delivered') FROM {db}.batch_progress",
+		[][]string{{"6", "28", "3"}}},
+	{"SELECT events_verdict, events_first_missing, produced_ms, signal_delivered_ms FROM {db}.batch_progress WHERE pipeline = '" + abs + "' AND business_date = '2026-09-30'",
+		[][]string{{"not_identified", "signal_delivered", sms("2026-09-30T17:14:05.010Z"), "0"}}},
+	// The latest diagnosis wins.
+	{"SELECT latest_status, latest_as_of_ms FROM {db}.diagnosis_latest WHERE pipeline = '" + abs + "' AND business_date = '2026-09-30'",
+		[][]string{{"late", sms("2026-10-01T00:00:00Z")}}},
+	{"SELECT source, count() FROM {db}.batch_status GROUP BY source ORDER BY source",
+		[][]string{{"diagnosis", "3"}, {"events", "3"}}},
+	{"SELECT pipeline, business_date, status, verdict, first_missing FROM {db}.batch_status WHERE status != 'delivered' ORDER BY pipeline, business_date",
+		[][]string{
+			{abs, "2026-09-28", "broken", "delivered", ""},
+			{abs, "2026-09-30", "late", "not_identified", "signal_delivered"},
+			{fx, "2026-09-29", "broken", "not_final", "finalized"},
+			{fx, "2026-09-30", "failed", "not_produced", "produced"},
+		}},
+	// The latest record of each finding.
+	{"SELECT fingerprint, latest_seq, toString(latest_state), latest_lateness_ms FROM {db}.finding_state ORDER BY fingerprint",
+		[][]string{{"f1", "2", "open", "3600000"}, {"f2", "2", "resolved", "0"}, {"f3", "2", "resolved", "1200000"}, {"f4", "1", "open", "7200000"}}},
+}
+
+// TestViewsOnFixture reads every view on the real server and checks what
+// it holds.
 func TestViewsOnFixture(t *testing.T) {
 	conn, db := loadFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, tt := range []struct {
-		sql  string
-		want [][]string
-	}{
-		// One row per batch, heartbeats excluded, the stored copy not counted twice.
-		{"SELECT count(), sum(event_count), countIf(events_verdict = 'delivered') FROM " + db + ".batch_progress",
-			[][]string{{"6", "28", "3"}}},
-		{"SELECT events_verdict, events_first_missing, produced_ms, signal_delivered_ms FROM " + db + ".batch_progress WHERE pipeline = '" + abs + "' AND business_date = '2026-09-30'",
-			[][]string{{"not_identified", "signal_delivered", sms("2026-09-30T17:14:05.010Z"), "0"}}},
-		// The latest diagnosis wins.
-		{"SELECT latest_status, latest_as_of_ms FROM " + db + ".diagnosis_latest WHERE pipeline = '" + abs + "' AND business_date = '2026-09-30'",
-			[][]string{{"late", sms("2026-10-01T00:00:00Z")}}},
-		{"SELECT source, count() FROM " + db + ".batch_status GROUP BY source ORDER BY source",
-			[][]string{{"diagnosis", "3"}, {"events", "3"}}},
-		// The latest record of each finding.
-		{"SELECT fingerprint, latest_seq, toString(latest_state), latest_lateness_ms FROM " + db + ".finding_state ORDER BY fingerprint",
-			[][]string{{"f1", "2", "open", "3600000"}, {"f2", "2", "resolved", "0"}, {"f3", "2", "resolved", "1200000"}, {"f4", "1", "open", "7200000"}}},
-	} {
-		rows, err := conn.Query(ctx, tt.sql)
+	read := map[string]bool{}
+	for _, tt := range viewCases {
+		sql := strings.ReplaceAll(tt.sql, "{db}", db)
+		for _, v := range schema.Views() {
+			if strings.Contains(sql, db+"."+v+" ") {
+				read[v] = true
+			}
+		}
+		rows, err := conn.Query(ctx, sql)
 		if err != nil {
-			t.Fatalf("%s: %v", tt.sql, err)
+			t.Fatalf("%s: %v", sql, err)
 		}
 		res, err := scan(rows)
 		rows.Close()
 		if err != nil {
-			t.Fatalf("%s: %v", tt.sql, err)
+			t.Fatalf("%s: %v", sql, err)
 		}
 		if err := matches(cells(res), tt.want, 0, 0); err != nil {
-			t.Errorf("%s: %v", tt.sql, err)
+			t.Errorf("%s: %v", sql, err)
+		}
+	}
+	for _, v := range schema.Views() {
+		if !read[v] {
+			t.Errorf("view %s is not read by any case", v)
 		}
 	}
 }
