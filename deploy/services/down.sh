@@ -14,5 +14,6 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 rc=0
 "$HERE/kafka.sh" stop || rc=1
 "$HERE/clickhouse.sh" stop || rc=1
+"$HERE/chdb.sh" stop || rc=1
 rm -f "$DATA_DIR/services.env"
 exit "$rc"

@@ -5,12 +5,12 @@ import (
 	"fmt"
 
 	"github.com/handoff-dev/handoff/ingest/deadletter"
-	"github.com/handoff-dev/handoff/ingest/sink"
+	"github.com/handoff-dev/handoff/ingest/schema"
 )
 
 // writeDLQ publishes the original bytes of each dead letter with the
 // reason and source in headers (the deadletter package's format).
-func (c *Consumer) writeDLQ(ctx context.Context, dead []sink.DeadLetter) error {
+func (c *Consumer) writeDLQ(ctx context.Context, dead []schema.DeadLetter) error {
 	if err := c.dlq.WriteMessages(ctx, deadletter.Messages(dead)...); err != nil {
 		return fmt.Errorf("kafka topic %s: %w", c.cfg.DLQTopic, err)
 	}
@@ -21,7 +21,7 @@ func (c *Consumer) writeDLQ(ctx context.Context, dead []sink.DeadLetter) error {
 // then to ClickHouse, retrying each until it succeeds or ctx ends: the
 // group's offsets are committed only after both acknowledged.
 func (c *Consumer) deadLetter(ctx context.Context, group []*decoded) error {
-	var dead []sink.DeadLetter
+	var dead []schema.DeadLetter
 	for _, d := range group {
 		for _, dl := range d.dead {
 			dead = append(dead, dl...)
