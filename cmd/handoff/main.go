@@ -97,6 +97,7 @@ func commands() []command {
 		}},
 		{"emit", "publish delivery events to Kafka (from flags or JSON lines)", runEmit},
 		{"broker", "run the embedded Kafka-protocol broker (demo default)", runBroker},
+		{"notify", "deliver findings to Alertmanager and webhooks", runNotify},
 	}
 }
 
