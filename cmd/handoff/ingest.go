@@ -2,17 +2,9 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/handoff-dev/handoff/ingest/consumer"
 )
@@ -26,49 +18,21 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return usageError("%v", err)
 	}
-	fs := flag.NewFlagSet("handoff ingest", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfg.RegisterFlags(fs)
-	logLevel := fs.String("log-level", envOr("HANDOFF_LOG_LEVEL", "info"), "log level: debug, info, warn, error (HANDOFF_LOG_LEVEL)")
-	logFormat := fs.String("log-format", envOr("HANDOFF_LOG_FORMAT", "text"), "log format: text or json (HANDOFF_LOG_FORMAT)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: handoff ingest [flags]")
-		fmt.Fprintln(stderr, "\nConsume delivery events from Kafka into ClickHouse; rejected messages go to the dead-letter topic.")
-		fmt.Fprintln(stderr, "Every flag has a HANDOFF_* variable (named in its help); flags win.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	d, err := startDaemon(daemonSpec{
+		name:        "ingest",
+		about:       "Consume delivery events from Kafka into ClickHouse; rejected messages go to the dead-letter topic.",
+		register:    cfg.RegisterFlags,
+		validate:    cfg.Validate,
+		metricsAddr: func() string { return cfg.MetricsAddr },
+		metricsEnv:  "HANDOFF_METRICS_ADDR",
+	}, args, stderr)
+	if err != nil {
 		return err
 	}
-	if err := cfg.Validate(); err != nil {
-		return usageError("%v", err)
-	}
-	log, err := ingestLogger(stderr, *logLevel, *logFormat)
-	if err != nil {
-		return usageError("%v", err)
-	}
+	defer d.stop()
+	log := d.log
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if cfg.MetricsAddr != "" {
-		ln, err := net.Listen("tcp", cfg.MetricsAddr)
-		if err != nil {
-			return fmt.Errorf("metrics: listen on %s: %w (set HANDOFF_METRICS_ADDR or --metrics-addr to a free address, or empty to disable)", cfg.MetricsAddr, err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go srv.Serve(ln)
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			srv.Shutdown(sctx)
-		}()
-		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
-	}
-
-	c, err := consumer.New(ctx, cfg, consumer.Options{Logger: log, Registry: reg})
+	c, err := consumer.New(ctx, cfg, consumer.Options{Logger: log, Registry: d.reg})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // interrupted while waiting for the services

@@ -54,6 +54,11 @@ func LoadConfigFrom(environ map[string]string) (Config, error) {
 	return c, nil
 }
 
+// StringList returns a flag.Value of a comma-separated list stored in *p
+// (blanks trimmed, empty items dropped); setting it replaces the list, so
+// a flag given on the command line wins over the environment's list.
+func StringList(p *[]string) flag.Value { return listFlag{p} }
+
 type listFlag struct{ p *[]string }
 
 func (l listFlag) String() string {

@@ -24,7 +24,9 @@ func TestValidate(t *testing.T) {
 		want   string // "" = valid
 	}{
 		{"valid", func(*Config) {}, ""},
-		{"webhook only", func(c *Config) { c.AlertmanagerURLs, c.WebhookURLs, c.WebhookSecret = nil, []string{"https://h/x"}, "s" }, ""},
+		{"webhook only", func(c *Config) {
+			c.AlertmanagerURLs, c.WebhookURLs, c.WebhookSecret = nil, []string{"https://h/x"}, "s"
+		}, ""},
 		{"no brokers", func(c *Config) { c.Brokers = nil }, "HANDOFF_KAFKA_BROKERS"},
 		{"no receiver", func(c *Config) { c.AlertmanagerURLs = nil }, "HANDOFF_ALERTMANAGER_URLS"},
 		{"bad receiver URL", func(c *Config) { c.AlertmanagerURLs = []string{"127.0.0.1:9093"} }, `receiver URL "127.0.0.1:9093"`},
