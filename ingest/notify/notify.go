@@ -67,6 +67,12 @@ type Notifier struct {
 	dlq    *kafka.Writer
 	set    *openSet
 	lag    map[int]int64 // per partition: high watermark - next offset
+	// amLocks serialise the requests to each Alertmanager: a re-send
+	// takes its snapshot of the open set and posts it under the lock, and
+	// so does each attempt to deliver a record, so a re-send that still
+	// saw a finding open can never reach Alertmanager after the record
+	// that resolved it (which would fire it again for a lease).
+	amLocks map[string]*sync.Mutex
 }
 
 // New checks the configuration, creates the findings and dead-letter topics
@@ -79,6 +85,10 @@ func New(ctx context.Context, cfg Config, opts Options) (*Notifier, error) {
 	n := &Notifier{
 		cfg: cfg, log: opts.Logger, now: opts.Now, m: NewMetrics(opts.Registry),
 		http: &http.Client{Timeout: cfg.RequestTimeout}, set: newOpenSet(), lag: map[int]int64{},
+		amLocks: map[string]*sync.Mutex{},
+	}
+	for _, u := range cfg.AlertmanagerURLs {
+		n.amLocks[u] = &sync.Mutex{}
 	}
 	if n.log == nil {
 		n.log = slog.New(slog.DiscardHandler)
@@ -170,28 +180,35 @@ func (n *Notifier) resendLoop(ctx context.Context) {
 }
 
 func (n *Notifier) resend(ctx context.Context) {
-	alerts := n.set.firing(n.cfg.ServeURL, n.now(), n.cfg.Lease)
-	n.m.Open.Set(float64(len(alerts)))
-	if len(alerts) == 0 {
-		n.m.LastResendTS.SetToCurrentTime()
-		return
-	}
 	ok := true
 	for _, u := range n.cfg.AlertmanagerURLs {
-		rctx, cancel := context.WithTimeout(ctx, n.cfg.Resend)
-		err := postAlerts(rctx, n.http, u, alerts)
-		cancel()
-		if err != nil {
+		if err := n.resendTo(ctx, u); err != nil {
 			ok = false
 			if ctx.Err() == nil {
 				n.m.Errors.WithLabelValues("alertmanager", u).Inc()
-				n.log.Warn("re-sending open alerts failed; next round in the resend interval", "alertmanager", u, "alerts", len(alerts), "err", err)
+				n.log.Warn("re-sending open alerts failed; next round in the resend interval", "alertmanager", u, "err", err)
 			}
 		}
 	}
 	if ok {
 		n.m.LastResendTS.SetToCurrentTime()
 	}
+}
+
+// resendTo sends every open alert to Alertmanager u, the snapshot taken
+// under u's lock (see amLocks).
+func (n *Notifier) resendTo(ctx context.Context, u string) error {
+	mu := n.amLocks[u]
+	mu.Lock()
+	defer mu.Unlock()
+	alerts := n.set.firing(n.cfg.ServeURL, n.now(), n.cfg.Lease)
+	n.m.Open.Set(float64(len(alerts)))
+	if len(alerts) == 0 {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, n.cfg.Resend)
+	defer cancel()
+	return postAlerts(rctx, n.http, u, alerts)
 }
 
 // consume reads, delivers and commits one record at a time.
@@ -265,7 +282,12 @@ func (n *Notifier) handle(ctx context.Context, m *kafka.Message) error {
 	}
 	var jobs []job
 	for _, u := range n.cfg.AlertmanagerURLs {
-		jobs = append(jobs, job{receiver{"alertmanager", u}, func(ctx context.Context) error { return postAlerts(ctx, n.http, u, alerts) }})
+		jobs = append(jobs, job{receiver{"alertmanager", u}, func(ctx context.Context) error {
+			mu := n.amLocks[u]
+			mu.Lock()
+			defer mu.Unlock()
+			return postAlerts(ctx, n.http, u, alerts)
+		}})
 	}
 	for _, u := range n.cfg.WebhookURLs {
 		jobs = append(jobs, job{receiver{"webhook", u}, func(ctx context.Context) error {
