@@ -154,11 +154,12 @@ func (n *Notifier) Run(ctx context.Context) error {
 	}
 	n.log.Info("notify running", "topic", n.cfg.FindingsTopic, "group", n.cfg.Group, "open", n.set.len(),
 		"alertmanagers", n.cfg.AlertmanagerURLs, "webhooks", len(n.cfg.WebhookURLs))
+	// The loop runs without Alertmanagers too: a round then renews nothing
+	// and succeeds, so handoff_notify_last_resend_timestamp_seconds stays
+	// current and the HandoffAlertsNotRenewed rule stays quiet.
 	var wg sync.WaitGroup
-	if len(n.cfg.AlertmanagerURLs) > 0 {
-		wg.Add(1)
-		go func() { defer wg.Done(); n.resendLoop(ctx) }()
-	}
+	wg.Add(1)
+	go func() { defer wg.Done(); n.resendLoop(ctx) }()
 	err := n.consume(ctx)
 	wg.Wait()
 	return err
