@@ -99,6 +99,14 @@ func TestAlertmanagerSeedLifecycle(t *testing.T) {
 	before := peer.count()
 	stoppedAt := time.Now()
 	second := start(t, cfg)
+	select {
+	case <-second.n.Ready():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the restarted notifier did not finish its rebuild in 30s")
+	}
+	if n := second.n.set.len(); n != 1 {
+		t.Errorf("restart: %d open findings rebuilt from the topic, want 1 (the seed's)", n)
+	}
 	testenv.Eventually(t, 20*time.Second, "the restarted notifier re-sending the rebuilt open alert", func() (bool, string) {
 		return peer.count() > before, fmt.Sprintf("%d requests to the second Alertmanager", peer.count())
 	})
@@ -128,6 +136,19 @@ func TestAlertmanagerSeedLifecycle(t *testing.T) {
 	if n := testenv.Uncommitted(t, cfg.Brokers, cfg.Group, cfg.FindingsTopic); n != 0 {
 		t.Errorf("%d findings uncommitted after delivery and stop, want 0", n)
 	}
+	// A restart after the resolution rebuilds no open finding: nothing to
+	// fire again.
+	third := start(t, cfg)
+	select {
+	case <-third.n.Ready():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the third notifier did not finish its rebuild in 30s")
+	}
+	if n := third.n.set.len(); n != 0 {
+		t.Errorf("after a restart past the resolution, %d open findings rebuilt, want 0", n)
+	}
+	third.stop(t)
+
 	var resolved *Alert
 	for _, q := range peer.accepted() {
 		var as []Alert

@@ -73,6 +73,7 @@ type Notifier struct {
 	// saw a finding open can never reach Alertmanager after the record
 	// that resolved it (which would fire it again for a lease).
 	amLocks map[string]*sync.Mutex
+	ready   chan struct{}
 }
 
 // New checks the configuration, creates the findings and dead-letter topics
@@ -85,7 +86,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Notifier, error) {
 	n := &Notifier{
 		cfg: cfg, log: opts.Logger, now: opts.Now, m: NewMetrics(opts.Registry),
 		http: &http.Client{Timeout: cfg.RequestTimeout}, set: newOpenSet(), lag: map[int]int64{},
-		amLocks: map[string]*sync.Mutex{},
+		amLocks: map[string]*sync.Mutex{}, ready: make(chan struct{}),
 	}
 	for _, u := range cfg.AlertmanagerURLs {
 		n.amLocks[u] = &sync.Mutex{}
@@ -141,6 +142,10 @@ func (n *Notifier) retrier() retry.Retrier {
 	return retry.Retrier{Log: n.log, Max: n.cfg.RetryMax}
 }
 
+// Ready is closed once Run has rebuilt the open findings from the topic
+// and starts delivering.
+func (n *Notifier) Ready() <-chan struct{} { return n.ready }
+
 // Run rebuilds the open findings from the records already delivered, sends
 // their alerts again, then consumes and delivers until ctx is done. It
 // returns nil on a clean stop; the record being delivered at that moment
@@ -152,6 +157,7 @@ func (n *Notifier) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	close(n.ready)
 	n.log.Info("notify running", "topic", n.cfg.FindingsTopic, "group", n.cfg.Group, "open", n.set.len(),
 		"alertmanagers", n.cfg.AlertmanagerURLs, "webhooks", len(n.cfg.WebhookURLs))
 	// The loop runs without Alertmanagers too: a round then renews nothing
