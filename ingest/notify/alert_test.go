@@ -18,7 +18,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 // seedFinding is the detector's record of the seed case (the golden file
 // of analyzer/detect's TestSeedCase), parsed as notify parses the topic.
-func seedFinding(t *testing.T) detect.Finding {
+func seedFinding(t testing.TB) detect.Finding {
 	t.Helper()
 	b, err := os.ReadFile("../../analyzer/detect/testdata/seed-findings.jsonl")
 	if err != nil {

@@ -108,7 +108,7 @@ func seedStory(t *testing.T, pipeline string) story {
 
 // publish writes records to topic keyed by their batch, as detect does,
 // and waits for Kafka's acknowledgement.
-func publish(t *testing.T, brokers []string, topic string, records ...[]byte) {
+func publish(t testing.TB, brokers []string, topic string, records ...[]byte) {
 	t.Helper()
 	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Murmur2Balancer{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
 	defer w.Close()
@@ -130,7 +130,7 @@ func publish(t *testing.T, brokers []string, topic string, records ...[]byte) {
 
 // testConfig is a configuration on the test's own topics and group, with
 // leases and retries in seconds.
-func testConfig(t *testing.T) Config {
+func testConfig(t testing.TB) Config {
 	brokers := testenv.KafkaBrokers(t)
 	return Config{
 		Brokers: brokers, FindingsTopic: testenv.Name("notify_findings"), DLQTopic: testenv.Name("notify_dlq"),
@@ -148,7 +148,7 @@ type running struct {
 	done   chan error
 }
 
-func start(t *testing.T, cfg Config) *running {
+func start(t testing.TB, cfg Config) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	n, err := New(ctx, cfg, Options{})
@@ -164,7 +164,7 @@ func start(t *testing.T, cfg Config) *running {
 
 // stop ends Run (a graceful stop) and closes the notifier; a second call
 // does nothing.
-func (r *running) stop(t *testing.T) {
+func (r *running) stop(t testing.TB) {
 	t.Helper()
 	if r.cancel == nil {
 		return
