@@ -302,3 +302,39 @@ func TestWebhookDeadLetter(t *testing.T) {
 	})
 	r.stop(t)
 }
+
+// TestAlertmanagerStatusChange: a finding whose status changes while open
+// (late -> failed) is one alert in Alertmanager, under the new labels (the
+// old label set is resolved in the same request), and its resolution,
+// published with status delivered, ends the failed alert.
+func TestAlertmanagerStatusChange(t *testing.T) {
+	am := testenv.AlertmanagerURL(t)
+	cfg := testConfig(t)
+	cfg.AlertmanagerURLs = []string{am}
+	// A lease far longer than the waits below: an alert that was not
+	// resolved explicitly would still be listed.
+	cfg.Lease, cfg.Resend = 10*time.Minute, time.Minute
+	s := seedStory(t, testenv.Name("abs_status"))
+	failed := s.open
+	failed.Seq, failed.Status = 2, "failed"
+	resolved := failed
+	resolved.Seq, resolved.State, resolved.Status, resolved.ResolvedAt = 3, detect.Resolved, "delivered", s.open.RaisedAt.Add(time.Hour)
+
+	r := start(t, cfg)
+	publish(t, cfg.Brokers, cfg.FindingsTopic, s.records[0])
+	testenv.Eventually(t, 30*time.Second, "the late alert firing", func() (bool, string) {
+		as := amAlerts(t, am, s.pipeline)
+		return len(as) == 1 && as[0].Labels["status"] == "late", fmt.Sprintf("alerts %+v", as)
+	})
+	publish(t, cfg.Brokers, cfg.FindingsTopic, failed.AppendJSON(nil))
+	testenv.Eventually(t, 30*time.Second, "one alert, failed, the late one resolved", func() (bool, string) {
+		as := amAlerts(t, am, s.pipeline)
+		return len(as) == 1 && as[0].Labels["status"] == "failed" && as[0].Status.State == "active", fmt.Sprintf("alerts %+v", as)
+	})
+	publish(t, cfg.Brokers, cfg.FindingsTopic, resolved.AppendJSON(nil))
+	testenv.Eventually(t, 30*time.Second, "no alert left", func() (bool, string) {
+		as := amAlerts(t, am, s.pipeline)
+		return len(as) == 0, fmt.Sprintf("alerts %+v", as)
+	})
+	r.stop(t)
+}
