@@ -14,6 +14,7 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/handoff-dev/handoff/ingest/emit"
+	"github.com/handoff-dev/handoff/ingest/topics"
 	"github.com/handoff-dev/handoff/model"
 )
 
@@ -91,8 +92,14 @@ func runEmit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			bl = append(bl, b)
 		}
 	}
-	if len(bl) == 0 {
-		return usageError("no Kafka brokers: set HANDOFF_KAFKA_BROKERS or --kafka-brokers host:port")
+	if err := topics.CheckBrokers(bl); err != nil {
+		return usageError("--kafka-brokers (HANDOFF_KAFKA_BROKERS): %v", err)
+	}
+	if err := topics.CheckName(*topic); err != nil {
+		return usageError("--topic (HANDOFF_TOPIC): %v", err)
+	}
+	if *timeout <= 0 {
+		return usageError("--timeout (HANDOFF_EMIT_TIMEOUT) %v: want a positive duration such as 10s", *timeout)
 	}
 
 	var events []model.Event

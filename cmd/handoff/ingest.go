@@ -5,6 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/handoff-dev/handoff/ingest/consumer"
 )
@@ -24,7 +30,6 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		register:    cfg.RegisterFlags,
 		validate:    cfg.Validate,
 		metricsAddr: func() string { return cfg.MetricsAddr },
-		metricsEnv:  "HANDOFF_METRICS_ADDR",
 	}, args, stderr)
 	if err != nil {
 		return err
@@ -64,4 +69,27 @@ func ingestLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("log format %q: want text or json", format)
+}
+
+// serveMetrics serves /metrics and /healthz on addr (nothing when addr is
+// empty) until the returned stop is called.
+func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: listen on %s: %w (set the metrics address flag to a free address, or empty to disable)", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}, nil
 }

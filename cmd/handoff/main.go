@@ -95,6 +95,7 @@ func commands() []command {
 		{"ingest", "consume delivery events from Kafka into ClickHouse", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 			return runIngest(ctx, args, stdout, stderr)
 		}},
+		{"detect", "watch the events topic and publish findings when deliveries stall", runDetect},
 		{"emit", "publish delivery events to Kafka (from flags or JSON lines)", runEmit},
 		{"broker", "run the embedded Kafka-protocol broker (demo default)", runBroker},
 		{"notify", "deliver findings to Alertmanager and webhooks", runNotify},

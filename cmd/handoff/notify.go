@@ -21,7 +21,6 @@ func runNotify(ctx context.Context, args []string, _ io.Reader, _, stderr io.Wri
 		register:    cfg.RegisterFlags,
 		validate:    cfg.Validate,
 		metricsAddr: func() string { return cfg.MetricsAddr },
-		metricsEnv:  "HANDOFF_NOTIFY_METRICS_ADDR",
 	}, args, stderr)
 	if err != nil {
 		return err

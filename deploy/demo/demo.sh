@@ -4,10 +4,14 @@
 #   producer/exchange/consumer events --emit--> Kafka --ingest--> ClickHouse --diagnose--> report
 #
 # ClickHouse is Debian's clickhouse-server, installed and started by
-# deploy/services/clickhouse.sh. Kafka is the embedded Kafka-protocol broker
-# (`handoff broker`, data under .data/demo/broker) unless HANDOFF_KAFKA_BROKERS
-# points at a real one (for example after `bash deploy/services/up.sh`).
-# Re-running is safe: event_id deduplicates what was already stored.
+# deploy/services/clickhouse.sh, unless HANDOFF_CLICKHOUSE_ADDR points at a
+# running one. Kafka is the embedded Kafka-protocol broker (`handoff broker`,
+# data under .data/demo/broker, port HANDOFF_BROKER_PORT) unless
+# HANDOFF_KAFKA_BROKERS points at a real one (for example after
+# `bash deploy/services/up.sh`).
+# Re-running is safe: event_id deduplicates what was already stored, and each
+# run waits for the events it ingested itself (ingested after it started),
+# not for rows an earlier run left.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
@@ -19,16 +23,27 @@ say() { printf '\n== %s\n' "$*" >&2; }
 
 [ -x "$BIN" ] || go build -o "$BIN" ./cmd/handoff
 
-say "ClickHouse (Debian clickhouse-server, logs under $DATA_DIR/clickhouse/logs)"
-bash deploy/services/clickhouse.sh install
-bash deploy/services/clickhouse.sh start
-export HANDOFF_CLICKHOUSE_ADDR="${HANDOFF_CLICKHOUSE_ADDR:-127.0.0.1:${HANDOFF_CLICKHOUSE_PORT:-19000}}"
+if [ -n "${HANDOFF_CLICKHOUSE_ADDR:-}" ]; then
+  say "ClickHouse: $HANDOFF_CLICKHOUSE_ADDR"
+else
+  say "ClickHouse (Debian clickhouse-server, logs under $DATA_DIR/clickhouse/logs)"
+  bash deploy/services/clickhouse.sh install
+  bash deploy/services/clickhouse.sh start
+  export HANDOFF_CLICKHOUSE_ADDR="127.0.0.1:${HANDOFF_CLICKHOUSE_PORT:-19000}"
+fi
 export HANDOFF_CLICKHOUSE_DATABASE="${HANDOFF_CLICKHOUSE_DATABASE:-handoff_demo}"
 
+# Background processes, stopped in the reverse order of their start: the
+# ingester before the broker it commits to. (Stopped together, the broker
+# went first and the ingester then spent its whole shutdown timeout, 30 s,
+# trying to commit.)
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  local i
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    kill -TERM "${pids[i]}" 2>/dev/null || true
+    wait "${pids[i]}" 2>/dev/null || true
+  done
 }
 trap cleanup EXIT
 
@@ -65,18 +80,25 @@ say "ingest: Kafka -> ClickHouse (log $DEMO_DIR/ingest.log, metrics http://$HAND
 "$BIN" ingest >"$DEMO_DIR/ingest.log" 2>&1 &
 pids+=($!)
 
+# The seed events have fixed event ids, so rows of an earlier run match
+# them too: count only what the ingester stored after this run started
+# (ingested_ms is set by the ingester when it reads a message).
+start_ms=$(date +%s%3N)
 say "emit: the seed case's events for 2026-09-29 and 2026-09-30 (deploy/demo/seed-case.jsonl)"
 "$BIN" emit --stdin --quiet <deploy/demo/seed-case.jsonl
 
 want=$(grep -c . deploy/demo/seed-case.jsonl)
+ch_host=${HANDOFF_CLICKHOUSE_ADDR%:*}
+ch_port=${HANDOFF_CLICKHOUSE_ADDR##*:}
 count_stored() {
   local n
-  n=$(clickhouse-client --host 127.0.0.1 --port "${HANDOFF_CLICKHOUSE_ADDR##*:}" -q \
-    "SELECT count() FROM $HANDOFF_CLICKHOUSE_DATABASE.events FINAL WHERE pipeline = 'account-balance-snapshot.daily'" 2>/dev/null) || return 1
+  n=$(clickhouse-client --host "$ch_host" --port "$ch_port" -q \
+    "SELECT uniqExact(event_id) FROM $HANDOFF_CLICKHOUSE_DATABASE.events
+     WHERE pipeline = 'account-balance-snapshot.daily' AND ingested_ms >= $start_ms" 2>/dev/null) || return 1
   [ "${n:-0}" -ge "$want" ]
 }
-wait_for "$want events in ClickHouse ($HANDOFF_CLICKHOUSE_DATABASE.events)" 60 count_stored
-say "stored: $want events in ClickHouse database $HANDOFF_CLICKHOUSE_DATABASE"
+wait_for "this run's $want events in ClickHouse ($HANDOFF_CLICKHOUSE_DATABASE.events)" 60 count_stored
+say "stored: this run's $want events in ClickHouse database $HANDOFF_CLICKHOUSE_DATABASE"
 
 say "diagnose, read back from ClickHouse, as of 2026-10-03T00:00:00Z"
 set +e

@@ -2,10 +2,7 @@ package consumer_test
 
 import (
 	"fmt"
-	"io"
-	"net"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,74 +10,14 @@ import (
 	"github.com/handoff-dev/handoff/internal/testenv"
 )
 
-// proxy is a loopback TCP proxy that can be cut (every connection closed,
-// new ones refused by closing them at once) and restored.
-type proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	down   bool
-	conns  map[net.Conn]bool
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
-	go p.serve()
-	t.Cleanup(func() { ln.Close(); p.setDown(true) })
-	return p
-}
-
-func (p *proxy) addr() string { return p.ln.Addr().String() }
-
-func (p *proxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.down {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		p.conns[c], p.conns[up] = true, true
-		p.mu.Unlock()
-		go func() { io.Copy(up, c); up.Close(); c.Close() }()
-		go func() { io.Copy(c, up); up.Close(); c.Close() }()
-	}
-}
-
-func (p *proxy) setDown(down bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = down
-	if down {
-		for c := range p.conns {
-			c.Close()
-		}
-		p.conns = map[net.Conn]bool{}
-	}
-}
-
 // TestClickHouseDown: while ClickHouse is unreachable, ingestion stalls and
 // no offset is committed; when it is back, everything arrives.
 func TestClickHouseDown(t *testing.T) {
 	s := newSetup(t, "chdown")
 	const pipeline = "pipe.chdown"
-	p := newProxy(t, s.chAddr)
+	p := testenv.NewProxy(t, s.chAddr)
 	cfg := s.config()
-	cfg.ClickHouseAddr = p.addr()
+	cfg.ClickHouseAddr = p.Addr()
 	_, reg, stop := start(t, cfg, consumer.Options{})
 	w := writer(t, s.brokers, s.topic)
 	q := "SELECT count() FROM " + s.db + ".events FINAL"
@@ -93,7 +30,7 @@ func TestClickHouseDown(t *testing.T) {
 		return n == 0, strconv.FormatInt(n, 10) + " uncommitted"
 	})
 
-	p.setDown(true)
+	p.SetDown(true)
 	during := testenv.Events(2000, pipeline+"-during", 6)
 	duringMsgs := twiceShuffled(during, 2)
 	produce(t, w, duringMsgs)
@@ -105,15 +42,25 @@ func TestClickHouseDown(t *testing.T) {
 	if n := count(t, s.conn, q); n != uint64(len(before)) {
 		t.Fatalf("while down: %d events stored, want %d", n, len(before))
 	}
+	// The lag gauge shows the backlog while nothing can be committed (it
+	// moved only on commits and read 0 throughout an outage).
+	testenv.Eventually(t, time.Minute, "consumer lag above 0 while ClickHouse is down", func() (bool, string) {
+		v := metricValue(t, reg, "handoff_ingest_consumer_lag")
+		return v > 0, fmt.Sprintf("lag %v", v)
+	})
 	if n := uncommitted(t, s.brokers, s.group, s.topic); n != int64(len(duringMsgs)) {
 		t.Fatalf("while down: %d messages uncommitted, want all %d sent during the outage", n, len(duringMsgs))
 	}
 
-	p.setDown(false)
+	p.SetDown(false)
 	waitCount(t, s.conn, 2*time.Minute, uint64(len(before)+len(during)), q)
 	testenv.Eventually(t, time.Minute, "offsets committed after the outage", func() (bool, string) {
 		n := uncommitted(t, s.brokers, s.group, s.topic)
 		return n == 0, strconv.FormatInt(n, 10) + " uncommitted"
+	})
+	testenv.Eventually(t, time.Minute, "consumer lag back to 0", func() (bool, string) {
+		v := metricValue(t, reg, "handoff_ingest_consumer_lag")
+		return v == 0, fmt.Sprintf("lag %v", v)
 	})
 	if err := stop(); err != nil {
 		t.Fatalf("graceful stop: %v", err)

@@ -1,14 +1,18 @@
 package consumer
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/caarlos0/env/v11"
 
 	"github.com/handoff-dev/handoff/ingest/schema"
+	"github.com/handoff-dev/handoff/ingest/topics"
 )
 
 // Config configures the ingester. Every field has an environment variable
@@ -27,6 +31,7 @@ type Config struct {
 	Password          string        `env:"HANDOFF_CLICKHOUSE_PASSWORD"`
 	Compression       string        `env:"HANDOFF_CLICKHOUSE_COMPRESSION" envDefault:"none"`
 	BatchSize         int           `env:"HANDOFF_BATCH_SIZE" envDefault:"50000"`
+	BatchBytes        ByteSize      `env:"HANDOFF_BATCH_BYTES" envDefault:"64MiB"`
 	FlushInterval     time.Duration `env:"HANDOFF_FLUSH_INTERVAL" envDefault:"1s"`
 	Workers           int           `env:"HANDOFF_DECODE_WORKERS" envDefault:"0"`
 	RetryMax          time.Duration `env:"HANDOFF_RETRY_MAX" envDefault:"10s"`
@@ -39,19 +44,37 @@ type Config struct {
 // applied).
 func LoadConfig() (Config, error) {
 	var c Config
-	if err := env.Parse(&c); err != nil {
-		return c, fmt.Errorf("ingest configuration from the environment: %w", err)
-	}
-	return c, nil
+	return c, envError(env.Parse(&c))
 }
 
 // LoadConfigFrom is LoadConfig with an explicit environment (tests).
 func LoadConfigFrom(environ map[string]string) (Config, error) {
 	var c Config
-	if err := env.ParseWithOptions(&c, env.Options{Environment: environ}); err != nil {
-		return c, fmt.Errorf("ingest configuration from the environment: %w", err)
+	return c, envError(env.ParseWithOptions(&c, env.Options{Environment: environ}))
+}
+
+// envError names the variable of each value that did not parse (the
+// parser names the Go field, which the user never sees).
+func envError(err error) error {
+	if err == nil {
+		return nil
 	}
-	return c, nil
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		return fmt.Errorf("ingest configuration from the environment: %w", err)
+	}
+	var msgs []string
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if errors.As(e, &pe) {
+			if f, ok := reflect.TypeFor[Config]().FieldByName(pe.Name); ok {
+				msgs = append(msgs, f.Tag.Get("env")+": "+pe.Err.Error())
+				continue
+			}
+		}
+		msgs = append(msgs, e.Error())
+	}
+	return fmt.Errorf("ingest configuration from the environment: %s: %w", strings.Join(msgs, "; "), err)
 }
 
 // StringList returns a flag.Value of a comma-separated list stored in *p
@@ -94,6 +117,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Password, "clickhouse-password", c.Password, "ClickHouse password (HANDOFF_CLICKHOUSE_PASSWORD; prefer the variable)")
 	fs.StringVar(&c.Compression, "clickhouse-compression", c.Compression, "compression of blocks sent to ClickHouse: none, lz4 or zstd (HANDOFF_CLICKHOUSE_COMPRESSION)")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "flush after this many messages (HANDOFF_BATCH_SIZE)")
+	fs.Var(&c.BatchBytes, "batch-bytes", "flush before a batch's messages exceed this many bytes, e.g. 64MiB; the pipeline holds at most 4 times this (HANDOFF_BATCH_BYTES)")
 	fs.DurationVar(&c.FlushInterval, "flush-interval", c.FlushInterval, "flush messages at the latest this long after the first of a batch arrived (HANDOFF_FLUSH_INTERVAL)")
 	fs.IntVar(&c.Workers, "decode-workers", c.Workers, "parallel decoders, 0 = number of CPUs (HANDOFF_DECODE_WORKERS)")
 	fs.DurationVar(&c.RetryMax, "retry-max", c.RetryMax, "longest wait between retries while ClickHouse or Kafka is down (HANDOFF_RETRY_MAX)")
@@ -102,7 +126,12 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "serve Prometheus /metrics here; empty to disable (HANDOFF_METRICS_ADDR)")
 }
 
-// Validate checks the configuration and says what to set.
+// DefaultBatchBytes is the default of Config.BatchBytes (also what 0
+// means).
+const DefaultBatchBytes = 64 << 20
+
+// Validate checks the configuration and says what to set, and fills
+// BatchBytes when it is 0.
 func (c *Config) Validate() error {
 	var brokers []string
 	for _, b := range c.Brokers {
@@ -112,20 +141,32 @@ func (c *Config) Validate() error {
 	}
 	c.Brokers = brokers
 	var probs []string
-	if len(c.Brokers) == 0 {
-		probs = append(probs, "no Kafka brokers: set HANDOFF_KAFKA_BROKERS or --kafka-brokers")
+	if err := topics.CheckBrokers(c.Brokers); err != nil {
+		probs = append(probs, err.Error())
 	}
 	if c.ClickHouseAddr == "" {
 		probs = append(probs, "no ClickHouse address: set HANDOFF_CLICKHOUSE_ADDR or --clickhouse-addr")
 	}
-	if c.Topic == "" || c.DLQTopic == "" || c.Group == "" {
-		probs = append(probs, "topic, DLQ topic and group must not be empty")
+	if err := topics.CheckName(c.Topic); err != nil {
+		probs = append(probs, "events topic (HANDOFF_TOPIC, --topic): "+err.Error())
+	}
+	if err := topics.CheckName(c.DLQTopic); err != nil {
+		probs = append(probs, "dead-letter topic (HANDOFF_DLQ_TOPIC, --dlq-topic): "+err.Error())
+	}
+	if c.Group == "" {
+		probs = append(probs, "the consumer group (HANDOFF_GROUP, --group) must not be empty")
 	}
 	if c.Topic == c.DLQTopic {
 		probs = append(probs, "the DLQ topic must differ from the events topic")
 	}
 	if c.BatchSize <= 0 {
 		probs = append(probs, "batch size must be positive")
+	}
+	if c.BatchBytes == 0 {
+		c.BatchBytes = DefaultBatchBytes
+	}
+	if c.BatchBytes < 0 {
+		probs = append(probs, "batch bytes (HANDOFF_BATCH_BYTES, --batch-bytes) must be positive, e.g. 64MiB")
 	}
 	if c.FlushInterval <= 0 {
 		probs = append(probs, "flush interval must be positive")
@@ -137,4 +178,52 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("ingest configuration: %s", strings.Join(probs, "; "))
 	}
 	return nil
+}
+
+// ByteSize is a size in bytes, written as a whole number with an optional
+// unit: B, KiB, MiB, GiB (powers of 1024) or KB, MB, GB (powers of 1000),
+// for example 64MiB.
+type ByteSize int64
+
+var byteUnits = []struct {
+	suffix string
+	mult   int64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1},
+}
+
+// UnmarshalText parses a size such as 64MiB (the environment variable).
+func (b *ByteSize) UnmarshalText(text []byte) error {
+	s := strings.TrimSpace(string(text))
+	num, mult := s, int64(1)
+	for _, u := range byteUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			num, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return fmt.Errorf("size %q: want a whole number of bytes with an optional unit B, KiB, MiB, GiB, KB, MB or GB, e.g. 64MiB", s)
+	}
+	*b = ByteSize(n * mult)
+	return nil
+}
+
+// Set parses a size (the flag).
+func (b *ByteSize) Set(s string) error { return b.UnmarshalText([]byte(s)) }
+
+// String formats the size in the largest binary unit that divides it.
+func (b *ByteSize) String() string {
+	n := int64(*b)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10) + "B"
 }

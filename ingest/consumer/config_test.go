@@ -67,3 +67,68 @@ func TestConfigRejectsHostileDatabase(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigBatchBytes(t *testing.T) {
+	for _, tt := range []struct {
+		env  string
+		want consumer.ByteSize
+		err  bool
+	}{
+		{"", 64 << 20, false}, // the default
+		{"1048576", 1 << 20, false},
+		{"512KiB", 512 << 10, false},
+		{"2 GiB", 2 << 30, false},
+		{"10MB", 10_000_000, false},
+		{"100B", 100, false},
+		{"64M", 0, true},
+		{"-1MiB", 0, true},
+		{"lots", 0, true},
+	} {
+		environ := map[string]string{}
+		if tt.env != "" {
+			environ["HANDOFF_BATCH_BYTES"] = tt.env
+		}
+		c, err := consumer.LoadConfigFrom(environ)
+		if tt.err {
+			if err == nil || !strings.Contains(err.Error(), "HANDOFF_BATCH_BYTES") {
+				t.Errorf("HANDOFF_BATCH_BYTES=%q: error %v, want one naming the variable", tt.env, err)
+			}
+			continue
+		}
+		if err != nil || c.BatchBytes != tt.want {
+			t.Errorf("HANDOFF_BATCH_BYTES=%q: %d, %v; want %d", tt.env, c.BatchBytes, err, tt.want)
+		}
+	}
+	var c consumer.Config
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	c.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--batch-bytes", "3MiB"}); err != nil || c.BatchBytes != 3<<20 || c.BatchBytes.String() != "3MiB" {
+		t.Errorf("--batch-bytes 3MiB: %v, %v", c.BatchBytes.String(), err)
+	}
+	if err := fs.Parse([]string{"--batch-bytes", "3 apples"}); err == nil {
+		t.Error("--batch-bytes '3 apples' accepted")
+	}
+}
+
+func TestConfigValidateNamesBadKafkaSettings(t *testing.T) {
+	base := consumer.Config{Brokers: []string{"127.0.0.1:9092"}, ClickHouseAddr: "ch:9000", Database: "handoff", Topic: "t", DLQTopic: "t.dlq", Group: "g",
+		BatchSize: 1, FlushInterval: time.Second}
+	if err := base.Validate(); err != nil || base.BatchBytes != consumer.DefaultBatchBytes {
+		t.Fatalf("valid config: %v, batch bytes %d", err, base.BatchBytes)
+	}
+	for _, tt := range []struct {
+		change func(*consumer.Config)
+		say    string
+	}{
+		{func(c *consumer.Config) { c.Brokers = []string{"127.0.0.1:99999"} }, `port "99999"`},
+		{func(c *consumer.Config) { c.Topic = "bad topic" }, "events topic (HANDOFF_TOPIC, --topic)"},
+		{func(c *consumer.Config) { c.DLQTopic = "" }, "dead-letter topic"},
+		{func(c *consumer.Config) { c.BatchBytes = -1 }, "HANDOFF_BATCH_BYTES"},
+	} {
+		c := base
+		tt.change(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tt.say) {
+			t.Errorf("error %v, want one saying %q", err, tt.say)
+		}
+	}
+}

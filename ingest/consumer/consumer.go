@@ -17,8 +17,6 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -30,17 +28,6 @@ import (
 	"github.com/handoff-dev/handoff/ingest/sink"
 	"github.com/handoff-dev/handoff/ingest/topics"
 	"github.com/handoff-dev/handoff/model"
-)
-
-// Headers of dead-letter messages. The value is the original message.
-const (
-	HeaderReason          = "handoff-reason"           // model.RejectKind, e.g. bad_json
-	HeaderError           = "handoff-error"            // the validation error text
-	HeaderSourceTopic     = "handoff-source-topic"     // where the message was read
-	HeaderSourcePartition = "handoff-source-partition" // decimal
-	HeaderSourceOffset    = "handoff-source-offset"    // decimal
-	HeaderReceivedMS      = "handoff-received-ms"      // when the ingester rejected it, Unix ms
-	HeaderTruncated       = "handoff-truncated"        // "true" when the value was cut to fit the topic
 )
 
 // Options are the non-configuration inputs of New.
@@ -55,19 +42,23 @@ type Options struct {
 // Consumer moves events from Kafka into ClickHouse. Create it with New, run
 // it with Run, release it with Close.
 type Consumer struct {
-	cfg     Config
-	log     *slog.Logger
-	m       *Metrics
-	conn    driver.Conn
-	sink    *sink.Sink
-	reader  *kafka.Reader
-	dlq     *kafka.Writer
-	workers int
+	cfg    Config
+	log    *slog.Logger
+	m      *Metrics
+	conn   driver.Conn
+	sink   *sink.Sink
+	reader *kafka.Reader
+	dlq    *kafka.Writer
+	// dlqTransport is dlq's connection pool, closed with it.
+	dlqTransport *kafka.Transport
+	workers      int
 
 	// decode state, used by the decode stage only: one decoder per worker
 	dec []model.Decoder
-	// per-partition lag, used by the store stage only
-	lag map[int]int64
+	// lag feeds the lag gauge from the fetch loop and the store stage.
+	lag *lagTracker
+	// inflight bounds the message bytes held from fetch to commit.
+	inflight *budget
 }
 
 // New connects to ClickHouse (creating the schema when missing) and Kafka
@@ -91,7 +82,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
 	}
-	c := &Consumer{cfg: cfg, log: log, m: NewMetrics(opts.Registry), lag: map[int]int64{}}
+	m := NewMetrics(opts.Registry)
+	c := &Consumer{cfg: cfg, log: log, m: m, lag: newLagTracker(m.Lag), inflight: newBudget(inFlightBatches * int64(cfg.BatchBytes))}
 	c.workers = cfg.Workers
 	if c.workers <= 0 {
 		c.workers = runtime.GOMAXPROCS(0)
@@ -123,13 +115,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		c.conn.Close()
 		return nil, err
 	}
-	queue := cfg.BatchSize
-	if queue < 1000 {
-		queue = 1000
-	}
-	if queue > 20000 {
-		queue = 20000
-	}
+	queue := readerQueue(cfg)
 	c.reader = kafka.NewReader(kafka.ReaderConfig{
 		Brokers:               cfg.Brokers,
 		GroupID:               cfg.Group,
@@ -152,19 +138,41 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 			log.Info("kafka reader: " + fmt.Sprintf(msg, args...))
 		}),
 	})
+	// The DLQ writer has a connection pool of its own: kafka.DefaultTransport
+	// is shared with every client in the process, and its cached metadata
+	// and connection errors outlive a broker restart by its metadata TTL.
+	c.dlqTransport = &kafka.Transport{}
 	c.dlq = &kafka.Writer{
+		Transport:    c.dlqTransport,
 		Addr:         kafka.TCP(cfg.Brokers...),
 		Topic:        cfg.DLQTopic,
 		Balancer:     &kafka.Murmur2Balancer{},
 		RequiredAcks: kafka.RequireAll,
 		BatchTimeout: 5 * time.Millisecond,
 		BatchSize:    1000,
-		BatchBytes:   2 * topics.MaxMessageBytes,
+		BatchBytes:   topics.MaxBatchBytes, // what the topic accepts in one request
 		MaxAttempts:  3,
 		WriteTimeout: 30 * time.Second,
 		ReadTimeout:  30 * time.Second,
 	}
 	return c, nil
+}
+
+// inFlightBatches is how many batches' worth of message bytes
+// (Config.BatchBytes) the pipeline holds at most, from fetch to commit:
+// enough for the stages to overlap (one being filled, one decoded, one
+// stored) without holding batches beyond that.
+const inFlightBatches = 4
+
+// readerQueue is how many messages the Kafka reader may fetch ahead of the
+// pipeline. That queue is outside the in-flight budget, so it is bounded
+// by bytes too: a message may be up to 1 MiB (model.MaxEventSize), and
+// the queue holds no more than one BatchBytes of such messages (at least
+// 64 messages, and never more than a batch or 20,000: small events need a
+// queue that deep to keep the fetch loop busy).
+func readerQueue(cfg Config) int {
+	q := min(max(cfg.BatchSize, 1000), 20000)
+	return min(q, max(64, int(int64(cfg.BatchBytes)/model.MaxEventSize)))
 }
 
 // Metrics returns the consumer's metrics.
@@ -183,6 +191,7 @@ func (c *Consumer) Close() error {
 		if err := c.dlq.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close DLQ writer: %w", err))
 		}
+		c.dlqTransport.CloseIdleConnections()
 	}
 	if c.conn != nil {
 		if err := c.conn.Close(); err != nil {
@@ -190,475 +199,4 @@ func (c *Consumer) Close() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-type pending struct {
-	msgs    []kafka.Message
-	trigger string
-}
-
-// decoded is a batch after decoding: events as columns (one EventBatch per
-// decode worker) and the dead letters. A few are recycled between the
-// decode and store stages.
-type decoded struct {
-	pending
-	// n is the number of messages and last the last message read of every
-	// partition in the batch (what to commit, without key and value): the
-	// messages themselves are dropped once decoded.
-	n               int
-	last            []kafka.Message
-	evb             []sink.EventBatch
-	dead            [][]sink.DeadLetter
-	valid, rejected int
-	start           time.Time
-	decodeTime      time.Duration
-}
-
-// Run consumes until ctx is done, then flushes what it holds, commits and
-// returns nil. The last flush may take up to the configured shutdown
-// timeout; if it cannot finish, Run returns an error and the unstored
-// messages stay uncommitted (they are consumed again on the next start).
-func (c *Consumer) Run(ctx context.Context) error {
-	// Flushes outlive ctx by up to ShutdownTimeout, so a SIGTERM still
-	// stores and commits what was read.
-	flushCtx, cancelFlush := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelFlush()
-	stopAfter := context.AfterFunc(ctx, func() {
-		time.AfterFunc(c.cfg.ShutdownTimeout, cancelFlush)
-	})
-	defer stopAfter()
-
-	c.log.Info("ingest running", "topic", c.cfg.Topic, "group", c.cfg.Group, "brokers", c.cfg.Brokers,
-		"clickhouse", c.cfg.ClickHouseAddr, "database", c.cfg.Database, "batch_size", c.cfg.BatchSize,
-		"flush_interval", c.cfg.FlushInterval, "decode_workers", c.workers)
-
-	// Three stages after fetching: this loop fetches and cuts batches, the
-	// decode stage decodes them, the store stage writes and commits them,
-	// in order. Decoding batch n+1 overlaps storing batch n. The loop reads
-	// the Kafka reader directly (no goroutine and channel per message in
-	// between); the reader's own queue buffers while a hand-over waits.
-	batches := make(chan pending, 1)
-	// Message slices of decoded batches, cleared, for the next batches.
-	spare := make(chan []kafka.Message, 2)
-	decodedCh := make(chan *decoded, 1)
-	// In use at once: up to coalesce being stored, as many being built
-	// into the next INSERT, one handed over, one being decoded.
-	free := make(chan *decoded, 2*coalesce+2)
-	for i := 0; i < cap(free); i++ {
-		free <- &decoded{evb: make([]sink.EventBatch, c.workers), dead: make([][]sink.DeadLetter, c.workers)}
-	}
-	go c.decodeStage(batches, free, decodedCh, spare)
-	flushDone := make(chan error, 1)
-	go func() { flushDone <- c.storeStage(flushCtx, decodedCh, free) }()
-
-	cur := make([]kafka.Message, 0, c.cfg.BatchSize)
-	// bctx ends FlushInterval after the first message of the current
-	// batch (the age trigger); it is ctx while the batch is empty.
-	bctx, bcancel := ctx, context.CancelFunc(func() {})
-	send := func(trigger string) bool {
-		bcancel()
-		bctx, bcancel = ctx, func() {}
-		if len(cur) == 0 {
-			return true
-		}
-		select {
-		case batches <- pending{msgs: cur, trigger: trigger}:
-			select {
-			case cur = <-spare:
-			default:
-				cur = make([]kafka.Message, 0, c.cfg.BatchSize)
-			}
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	backoff := 100 * time.Millisecond
-loop:
-	for {
-		m, err := c.reader.FetchMessage(bctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				break loop
-			}
-			if bctx.Err() != nil { // the batch's age
-				if !send("age") {
-					break loop
-				}
-				continue
-			}
-			c.m.Errors.WithLabelValues("fetch").Inc()
-			c.log.Warn("kafka fetch failed; retrying", "topic", c.cfg.Topic, "err", err, "retry_in", backoff)
-			select {
-			case <-time.After(backoff):
-			case <-bctx.Done():
-			}
-			backoff = min(backoff*2, c.cfg.RetryMax)
-			continue
-		}
-		backoff = 100 * time.Millisecond
-		if len(cur) == 0 {
-			bctx, bcancel = context.WithTimeout(ctx, c.cfg.FlushInterval)
-		}
-		cur = append(cur, m)
-		if len(cur) >= c.cfg.BatchSize && !send("size") {
-			break loop
-		}
-	}
-	bcancel()
-	if len(cur) > 0 {
-		batches <- pending{msgs: cur, trigger: "shutdown"}
-	}
-	close(batches)
-	err := <-flushDone
-	if err != nil {
-		c.log.Error("ingest stopped with unstored messages; they stay uncommitted and are consumed again on the next start", "err", err)
-		return err
-	}
-	c.log.Info("ingest stopped: flushed and committed")
-	return nil
-}
-
-// decodeStage decodes batches in order into recycled decoded values.
-func (c *Consumer) decodeStage(in <-chan pending, free <-chan *decoded, out chan<- *decoded, spare chan<- []kafka.Message) {
-	defer close(out)
-	for p := range in {
-		d := <-free
-		d.pending = p
-		d.start = time.Now()
-		d.valid, d.rejected = c.decode(d, d.start.UnixMilli())
-		d.n = len(p.msgs)
-		d.last = lastOffsets(d.last[:0], p.msgs)
-		// The events own copies of their strings and dead letters keep
-		// their payload: the messages are not needed any more.
-		clear(p.msgs)
-		select {
-		case spare <- p.msgs[:0]:
-		default:
-		}
-		d.msgs = nil
-		d.decodeTime = time.Since(d.start)
-		out <- d
-	}
-}
-
-// lastOffsets appends to dst the message of the highest offset of every
-// partition in msgs, without key, value and headers.
-func lastOffsets(dst []kafka.Message, msgs []kafka.Message) []kafka.Message {
-	for i := range msgs {
-		m := &msgs[i]
-		k := -1
-		for j := range dst {
-			if dst[j].Partition == m.Partition {
-				k = j
-				break
-			}
-		}
-		if k < 0 {
-			dst = append(dst, kafka.Message{})
-			k = len(dst) - 1
-		} else if dst[k].Offset >= m.Offset {
-			continue
-		}
-		dst[k] = kafka.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, HighWaterMark: m.HighWaterMark}
-	}
-	return dst
-}
-
-// coalesce is how many decoded batches at most one INSERT carries. When
-// the store stage falls behind (ClickHouse is the slower side), the
-// batches decoded meanwhile go into one INSERT: every INSERT makes a new
-// part per month it touches (~60 files), and creating parts is a large
-// share of ClickHouse's CPU per row; under light load each batch is still
-// stored on its own, as soon as it is decoded.
-const coalesce = 2
-
-// storeStage stores and commits batches in order, a group of up to
-// coalesce batches that are ready at once per INSERT. It runs in two
-// steps: one goroutine builds the next group's INSERT block (the driver's
-// copy of the columns) while this one sends the previous group, waits for
-// ClickHouse and commits, so only sending and committing are serial. After
-// a failure (only possible when ctx ends) it stores nothing more and
-// commits nothing more, so no later commit can cover an unstored message.
-func (c *Consumer) storeStage(ctx context.Context, in <-chan *decoded, free chan<- *decoded) error {
-	type built struct {
-		group []*decoded
-		ins   *sink.PreparedEvents // nil: nothing prepared (no events, or prepare failed)
-		// cancel ends the prepared INSERT's context after it was sent or
-		// aborted.
-		cancel context.CancelFunc
-	}
-	ready := make(chan built) // unbuffered: at most one built group waits
-	stopBuilding := make(chan struct{})
-	go func() {
-		defer close(ready)
-		for d := range in {
-			group := []*decoded{d}
-		more:
-			for len(group) < coalesce {
-				select {
-				case d, ok := <-in:
-					if !ok {
-						break more
-					}
-					group = append(group, d)
-				default:
-					break more
-				}
-			}
-			b := built{group: group, cancel: func() {}}
-			select {
-			case <-stopBuilding:
-			default:
-				// A failed prepare is not an error here: store retries the
-				// whole INSERT.
-				pctx, cancel := context.WithTimeout(ctx, time.Minute)
-				ins, err := c.sink.PrepareEvents(pctx, eventBatches(group)...)
-				if err != nil || ins == nil {
-					if err != nil {
-						c.log.Debug("building the next INSERT failed; it is retried when stored", "err", err)
-					}
-					cancel()
-				} else {
-					b.ins, b.cancel = ins, cancel
-				}
-			}
-			ready <- b
-		}
-	}()
-	var failed error
-	for b := range ready {
-		if failed == nil {
-			if err := c.store(ctx, b.group, b.ins); err != nil {
-				failed = err
-				close(stopBuilding)
-			}
-		} else {
-			b.ins.Abort()
-		}
-		b.cancel()
-		for _, d := range b.group {
-			d.msgs = nil
-			free <- d
-		}
-	}
-	return failed
-}
-
-func eventBatches(group []*decoded) []*sink.EventBatch {
-	var bs []*sink.EventBatch
-	for _, d := range group {
-		for i := range d.evb {
-			bs = append(bs, &d.evb[i])
-		}
-	}
-	return bs
-}
-
-// store writes the dead letters and then the events of a group of batches,
-// then commits the highest offset of every partition in them. ins, when
-// not nil, is the group's events INSERT already built: the first attempt
-// sends it (store sends or aborts it), retries build it again.
-func (c *Consumer) store(ctx context.Context, group []*decoded, ins *sink.PreparedEvents) error {
-	defer func() { ins.Abort() }() // after Send: a no-op
-	start := time.Now()
-	var n, valid, rejected int
-	for _, d := range group {
-		c.m.Flushes.WithLabelValues(d.trigger).Inc()
-		n += d.n
-		valid += d.valid
-		rejected += d.rejected
-	}
-
-	if rejected > 0 {
-		var dead []sink.DeadLetter
-		for _, d := range group {
-			for _, dl := range d.dead {
-				dead = append(dead, dl...)
-			}
-		}
-		if err := c.retry(ctx, "dlq_write", fmt.Sprintf("write %d dead letters to Kafka topic %s", len(dead), c.cfg.DLQTopic), 0,
-			func(ctx context.Context) error { return c.writeDLQ(ctx, dead) }); err != nil {
-			return err
-		}
-		if err := c.retry(ctx, "dead_letter_insert", fmt.Sprintf("insert %d dead letters into ClickHouse", len(dead)), 0,
-			func(ctx context.Context) error { return c.sink.InsertDeadLetters(ctx, dead) }); err != nil {
-			return err
-		}
-		for _, d := range dead {
-			c.m.Rejected.WithLabelValues(string(d.Reason)).Inc()
-		}
-	}
-	if valid > 0 {
-		bs := eventBatches(group)
-		if err := c.retry(ctx, "insert", fmt.Sprintf("insert %d events into ClickHouse %s", valid, c.cfg.ClickHouseAddr), 0,
-			func(ctx context.Context) error {
-				t := time.Now()
-				var err error
-				if ins != nil {
-					err = ins.Send()
-					ins = nil
-				} else {
-					err = c.sink.InsertEvents(ctx, bs...)
-				}
-				if err != nil {
-					return err
-				}
-				c.m.InsertTime.Observe(time.Since(t).Seconds())
-				return nil
-			}); err != nil {
-			return err
-		}
-		c.m.Inserted.Add(float64(valid))
-	}
-	c.m.Consumed.Add(float64(n))
-	stored := time.Since(start)
-
-	// Commit the highest offset of every partition in the group.
-	var commits []kafka.Message
-	for _, d := range group {
-		commits = lastOffsets(commits, d.last)
-	}
-	err := c.retry(ctx, "commit", fmt.Sprintf("commit offsets of %d messages (group %s)", n, c.cfg.Group), 8,
-		func(ctx context.Context) error { return c.reader.CommitMessages(ctx, commits...) })
-	if err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		// Stored but not committed: harmless, the messages come again and
-		// are deduplicated. A later commit covers them.
-		c.log.Error("offsets not committed; the stored messages will be consumed again and deduplicated", "err", err)
-	} else {
-		c.m.Committed.Add(float64(n))
-		c.m.LastCommitTS.SetToCurrentTime()
-		var total int64
-		for _, m := range commits {
-			c.lag[m.Partition] = max(0, m.HighWaterMark-m.Offset-1)
-		}
-		for _, l := range c.lag {
-			total += l
-		}
-		c.m.Lag.Set(float64(total))
-	}
-	var decodeTime time.Duration
-	for _, d := range group {
-		decodeTime += d.decodeTime
-	}
-	first := group[0]
-	c.log.Debug("flushed", "trigger", first.trigger, "batches", len(group), "messages", n, "events", valid, "rejected", rejected,
-		"decode", decodeTime, "waited", start.Sub(first.start.Add(first.decodeTime)), "stored", stored, "total", time.Since(start))
-	return nil
-}
-
-// decode decodes d.msgs with the parallel workers into d.evb and d.dead.
-func (c *Consumer) decode(d *decoded, nowMS int64) (valid, rejected int) {
-	msgs := d.msgs
-	w := c.workers
-	if len(msgs) < 2000 {
-		w = 1
-	}
-	for i := range d.evb {
-		d.evb[i].Reset()
-		d.dead[i] = d.dead[i][:0]
-	}
-	chunk := (len(msgs) + w - 1) / w
-	var wg sync.WaitGroup
-	for i := 0; i < w; i++ {
-		lo := i * chunk
-		hi := min(lo+chunk, len(msgs))
-		if lo >= hi {
-			break
-		}
-		wg.Add(1)
-		go func(i int, part []kafka.Message) {
-			defer wg.Done()
-			dec := &c.dec[i]
-			eb := &d.evb[i]
-			for j := range part {
-				m := &part[j]
-				src := sink.Source{Topic: m.Topic, Partition: int32(m.Partition), Offset: m.Offset}
-				e, err := dec.Decode(m.Value)
-				if err == nil {
-					eb.Add(&e, src, nowMS)
-					continue
-				}
-				kind := model.RejectBadJSON
-				var ve *model.ValidationError
-				if errors.As(err, &ve) && ve.Kind != "" {
-					kind = ve.Kind
-				}
-				d.dead[i] = append(d.dead[i], sink.DeadLetter{
-					ReceivedMS: nowMS, Source: src, Key: string(m.Key), Reason: kind, Error: err.Error(), Payload: m.Value,
-				})
-			}
-		}(i, msgs[lo:hi])
-	}
-	wg.Wait()
-	for i := range d.evb {
-		valid += d.evb[i].Len()
-		rejected += len(d.dead[i])
-	}
-	return valid, rejected
-}
-
-func (c *Consumer) writeDLQ(ctx context.Context, dead []sink.DeadLetter) error {
-	out := make([]kafka.Message, len(dead))
-	for i, d := range dead {
-		value := d.Payload
-		hdr := []kafka.Header{
-			{Key: HeaderReason, Value: []byte(d.Reason)},
-			{Key: HeaderError, Value: []byte(d.Error)},
-			{Key: HeaderSourceTopic, Value: []byte(d.Source.Topic)},
-			{Key: HeaderSourcePartition, Value: []byte(strconv.Itoa(int(d.Source.Partition)))},
-			{Key: HeaderSourceOffset, Value: []byte(strconv.FormatInt(d.Source.Offset, 10))},
-			{Key: HeaderReceivedMS, Value: []byte(strconv.FormatInt(d.ReceivedMS, 10))},
-		}
-		if limit := topics.MaxMessageBytes - 64<<10; len(value) > limit {
-			value = value[:limit]
-			hdr = append(hdr, kafka.Header{Key: HeaderTruncated, Value: []byte("true")})
-		}
-		var key []byte
-		if d.Key != "" {
-			key = []byte(d.Key)
-		}
-		out[i] = kafka.Message{Key: key, Value: value, Headers: hdr}
-	}
-	if err := c.dlq.WriteMessages(ctx, out...); err != nil {
-		return fmt.Errorf("kafka topic %s: %w", c.cfg.DLQTopic, err)
-	}
-	return nil
-}
-
-// retry runs fn until it succeeds, ctx is done, or (when attempts > 0)
-// after that many attempts, waiting with capped exponential backoff in
-// between. Each attempt gets at most a minute.
-func (c *Consumer) retry(ctx context.Context, stage, what string, attempts int, fn func(context.Context) error) error {
-	backoff := 100 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, time.Minute)
-		err := fn(actx)
-		cancel()
-		if err == nil {
-			if attempt > 1 {
-				c.log.Info("recovered", "stage", stage, "what", what, "attempts", attempt)
-			}
-			return nil
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%s: stopped before it succeeded: %w", what, err)
-		}
-		if stage != "startup" {
-			c.m.Errors.WithLabelValues(stage).Inc()
-		}
-		if attempts > 0 && attempt >= attempts {
-			return fmt.Errorf("%s: failed %d times: %w", what, attempt, err)
-		}
-		c.log.Warn("failed; retrying", "stage", stage, "what", what, "attempt", attempt, "err", err, "retry_in", backoff)
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
-			return fmt.Errorf("%s: stopped before it succeeded: %w", what, err)
-		}
-		backoff = min(backoff*2, c.cfg.RetryMax)
-	}
 }

@@ -101,13 +101,17 @@ func start(t *testing.T, cfg consumer.Config, opts consumer.Options) (c *consume
 	return c, reg, stop
 }
 
-// writer returns a raw producer on topic.
+// writer returns a raw producer on topic. It has a transport of its own:
+// kafka.DefaultTransport caches metadata, shared by every test of the
+// process, that may predate the test's topics.
 func writer(t testing.TB, brokers []string, topic string) *kafka.Writer {
+	tr := &kafka.Transport{}
 	w := &kafka.Writer{
 		Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Murmur2Balancer{},
 		RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond, BatchSize: 5000, BatchBytes: 16 << 20,
+		Transport: tr,
 	}
-	t.Cleanup(func() { w.Close() })
+	t.Cleanup(func() { w.Close(); tr.CloseIdleConnections() })
 	return w
 }
 
@@ -139,20 +143,30 @@ func produce(t testing.TB, w *kafka.Writer, msgs []kafka.Message) {
 
 func count(t testing.TB, conn driver.Conn, query string, args ...any) uint64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var n uint64
-	if err := conn.QueryRow(ctx, query, args...).Scan(&n); err != nil {
+	n, err := tryCount(conn, query, args...)
+	if err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n
 }
 
-// waitCount polls a count query until it equals want.
+func tryCount(conn driver.Conn, query string, args ...any) (uint64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var n uint64
+	err := conn.QueryRow(ctx, query, args...).Scan(&n)
+	return n, err
+}
+
+// waitCount polls a count query until it equals want. A failing query is
+// a "not yet" (the table may be about to be created).
 func waitCount(t *testing.T, conn driver.Conn, timeout time.Duration, want uint64, query string, args ...any) {
 	t.Helper()
 	testenv.Eventually(t, timeout, fmt.Sprintf("%s = %d", query, want), func() (bool, string) {
-		n := count(t, conn, query, args...)
+		n, err := tryCount(conn, query, args...)
+		if err != nil {
+			return false, err.Error()
+		}
 		return n == want, fmt.Sprintf("got %d", n)
 	})
 }

@@ -234,8 +234,8 @@ func TestKafkaDown(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	cfg := s.config()
-	chProxy := newProxy(t, chAddr) // cut in the second outage
-	cfg.ClickHouseAddr = chProxy.addr()
+	chProxy := testenv.NewProxy(t, chAddr) // cut in the second outage
+	cfg.ClickHouseAddr = chProxy.Addr()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	nctx, ncancel := context.WithTimeout(ctx, time.Minute)
@@ -347,7 +347,7 @@ func TestKafkaDown(t *testing.T) {
 	// stored (ClickHouse cut too): ClickHouse comes back first, so the
 	// batch is stored while Kafka is down and its commit has to wait for
 	// the broker.
-	chProxy.setDown(true)
+	chProxy.SetDown(true)
 	held := testenv.Events(500, pipeline+"-held", 13)
 	produce(t, w2, twiceShuffled(held, 3))
 	insertErrs := metricValue(t, reg, "handoff_ingest_errors_total", "stage", "insert")
@@ -365,7 +365,7 @@ func TestKafkaDown(t *testing.T) {
 		v := metricValue(t, reg, "handoff_ingest_errors_total", "stage", "fetch")
 		return v >= fetchErrs+1, fmt.Sprintf("fetch errors %v", v)
 	})
-	chProxy.setDown(false)
+	chProxy.SetDown(false)
 	// What the ingester had read is stored although Kafka is down (the
 	// messages it had not read yet, if any, come after the restart).
 	testenv.Eventually(t, time.Minute, "the held batch stored while Kafka is down", func() (bool, string) {

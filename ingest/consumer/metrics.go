@@ -37,7 +37,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "handoff_ingest_consumer_lag", Help: "Messages in the events topic not yet stored and committed, summed over this ingester's partitions.",
 		}),
 		Flushes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "handoff_ingest_flushes_total", Help: "Batches flushed, by trigger (size, age, shutdown).",
+			Name: "handoff_ingest_flushes_total", Help: "Batches flushed, by trigger (size: message count, bytes: message bytes, age, shutdown).",
 		}, []string{"trigger"}),
 		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "handoff_ingest_errors_total", Help: "Failed attempts (each is retried), by stage: fetch, insert, dead_letter_insert, dlq_write, commit.",
@@ -55,7 +55,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, s := range []string{"fetch", "insert", "dead_letter_insert", "dlq_write", "commit"} {
 		m.Errors.WithLabelValues(s)
 	}
-	for _, s := range []string{"size", "age", "shutdown"} {
+	for _, s := range []string{"size", "bytes", "age", "shutdown"} {
 		m.Flushes.WithLabelValues(s)
 	}
 	if reg != nil {

@@ -45,19 +45,28 @@ const DefaultTopic = "handoff.events"
 
 // Emitter publishes events. It is safe for concurrent use.
 type Emitter struct {
-	cfg     Config
-	w       *kafka.Writer
-	once    sync.Once
-	onceErr error
+	cfg Config
+	w   *kafka.Writer
+	tr  *kafka.Transport // w's, closed with it
+	// topicMu guards topicReady: only a successful topic creation is
+	// remembered, so a broker that was unreachable at the first Emit is
+	// asked again at the next one.
+	topicMu    sync.Mutex
+	topicReady bool
 }
 
-// New returns an Emitter. It does not connect until the first Emit.
+// New returns an Emitter. It does not connect until the first Emit; it
+// fails only on a bad configuration (broker addresses, topic name), which
+// is the caller's input to fix.
 func New(cfg Config) (*Emitter, error) {
-	if len(cfg.Brokers) == 0 {
-		return nil, errors.New("emit: no Kafka brokers: set HANDOFF_KAFKA_BROKERS or --kafka-brokers (host:port[,host:port...])")
+	if err := topics.CheckBrokers(cfg.Brokers); err != nil {
+		return nil, fmt.Errorf("emit: %w", err)
 	}
 	if cfg.Topic == "" {
 		cfg.Topic = DefaultTopic
+	}
+	if err := topics.CheckName(cfg.Topic); err != nil {
+		return nil, fmt.Errorf("emit: %w", err)
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
@@ -68,6 +77,9 @@ func New(cfg Config) (*Emitter, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	// Its own connection pool, not kafka.DefaultTransport shared with
+	// every other client in the process.
+	tr := &kafka.Transport{}
 	w := &kafka.Writer{
 		Addr:         kafka.TCP(cfg.Brokers...),
 		Topic:        cfg.Topic,
@@ -75,12 +87,13 @@ func New(cfg Config) (*Emitter, error) {
 		RequiredAcks: kafka.RequireAll,
 		BatchTimeout: 2 * time.Millisecond,
 		BatchSize:    10000,
-		BatchBytes:   2 * topics.MaxMessageBytes,
+		BatchBytes:   topics.MaxBatchBytes, // what the topic accepts in one request
 		MaxAttempts:  5,
 		WriteTimeout: cfg.Timeout,
 		ReadTimeout:  cfg.Timeout,
+		Transport:    tr,
 	}
-	return &Emitter{cfg: cfg, w: w}, nil
+	return &Emitter{cfg: cfg, w: w, tr: tr}, nil
 }
 
 // Fill completes e the way the emitter does before validating: a UUIDv7
@@ -143,13 +156,8 @@ func (em *Emitter) Send(ctx context.Context, events []model.Event) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, em.cfg.Timeout)
 	defer cancel()
-	if em.cfg.CreateTopic {
-		em.once.Do(func() {
-			em.onceErr = topics.Ensure(ctx, em.cfg.Brokers, topics.Spec{Name: em.cfg.Topic, Partitions: em.cfg.Partitions, ReplicationFactor: em.cfg.ReplicationFactor})
-		})
-		if em.onceErr != nil {
-			return fmt.Errorf("emit: %w", em.onceErr)
-		}
+	if err := em.ensureTopic(ctx); err != nil {
+		return err
 	}
 	msgs := make([]kafka.Message, len(events))
 	for i := range events {
@@ -165,9 +173,30 @@ func (em *Emitter) Send(ctx context.Context, events []model.Event) error {
 	return nil
 }
 
+// ensureTopic creates the topic when CreateTopic is set and it has not
+// been created (or found) yet by this emitter.
+func (em *Emitter) ensureTopic(ctx context.Context) error {
+	if !em.cfg.CreateTopic {
+		return nil
+	}
+	em.topicMu.Lock()
+	defer em.topicMu.Unlock()
+	if em.topicReady {
+		return nil
+	}
+	err := topics.Ensure(ctx, em.cfg.Brokers, topics.Spec{Name: em.cfg.Topic, Partitions: em.cfg.Partitions, ReplicationFactor: em.cfg.ReplicationFactor})
+	if err != nil {
+		return fmt.Errorf("emit: %w (nothing was sent; the next emit tries again)", err)
+	}
+	em.topicReady = true
+	return nil
+}
+
 // Close flushes and releases the Kafka writer.
 func (em *Emitter) Close() error {
-	if err := em.w.Close(); err != nil {
+	err := em.w.Close()
+	em.tr.CloseIdleConnections()
+	if err != nil {
 		return fmt.Errorf("emit: close Kafka writer: %w", err)
 	}
 	return nil
@@ -176,7 +205,7 @@ func (em *Emitter) Close() error {
 // LineError is a bad line of JSON-lines input.
 type LineError struct {
 	Line int   // 1-based
-	Err  error // a *model.ValidationError
+	Err  error // why: a *model.ValidationError, or the line is too long
 }
 
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
@@ -255,7 +284,7 @@ func (em *Emitter) EmitLines(ctx context.Context, r io.Reader, sent func([]model
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return total, fmt.Errorf("emit: line %d: longer than the %d-byte event limit", line+1, model.MaxEventSize)
+			return total, fmt.Errorf("emit: %w", &LineError{Line: line + 1, Err: fmt.Errorf("longer than the %d-byte event limit", model.MaxEventSize)})
 		}
 		return total, fmt.Errorf("emit: read input after line %d: %w", line, err)
 	}

@@ -87,16 +87,12 @@ func TestEmitLinesBadLines(t *testing.T) {
 
 func TestEmitToKafka(t *testing.T) {
 	brokers := testenv.KafkaBrokers(t)
-	topic := testenv.Name("test_emit")
+	topic := tempTopic(t, brokers, "test_emit")
 	em, err := emit.New(emit.Config{Brokers: brokers, Topic: topic, CreateTopic: true, Partitions: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer em.Close()
-	t.Cleanup(func() {
-		c := &kafka.Client{Addr: kafka.TCP(brokers...)}
-		c.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	evs := testenv.Events(50, "pipe.emit", 3)
@@ -165,4 +161,82 @@ func TestEmitTimeout(t *testing.T) {
 		t.Errorf("took %v", el)
 	}
 	t.Log(err)
+}
+
+// TestEmitRecoversAfterBrokerBlip: a broker that is unreachable at the
+// first Emit (topic creation fails) does not make the emitter fail for
+// ever; the next Emit, once the broker is reachable, creates the topic and
+// sends.
+func TestEmitRecoversAfterBrokerBlip(t *testing.T) {
+	brokers := testenv.KafkaBrokers(t)
+	topic := tempTopic(t, brokers, "test_emit_blip")
+	p := testenv.NewProxy(t, brokers[0])
+	p.SetDown(true)
+	em, err := emit.New(emit.Config{Brokers: []string{p.Addr()}, Topic: topic, CreateTopic: true, Partitions: 1, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer em.Close()
+	ev := model.Event{Type: model.JobSucceeded, Pipeline: "pipe.blip", BusinessDate: model.MustParseDate("2026-09-30"), BatchID: "20260930", System: model.Producer}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := em.Emit(ctx, ev); err == nil {
+		t.Fatal("emit through a cut proxy succeeded")
+	}
+	p.SetDown(false)
+	if err := em.Emit(ctx, ev); err != nil {
+		t.Fatalf("emit after the broker came back: %v", err)
+	}
+	conn, err := kafka.DialLeader(ctx, "tcp", brokers[0], topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if last, err := conn.ReadLastOffset(); err != nil || last != 1 {
+		t.Fatalf("topic %s holds %d messages (%v), want the 1 emitted", topic, last, err)
+	}
+}
+
+// TestEmitManyLargeEvents: events near the 1 MiB limit, a dozen in one
+// Emit, all reach the topic the emitter created: the writer must not put
+// more into one request than the topic's max.message.bytes.
+func TestEmitManyLargeEvents(t *testing.T) {
+	brokers := testenv.KafkaBrokers(t)
+	topic := tempTopic(t, brokers, "test_emit_large")
+	em, err := emit.New(emit.Config{Brokers: brokers, Topic: topic, CreateTopic: true, Partitions: 1, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer em.Close()
+	evs := make([]model.Event, 12)
+	for i := range evs {
+		// attrs are capped (model.MaxAttrsBytes); a long error message is not.
+		evs[i] = model.Event{Type: model.JobFailed, Pipeline: "pipe.large", BusinessDate: model.MustParseDate("2026-09-30"),
+			BatchID: "20260930", System: model.Producer, Error: strings.Repeat("x", model.MaxEventSize-4096)}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := em.Emit(ctx, evs...); err != nil {
+		t.Fatalf("emit of %d large events: %.300v", len(evs), err)
+	}
+	conn, err := kafka.DialLeader(ctx, "tcp", brokers[0], topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if last, err := conn.ReadLastOffset(); err != nil || last != int64(len(evs)) {
+		t.Fatalf("topic %s holds %d messages (%v), want %d", topic, last, err, len(evs))
+	}
+}
+
+// tempTopic returns a unique topic name and deletes the topic at cleanup.
+func tempTopic(t *testing.T, brokers []string, prefix string) string {
+	topic := testenv.Name(prefix)
+	t.Cleanup(func() {
+		tr := &kafka.Transport{}
+		defer tr.CloseIdleConnections()
+		c := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}
+		c.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
+	})
+	return topic
 }

@@ -10,6 +10,7 @@ package sink
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -144,7 +145,10 @@ func (b *EventBatch) Add(e *model.Event, src Source, ingestedMS int64) {
 		for k := range e.Attrs {
 			keys = append(keys, k)
 		}
-		sortStrings(keys)
+		// Sorted so that equal attrs are equal columns; slices.Sort, not
+		// an insertion sort: attrs come from untrusted input and may be
+		// tens of thousands per event.
+		slices.Sort(keys)
 		for _, k := range keys {
 			vals = append(vals, e.Attrs[k])
 		}
@@ -155,15 +159,6 @@ func (b *EventBatch) Add(e *model.Event, src Source, ingestedMS int64) {
 	b.topic = append(b.topic, src.Topic)
 	b.partition = append(b.partition, src.Partition)
 	b.offset = append(b.offset, src.Offset)
-}
-
-func sortStrings(s []string) {
-	// insertion sort: attrs are few
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }
 
 func (b *EventBatch) columns() []any {

@@ -19,6 +19,13 @@ import (
 // being refused by the broker where nobody sees it.
 const MaxMessageBytes = 8 << 20
 
+// MaxBatchBytes is the most a producer may put in one request (one record
+// batch per partition) to handoff's topics: the broker checks
+// max.message.bytes against the whole record batch, so a writer batching
+// more than that has every large request refused, for ever. The margin is
+// for the record batch's own framing.
+const MaxBatchBytes = MaxMessageBytes - 16<<10
+
 // Spec describes one topic to create.
 type Spec struct {
 	Name              string
@@ -33,7 +40,12 @@ func Ensure(ctx context.Context, brokers []string, specs ...Spec) error {
 	if len(brokers) == 0 {
 		return fmt.Errorf("kafka: no brokers given: set HANDOFF_KAFKA_BROKERS or --kafka-brokers (host:port[,host:port...])")
 	}
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 15 * time.Second}
+	// A transport of its own, not kafka.DefaultTransport: a shared pool
+	// remembers a failed connection for its metadata TTL, so a retry right
+	// after a broker blip would fail again without trying.
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 15 * time.Second, Transport: tr}
 	names := make([]string, len(specs))
 	for i, s := range specs {
 		names[i] = s.Name
@@ -82,10 +94,16 @@ func Ensure(ctx context.Context, brokers []string, specs ...Spec) error {
 	for _, c := range create {
 		want = append(want, c.Topic)
 	}
+	// Then until kafka.DefaultTransport, which writers and readers share by
+	// default, sees them too: its cached metadata would otherwise answer
+	// "unknown topic" to a writer of the new topic for a while.
+	shared := &kafka.Client{Addr: client.Addr, Timeout: 15 * time.Second}
 	for {
 		meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: want})
 		if err == nil && ready(meta, want) {
-			return nil
+			if meta, err := shared.Metadata(ctx, &kafka.MetadataRequest{Topics: want}); err == nil && ready(meta, want) {
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():

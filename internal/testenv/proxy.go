@@ -9,8 +9,9 @@ import (
 
 // Proxy is a loopback TCP proxy to a real service that a test can cut
 // (every open connection closed, new ones closed at once, as in an outage)
-// and restore. A proxy cannot stand in for a Kafka outage (clients connect
-// to the listener the broker advertises); it works for ClickHouse.
+// and restore. For Kafka it cuts only what goes through it: the bootstrap
+// and admin connections (clients then connect to the listener the broker
+// advertises); for ClickHouse it is a whole outage.
 type Proxy struct {
 	ln     net.Listener
 	target string

@@ -1,18 +1,13 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // daemonSpec describes a long-running command (ingest, notify) to
@@ -23,7 +18,6 @@ type daemonSpec struct {
 	register    func(*flag.FlagSet)
 	validate    func() error
 	metricsAddr func() string // read after the flags are parsed
-	metricsEnv  string        // the variable that sets it, named in errors
 }
 
 // daemon is what startDaemon set up: the logger, the registry (with the Go
@@ -62,33 +56,9 @@ func startDaemon(spec daemonSpec, args []string, stderr io.Writer) (*daemon, err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	stop, err := serveMetrics(spec.metricsAddr(), reg, log, spec.metricsEnv)
+	stop, err := serveMetrics(spec.metricsAddr(), reg, log)
 	if err != nil {
 		return nil, err
 	}
 	return &daemon{log: log, reg: reg, stop: stop}, nil
-}
-
-// serveMetrics serves /metrics of reg and /healthz on addr (nothing when
-// addr is empty) until the returned stop is called; envName is the
-// variable that sets addr, named in the error.
-func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger, envName string) (stop func(), err error) {
-	if addr == "" {
-		return func() {}, nil
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("metrics: listen on %s: %w (set %s or --metrics-addr to a free address, or empty to disable)", addr, err, envName)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
-	return func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}, nil
 }

@@ -1,0 +1,110 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+)
+
+// lastOffsets appends to dst the message of the highest offset of every
+// partition in msgs, without key, value and headers.
+func lastOffsets(dst []kafka.Message, msgs []kafka.Message) []kafka.Message {
+	for i := range msgs {
+		m := &msgs[i]
+		k := -1
+		for j := range dst {
+			if dst[j].Partition == m.Partition {
+				k = j
+				break
+			}
+		}
+		if k < 0 {
+			dst = append(dst, kafka.Message{})
+			k = len(dst) - 1
+		} else if dst[k].Offset >= m.Offset {
+			continue
+		}
+		dst[k] = kafka.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, HighWaterMark: m.HighWaterMark}
+	}
+	return dst
+}
+
+// commit commits the highest offset of every partition in the group (n
+// messages, all stored). It returns an error only when ctx ended; a commit
+// that keeps failing is logged and left to a later commit, which covers
+// these messages too (until then they may be consumed again, and are
+// deduplicated).
+func (c *Consumer) commit(ctx context.Context, group []*decoded, n int) error {
+	var commits []kafka.Message
+	for _, d := range group {
+		commits = lastOffsets(commits, d.last)
+	}
+	err := c.retry(ctx, "commit", fmt.Sprintf("commit offsets of %d messages (group %s)", n, c.cfg.Group), 8,
+		func(ctx context.Context) error { return c.reader.CommitMessages(ctx, commits...) })
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		c.log.Error("offsets not committed; the stored messages will be consumed again and deduplicated", "err", err)
+		return nil
+	}
+	c.m.Committed.Add(float64(n))
+	c.m.LastCommitTS.SetToCurrentTime()
+	c.lag.commit(commits)
+	return nil
+}
+
+// lagTracker keeps handoff_ingest_consumer_lag: summed over this
+// ingester's partitions, the partition's high watermark (as of the last
+// fetch that returned a message of it) minus the group's committed
+// position. Both ends move: fetching raises the high watermark, a commit
+// raises the position. While ClickHouse is down nothing is committed but
+// the watermark still rises with what was fetched, so the gauge grows
+// and the documented alert can fire (it read 0 when it moved only on
+// commits).
+type lagTracker struct {
+	mu        sync.Mutex
+	gauge     prometheus.Gauge
+	hwm       map[int]int64
+	committed map[int]int64 // next offset to commit after, per partition
+}
+
+func newLagTracker(g prometheus.Gauge) *lagTracker {
+	return &lagTracker{gauge: g, hwm: map[int]int64{}, committed: map[int]int64{}}
+}
+
+// fetched records a message of partition p at offset with the partition's
+// high watermark. The first message of a partition also gives its
+// committed position: a group reader starts right after the last commit.
+func (l *lagTracker) fetched(p int, offset, hwm int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.committed[p]; !ok {
+		l.committed[p] = offset
+	}
+	l.hwm[p] = max(l.hwm[p], hwm)
+	l.publish()
+}
+
+// commit records committed offsets (the last stored message of each
+// partition).
+func (l *lagTracker) commit(msgs []kafka.Message) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, m := range msgs {
+		l.committed[m.Partition] = max(l.committed[m.Partition], m.Offset+1)
+		l.hwm[m.Partition] = max(l.hwm[m.Partition], m.HighWaterMark)
+	}
+	l.publish()
+}
+
+func (l *lagTracker) publish() {
+	var total int64
+	for p, h := range l.hwm {
+		total += max(0, h-l.committed[p])
+	}
+	l.gauge.Set(float64(total))
+}

@@ -1,0 +1,64 @@
+package detection_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/handoff-dev/handoff/ingest/detection"
+	"github.com/handoff-dev/handoff/model"
+)
+
+func TestConfigDefaultsAndValidation(t *testing.T) {
+	base := map[string]string{"HANDOFF_KAFKA_BROKERS": "127.0.0.1:9092", "HANDOFF_CLICKHOUSE_ADDR": "127.0.0.1:9000"}
+	c, err := detection.LoadConfig(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Topic != "handoff.events" || c.FindingsTopic != "handoff.findings" || c.Group != "handoff-detect" ||
+		c.IngestGroup != "handoff-ingest" || c.ResultsGroup != "handoff-ingest-results" || c.Tick != time.Second || c.Instance == "" {
+		t.Fatalf("defaults: %+v", c)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("default config: %v", err)
+	}
+	tests := []struct {
+		change func(*detection.Config)
+		say    string
+	}{
+		{func(c *detection.Config) { c.Brokers = nil }, "--kafka-brokers: required"},
+		{func(c *detection.Config) { c.Brokers = []string{"127.0.0.1:99999"} }, "--kafka-brokers"},
+		{func(c *detection.Config) { c.FindingsTopic = "bad topic!" }, "--findings-topic"},
+		{func(c *detection.Config) { c.Group = c.IngestGroup }, "must differ from handoff ingest's group"},
+		{func(c *detection.Config) { c.ClickHouseAddr = "" }, "--clickhouse-addr: required"},
+		{func(c *detection.Config) { c.Database = "db.events FINAL --" }, "--clickhouse-database"},
+		{func(c *detection.Config) { c.ExpectFrom = "2026-13-01" }, "--expect-from"},
+		{func(c *detection.Config) { c.Tick = 0 }, "--tick"},
+		{func(c *detection.Config) { c.Heartbeat = -time.Second }, "--heartbeat"},
+		{func(c *detection.Config) { c.RetainDays = 0 }, "--retain-days"},
+	}
+	for _, tt := range tests {
+		c, _ := detection.LoadConfig(base)
+		tt.change(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tt.say) {
+			t.Errorf("Validate() = %v, want an error saying %q", err, tt.say)
+		}
+	}
+}
+
+func TestExpectFromDate(t *testing.T) {
+	now := time.Date(2026, 10, 2, 23, 0, 0, 0, time.UTC)
+	for in, want := range map[string]model.Date{
+		"off":        {},
+		"today":      model.MustParseDate("2026-10-02"),
+		"yesterday":  model.MustParseDate("2026-10-01"),
+		"2026-09-29": model.MustParseDate("2026-09-29"),
+	} {
+		c := detection.Config{ExpectFrom: in}
+		got, err := c.ExpectFromDate(now)
+		if err != nil || got != want {
+			t.Errorf("ExpectFrom %q: %v, %v; want %v", in, got, err, want)
+		}
+	}
+}
