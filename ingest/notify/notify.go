@@ -168,6 +168,7 @@ func (n *Notifier) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); n.resendLoop(ctx) }()
 	err := n.consume(ctx)
 	wg.Wait()
+	n.log.Info("notify stopped", "open", n.set.len())
 	return err
 }
 
@@ -311,7 +312,12 @@ func (n *Notifier) handle(ctx context.Context, m *kafka.Message) error {
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	n.log.Info("finding delivered", "batch", f.Batch.String(), "kind", f.Kind, "name", f.Name, "state", f.State,
+		"status", f.Status, "fingerprint", f.Fingerprint, "seq", f.Seq, "receivers", len(jobs))
+	return nil
 }
 
 // deliver sends one record to one receiver, retrying for RetryFor; when
