@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,9 +12,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/handoff-dev/handoff/ingest/chconn"
 	"github.com/handoff-dev/handoff/ingest/consumer"
+	"github.com/handoff-dev/handoff/ingest/results"
 )
 
 // runIngest is `handoff ingest`: consume delivery events from Kafka into
@@ -24,29 +29,81 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return usageError("%v", err)
 	}
-	d, err := startDaemon(daemonSpec{
-		name:        "ingest",
-		about:       "Consume delivery events from Kafka into ClickHouse; rejected messages go to the dead-letter topic.",
-		register:    cfg.RegisterFlags,
-		validate:    cfg.Validate,
-		metricsAddr: func() string { return cfg.MetricsAddr },
-	}, args, stderr)
+	rcfg, err := results.LoadConfig()
+	if err != nil {
+		return usageError("%v", err)
+	}
+	fs := flag.NewFlagSet("handoff ingest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg.RegisterFlags(fs)
+	rcfg.RegisterFlags(fs)
+	logLevel := fs.String("log-level", envOr("HANDOFF_LOG_LEVEL", "info"), "log level: debug, info, warn, error (HANDOFF_LOG_LEVEL)")
+	logFormat := fs.String("log-format", envOr("HANDOFF_LOG_FORMAT", "text"), "log format: text or json (HANDOFF_LOG_FORMAT)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: handoff ingest [flags]")
+		fmt.Fprintln(stderr, "\nConsume delivery events from Kafka into ClickHouse; rejected messages go to the dead-letter topic.")
+		fmt.Fprintln(stderr, "Findings (handoff detect) and diagnoses (handoff backfill) are stored from their topics too.")
+		fmt.Fprintln(stderr, "Every flag has a HANDOFF_* variable (named in its help); flags win.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError("%v", err)
+	}
+	// The results consumer shares the events consumer's Kafka, database,
+	// dead-letter topic and timing settings.
+	rcfg.Brokers, rcfg.DLQTopic, rcfg.Database = cfg.Brokers, cfg.DLQTopic, cfg.Database
+	rcfg.Partitions, rcfg.ReplicationFactor = cfg.Partitions, cfg.ReplicationFactor
+	rcfg.RetryMax, rcfg.SessionTimeout, rcfg.ShutdownTimeout = cfg.RetryMax, cfg.SessionTimeout, cfg.ShutdownTimeout
+	if err := rcfg.Validate(); err != nil {
+		return usageError("%v", err)
+	}
+	log, err := ingestLogger(stderr, *logLevel, *logFormat)
+	if err != nil {
+		return usageError("%v", err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	stopMetrics, err := serveMetrics(cfg.MetricsAddr, reg, log)
 	if err != nil {
 		return err
 	}
-	defer d.stop()
-	log := d.log
+	defer stopMetrics()
 
-	c, err := consumer.New(ctx, cfg, consumer.Options{Logger: log, Registry: d.reg})
+	c, err := consumer.New(ctx, cfg, consumer.Options{Logger: log, Registry: reg})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // interrupted while waiting for the services
 		}
 		return fmt.Errorf("ingest: start: %w", err)
 	}
+	conn, err := chconn.Open(ctx, chconn.Config{Addr: cfg.ClickHouseAddr, User: cfg.User, Password: cfg.Password, Compression: cfg.Compression})
+	if err != nil {
+		c.Close()
+		return fmt.Errorf("ingest: results: %w", err)
+	}
+	defer conn.Close()
+	rc, err := results.New(ctx, rcfg, results.Options{Conn: conn, Logger: log.With("consumer", "results"), Registry: reg})
+	if err != nil {
+		c.Close()
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("ingest: start the results consumer: %w", err)
+	}
 	defer gcDefaults(ingestGCPercent, softMemoryLimit)()
-	runErr := c.Run(ctx)
-	closeErr := c.Close()
+	// Either consumer stopping (a fatal error) stops the other.
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	resultsDone := make(chan error, 1)
+	go func() { resultsDone <- rc.Run(rctx); stop() }()
+	eventsErr := c.Run(rctx)
+	stop()
+	runErr := errors.Join(eventsErr, <-resultsDone)
+	closeErr := errors.Join(c.Close(), rc.Close())
 	if runErr != nil {
 		return fmt.Errorf("ingest: %w", runErr)
 	}

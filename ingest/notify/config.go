@@ -9,7 +9,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
-	"github.com/handoff-dev/handoff/ingest/consumer"
+	"github.com/handoff-dev/handoff/internal/cliflag"
 )
 
 // Config configures `handoff notify`. Every field has a HANDOFF_* variable
@@ -59,13 +59,13 @@ func LoadConfig() (Config, error) {
 // RegisterFlags defines a flag per setting on fs, with the current values
 // as defaults, so parsing fs overrides the environment.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.Var(consumer.StringList(&c.Brokers), "kafka-brokers", "Kafka bootstrap brokers, host:port[,host:port...] (HANDOFF_KAFKA_BROKERS)")
+	fs.Var(cliflag.List{P: &c.Brokers}, "kafka-brokers", "Kafka bootstrap brokers, host:port[,host:port...] (HANDOFF_KAFKA_BROKERS)")
 	fs.StringVar(&c.FindingsTopic, "findings-topic", c.FindingsTopic, "findings topic to consume (HANDOFF_FINDINGS_TOPIC)")
 	fs.StringVar(&c.DLQTopic, "dlq-topic", c.DLQTopic, "dead-letter topic for findings no receiver took after retrying (HANDOFF_DLQ_TOPIC)")
 	fs.StringVar(&c.Group, "group", c.Group, "consumer group of notify (HANDOFF_NOTIFY_GROUP)")
 	fs.IntVar(&c.Partitions, "topic-partitions", c.Partitions, "partitions of topics created when missing (HANDOFF_TOPIC_PARTITIONS)")
-	fs.Var(consumer.StringList(&c.AlertmanagerURLs), "alertmanager-url", "Alertmanager base URLs, comma-separated; each gets every alert (HANDOFF_ALERTMANAGER_URLS)")
-	fs.Var(consumer.StringList(&c.WebhookURLs), "webhook-url", "webhook URLs, comma-separated; each gets every finding as JSON (HANDOFF_WEBHOOK_URLS)")
+	fs.Var(cliflag.List{P: &c.AlertmanagerURLs}, "alertmanager-url", "Alertmanager base URLs, comma-separated; each gets every alert (HANDOFF_ALERTMANAGER_URLS)")
+	fs.Var(cliflag.List{P: &c.WebhookURLs}, "webhook-url", "webhook URLs, comma-separated; each gets every finding as JSON (HANDOFF_WEBHOOK_URLS)")
 	fs.StringVar(&c.WebhookSecret, "webhook-secret", c.WebhookSecret, "HMAC-SHA256 key of the X-Handoff-Signature header (HANDOFF_WEBHOOK_SECRET)")
 	fs.StringVar(&c.ServeURL, "serve-url", c.ServeURL, "base URL of handoff serve, for the batch page link (HANDOFF_SERVE_URL)")
 	fs.DurationVar(&c.Lease, "lease", c.Lease, "endsAt of an open alert: sending time + lease (HANDOFF_ALERT_LEASE)")
