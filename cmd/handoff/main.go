@@ -98,6 +98,7 @@ func commands() []command {
 		{"detect", "watch the events topic and publish findings when deliveries stall", runDetect},
 		{"emit", "publish delivery events to Kafka (from flags or JSON lines)", runEmit},
 		{"broker", "run the embedded Kafka-protocol broker (demo default)", runBroker},
+		{"notify", "deliver findings to Alertmanager and webhooks", runNotify},
 	}
 }
 
