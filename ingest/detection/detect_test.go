@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,10 +32,20 @@ type env struct {
 	brokers []string
 	conn    driver.Conn
 	db      string
+	pre     string // prefix of the test's topic names
 	cfg     detection.Config
 }
 
 func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := newEnvWithoutIngest(t)
+	e.startIngest(t, e.pre)
+	return e
+}
+
+// newEnvWithoutIngest is newEnv before handoff ingest starts: the topics
+// exist, the database does not.
+func newEnvWithoutIngest(t *testing.T) *env {
 	t.Helper()
 	e := &env{brokers: testenv.KafkaBrokers(t), conn: testenv.ClickHouse(t)}
 	e.db = testenv.Database(t, e.conn, "detect")
@@ -46,11 +57,9 @@ func newEnv(t *testing.T) *env {
 		ExpectFrom: "2026-09-29", RetainDays: 35, Tick: 100 * time.Millisecond, Heartbeat: time.Hour,
 		Instance: "test", SessionTimeout: 6 * time.Second,
 	}
+	e.pre = pre
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := schema.Ensure(ctx, e.conn, e.db); err != nil {
-		t.Fatal(err)
-	}
 	all := []string{e.cfg.Topic, e.cfg.FindingsTopic, pre + "dlq", pre + "diagnoses"}
 	var specs []topics.Spec
 	for _, n := range all {
@@ -64,7 +73,6 @@ func newEnv(t *testing.T) *env {
 		defer cancel()
 		(&kafka.Client{Addr: kafka.TCP(e.brokers...)}).DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: all})
 	})
-	e.startIngest(t, pre)
 	return e
 }
 
@@ -184,12 +192,38 @@ type detector struct {
 
 func (e *env) startDetector(t *testing.T, now time.Time) *detector {
 	t.Helper()
+	return e.startDetectorLog(t, now, nil)
+}
+
+// syncBuffer is a log destination tests can read while the detector writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (e *env) startDetectorLog(t *testing.T, now time.Time, logTo *syncBuffer) *detector {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan *detection.Runner, 1)
 	done := make(chan error, 1)
 	log := slog.New(slog.DiscardHandler)
 	if os.Getenv("HANDOFF_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if logTo != nil {
+		log = slog.New(slog.NewTextHandler(logTo, nil))
 	}
 	go func() {
 		done <- detection.Run(ctx, e.cfg, detection.RunOptions{
@@ -343,5 +377,26 @@ func assertRows(t *testing.T, got, want []row) {
 		if g != want[i] {
 			t.Fatalf("finding %d:\n got %+v\nwant %+v", i, got[i], want[i])
 		}
+	}
+}
+
+// TestDetectWaitsForIngest: started before handoff ingest has created its
+// database, the detector waits and retries instead of exiting, and raises
+// the seed's findings once ingest runs.
+func TestDetectWaitsForIngest(t *testing.T) {
+	e := newEnvWithoutIngest(t)
+	e.publishLines(t, seedLines(t)...)
+	now := time.Date(2026, 10, 2, 12, 0, 0, 0, time.UTC)
+	var logs syncBuffer
+	d := e.startDetectorLog(t, now, &logs)
+	testenv.Eventually(t, time.Minute, "the detector retries reading a history that is not there yet", func() (bool, string) {
+		l := logs.String()
+		return strings.Contains(l, "retrying") && strings.Contains(l, "read the stored history"), l
+	})
+	e.startIngest(t, e.pre)
+	d.caughtUp(t, now)
+	got := e.waitFindings(t, "the seed's findings stored", 2)
+	if got[0].name != "signal_delivered" || got[1].kind != "missing" {
+		t.Fatalf("findings: %v", got)
 	}
 }

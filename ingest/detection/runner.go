@@ -25,6 +25,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
+	"github.com/handoff-dev/handoff/ingest/retry"
 	"github.com/handoff-dev/handoff/ingest/stream"
 	"github.com/handoff-dev/handoff/model"
 )
@@ -104,6 +105,7 @@ type Runner struct {
 	lastBeat time.Time
 	// Published counts the findings published, for tests and logs.
 	published int
+	retry retry.Retrier
 	// progress is read by other goroutines (Progress).
 	advances, safeMs, publishedTotal atomic.Int64
 }
@@ -133,7 +135,7 @@ func New(s Settings, o Options) (*Runner, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{s: s, o: o, log: log, owned: map[int]bool{}}, nil
+	return &Runner{s: s, o: o, log: log, owned: map[int]bool{}, retry: retry.Retrier{Log: log, Max: 10 * time.Second}}, nil
 }
 
 // Progress reports how many times the runner advanced, the detector's
@@ -183,13 +185,18 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 	}
 	from := r.horizon()
 	n := 0
-	err := r.o.History.PartitionEvents(ctx, r.s.EventsTopic, fresh, from, func(e *model.Event) error {
-		n++
-		r.o.Detector.Observe(e)
-		return nil
+	// ClickHouse may not be ready (or ingest may not have created the
+	// database yet): wait and retry rather than exit. Observing a history
+	// twice is harmless: the replay ignores duplicates.
+	err := r.retry.Do(ctx, "restore", fmt.Sprintf("read the stored history of partitions %v since %s", fresh, from), 0, func(ctx context.Context) error {
+		return r.o.History.PartitionEvents(ctx, r.s.EventsTopic, fresh, from, func(e *model.Event) error {
+			n++
+			r.o.Detector.Observe(e)
+			return nil
+		})
 	})
 	if err != nil {
-		return fmt.Errorf("detect: read the stored history of partitions %v since %s: %w", fresh, from, err)
+		return fmt.Errorf("detect: %w", err)
 	}
 	// The findings published before (by this process or the partitions'
 	// previous owner) must be stored too, or they would be raised again.
@@ -200,9 +207,14 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 	if err := r.waitCommitted(ctx, r.s.ResultsGroup, r.s.FindingsTopic, ends); err != nil {
 		return err
 	}
-	fs, err := r.o.History.Findings(ctx, from)
+	var fs []detect.Finding
+	err = r.retry.Do(ctx, "restore", fmt.Sprintf("read the stored findings since %s", from), 0, func(ctx context.Context) error {
+		var err error
+		fs, err = r.o.History.Findings(ctx, from)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("detect: read the stored findings since %s: %w", from, err)
+		return fmt.Errorf("detect: %w", err)
 	}
 	if err := r.o.Detector.Restore(fs...); err != nil {
 		return fmt.Errorf("detect: restore %d stored findings: %w", len(fs), err)
@@ -289,12 +301,14 @@ func (r *Runner) Fold(ctx context.Context, m kafka.Message) error {
 // detector and publishes its findings, then the heartbeat when due.
 func (r *Runner) Advance(ctx context.Context, now, safe time.Time) error {
 	for _, k := range r.o.Detector.Suspended() {
-		err := r.o.History.BatchEvents(ctx, k, func(e *model.Event) error {
-			r.o.Detector.Observe(e)
-			return nil
+		err := r.retry.Do(ctx, "reopen", "read the stored history of reopened batch "+k.String(), 0, func(ctx context.Context) error {
+			return r.o.History.BatchEvents(ctx, k, func(e *model.Event) error {
+				r.o.Detector.Observe(e)
+				return nil
+			})
 		})
 		if err != nil {
-			return fmt.Errorf("detect: read the stored history of reopened batch %s: %w", k, err)
+			return fmt.Errorf("detect: %w", err)
 		}
 		r.o.Detector.Resume(k)
 	}
