@@ -105,7 +105,7 @@ type Runner struct {
 	lastBeat time.Time
 	// Published counts the findings published, for tests and logs.
 	published int
-	retry retry.Retrier
+	retry     retry.Retrier
 	// progress is read by other goroutines (Progress).
 	advances, safeMs, publishedTotal atomic.Int64
 }
