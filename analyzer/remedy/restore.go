@@ -283,6 +283,7 @@ func checksum(tl timeline, a File) Result {
 		return r
 	}
 	r.Proven = true
+	r.Evidence = dedupe(r.Evidence)
 	r.Detail = fmt.Sprintf("recomputed %s, %d bytes: equal to %s", a.Checksum, a.Size, strings.Join(dedupe(compared), ", "))
 	return r
 }

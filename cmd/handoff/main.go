@@ -97,6 +97,8 @@ func commands() []command {
 		}},
 		{"emit", "publish delivery events to Kafka (from flags or JSON lines)", runEmit},
 		{"broker", "run the embedded Kafka-protocol broker (demo default)", runBroker},
+		{"restore-signal", "prove a batch's artifact safe, then restore its missing completion signal", runRestoreSignal},
+		{"verify", "check a batch end to end after a fix", runVerify},
 	}
 }
 

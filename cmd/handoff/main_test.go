@@ -19,6 +19,9 @@ var commandFlags = map[string][]string{
 	"emit": {"kafka-brokers", "topic", "timeout", "stdin", "type", "pipeline", "business-date", "batch-id", "system",
 		"component", "object", "rows", "bytes", "checksum", "attempt", "error", "event-id", "time", "attr"},
 	"broker": {"port", "data-dir", "partitions"},
+	"restore-signal": {"batch", "dir", "contract", "events", "clickhouse", "database", "as-of", "format", "settle",
+		"apply", "reason", "kafka-brokers", "topic", "timeout"},
+	"verify": {"batch", "dir", "contract", "events", "clickhouse", "database", "as-of", "format", "settle", "wait", "poll"},
 }
 
 // TestCommandHelp checks -h of every command as the README documents it:
