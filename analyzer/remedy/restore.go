@@ -352,36 +352,11 @@ func (p *Plan) Event(d *replay.Diagnosis, f Facts, who Who, at time.Time) model.
 	return e
 }
 
-// EventID derives a UUID (version 8, RFC 9562) from a batch, an object
-// and its content: the same inputs always give the same id, so a watcher
-// or a restore that runs again emits nothing twice.
+// EventID derives the id of the signal.restored event from the batch, the
+// signal and its content: the same restore recorded twice is one event.
 func EventID(key model.BatchKey, object string, content []byte) string {
-	h := sha256.New()
-	h.Write([]byte(key.String()))
-	h.Write([]byte{0})
-	h.Write([]byte(object))
-	h.Write([]byte{0})
-	h.Write(content)
-	return UUIDFrom(h.Sum(nil))
-}
-
-// UUIDFrom formats the first 16 bytes of sum as a version 8 UUID.
-func UUIDFrom(sum []byte) string {
-	var u [16]byte
-	copy(u[:], sum)
-	u[6] = u[6]&0x0f | 0x80 // version 8
-	u[8] = u[8]&0x3f | 0x80 // variant 10
-	b := make([]byte, 36)
-	hex.Encode(b[0:8], u[0:4])
-	b[8] = '-'
-	hex.Encode(b[9:13], u[4:6])
-	b[13] = '-'
-	hex.Encode(b[14:18], u[6:8])
-	b[18] = '-'
-	hex.Encode(b[19:23], u[8:10])
-	b[23] = '-'
-	hex.Encode(b[24:], u[10:])
-	return string(b)
+	sum := sha256.Sum256(content)
+	return model.DerivedEventID(key.String(), string(model.SignalRestored), object, hex.EncodeToString(sum[:]))
 }
 
 // timeline reads a diagnosis' events by type.
