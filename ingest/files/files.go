@@ -103,7 +103,7 @@ func Probe(ctx context.Context, path string, opts Options) (Facts, error) {
 		return f, nil
 	}
 	defer file.Close()
-	c, err := Count(ctx, file, opts)
+	c, err := count(ctx, file, opts, f.Size)
 	if err != nil {
 		if ctx.Err() != nil {
 			return f, ctx.Err()
@@ -132,12 +132,20 @@ type Counts struct {
 // Count reads r to the end: the sha256 of its bytes and its rows (of the
 // decompressed content when r is gzip, recognised by its magic bytes).
 func Count(ctx context.Context, r io.Reader, opts Options) (Counts, error) {
+	return count(ctx, r, opts, bufSize)
+}
+
+// count is Count with buffers sized for a file of about size bytes: a
+// watcher probes thousands of small files, and 1 MiB buffers for each
+// would cost more than reading them.
+func count(ctx context.Context, r io.Reader, opts Options, size int64) (Counts, error) {
+	n := int(min(max(size+1, 4096), bufSize))
 	h := sha256.New()
 	cr := &countingReader{r: r, ctx: ctx}
-	raw := bufio.NewReaderSize(io.TeeReader(cr, h), bufSize)
+	raw := bufio.NewReaderSize(io.TeeReader(cr, h), n)
 	var out Counts
 	magic, _ := raw.Peek(2)
-	rc := rowCounter{csv: opts.Format == CSV}
+	rc := rowCounter{csv: opts.Format == CSV, buf: make([]byte, n)}
 	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		out.Gzip = true
 		zr, err := gzip.NewReader(raw)
@@ -179,6 +187,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // rowCounter counts newlines, outside quotes for CSV.
 type rowCounter struct {
 	csv     bool
+	buf     []byte
 	inQuote bool
 	lines   int64
 	any     bool // any byte seen
@@ -186,7 +195,7 @@ type rowCounter struct {
 }
 
 func (rc *rowCounter) read(r io.Reader) error {
-	buf := make([]byte, bufSize)
+	buf := rc.buf
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
