@@ -193,7 +193,9 @@ func TestRestoreRefusals(t *testing.T) {
 		{"signal delivery recorded", func(w *world) {
 			w.events = append(w.events, ev("2026-09-30", "s-9", model.SignalTransferred, "2026-09-30T17:21:00Z", nil))
 		}, []string{remedy.PreDiagnosis, remedy.PreNoSignal}, "already recorded"},
-		{"previous batch not delivered", func(w *world) { w.events = slices.DeleteFunc(w.events, func(e model.Event) bool { return e.ID == "p-2026-09-29-7" }) },
+		{"previous batch not delivered", func(w *world) {
+			w.events = slices.DeleteFunc(w.events, func(e model.Event) bool { return e.ID == "p-2026-09-29-7" })
+		},
 			[]string{remedy.PrePreviousDelivered}, "2026-09-29/20260929 is not delivered"},
 		{"not transferred", func(w *world) { w.events = w.events[:len(w.events)-1] }, []string{remedy.PreDiagnosis, remedy.PreArtifactReceiver}, "verdict not_transferred"},
 		{"signal not yet due", func(w *world) { w.asOf = mustTime("2026-09-30T18:00:00Z") }, []string{remedy.PreDiagnosis}, "status in_progress"},
