@@ -99,6 +99,7 @@ func commands() []command {
 		{"broker", "run the embedded Kafka-protocol broker (demo default)", runBroker},
 		{"restore-signal", "prove a batch's artifact safe, then restore its missing completion signal", runRestoreSignal},
 		{"verify", "check a batch end to end after a fix", runVerify},
+		{"watch", "emit the boundary events that files arriving in a directory prove", runWatch},
 	}
 }
 

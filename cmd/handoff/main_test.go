@@ -21,6 +21,7 @@ var commandFlags = map[string][]string{
 	"broker": {"port", "data-dir", "partitions"},
 	"restore-signal": {"batch", "dir", "contract", "events", "clickhouse", "database", "as-of", "format", "settle",
 		"apply", "reason", "kafka-brokers", "topic", "timeout"},
+	"watch":  {"role", "dir", "contract", "settle", "rescan", "component", "ledger", "once", "kafka-brokers", "topic", "timeout", "log-level"},
 	"verify": {"batch", "dir", "contract", "events", "clickhouse", "database", "as-of", "format", "settle", "wait", "poll"},
 }
 
