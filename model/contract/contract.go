@@ -70,7 +70,10 @@ type Contract struct {
 	// and checksums (SignalManifest). Watchers read a manifest and compare
 	// it with the files; restore-signal writes what the contract says.
 	SignalContent SignalContent
-	Required      model.BoundarySet
+	// OpenLineage maps a scheduler's OpenLineage run events to batches of
+	// this pipeline; nil when the contract has no openlineage block.
+	OpenLineage *OpenLineage
+	Required    model.BoundarySet
 	// Deadlines is indexed by boundary; a zero Deadline means the default
 	// rule applies to that boundary.
 	Deadlines [model.Consumed + 1]Deadline

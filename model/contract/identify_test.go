@@ -100,3 +100,40 @@ func TestSignalContentAndHeader(t *testing.T) {
 		t.Errorf("default contract's signal content %q, want empty", d.SignalContent)
 	}
 }
+
+func TestOpenLineageKey(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		err  string
+	}{
+		{"pipeline: p\nbatch_id: \"{yyyymmdd}\"\nopenlineage:\n  job: build.p\n", ""},
+		{"pipeline: p\nopenlineage:\n  job: \"dbt.p_{yyyymmdd}\"\n  namespace: dbt\n  business_date: \"facet:airflow.logical_date\"\n  system: consumer\n", ""},
+		{"pipeline: p\nopenlineage:\n  namespace: airflow\n", "c.yaml:3: openlineage.job: missing: which OpenLineage job is this pipeline's (its name, or a template over it)"},
+		{"pipeline: p\nopenlineage:\n  job: \"x_{batch_id}\"\n", `c.yaml:3: openlineage.job: "x_{batch_id}": a job name cannot be read through {batch_id}: use date placeholders such as {yyyymmdd}`},
+		{"pipeline: p\nopenlineage:\n  job: x\n  business_date: logical\n", `c.yaml:4: openlineage.business_date: "logical": want nominal_start, nominal_end, event_time or facet:NAME.FIELD (a run facet's field)`},
+		{"pipeline: p\nopenlineage:\n  job: x\n  system: scheduler\n", `c.yaml:4: openlineage.system: "scheduler": want producer, exchange, consumer or operator`},
+		{"pipeline: p\nopenlineage:\n  job: x\n  run: y\n", `c.yaml:4: openlineage.run: unknown key (want job, namespace, business_date, system)`},
+	} {
+		c, err := contract.Parse("c.yaml", []byte(tt.yaml))
+		if tt.err != "" {
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("%q: error %v, want %s", tt.yaml, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || c.OpenLineage == nil {
+			t.Fatalf("%q: %v", tt.yaml, err)
+		}
+	}
+	c := mustParse(t, "pipeline: p", "openlineage:", "  job: \"dbt.p_{yyyymmdd}\"", "  business_date: \"facet:airflow.logical_date\"")
+	if ol := c.OpenLineage; ol.Date != contract.DateFacet || ol.Facet != "airflow.logical_date" || ol.System != "producer" {
+		t.Fatalf("%+v", ol)
+	}
+	d, _, _, hasDate, ok := c.OpenLineage.Job.Read("dbt.p_20260930", "p")
+	if !ok || !hasDate || d.String() != "2026-09-30" {
+		t.Fatalf("Read: %v %v %v", d, hasDate, ok)
+	}
+	if _, _, _, _, ok := c.OpenLineage.Job.Read("dbt.p_20260931", "p"); ok {
+		t.Fatal("Read accepted 2026-09-31")
+	}
+}
