@@ -100,6 +100,7 @@ func commands() []command {
 		{"restore-signal", "prove a batch's artifact safe, then restore its missing completion signal", runRestoreSignal},
 		{"verify", "check a batch end to end after a fix", runVerify},
 		{"watch", "emit the boundary events that files arriving in a directory prove", runWatch},
+		{"openlineage", "map OpenLineage run events (Kafka or a file) to delivery events", runOpenLineage},
 	}
 }
 

@@ -21,8 +21,9 @@ var commandFlags = map[string][]string{
 	"broker": {"port", "data-dir", "partitions"},
 	"restore-signal": {"batch", "dir", "contract", "events", "clickhouse", "database", "as-of", "format", "settle",
 		"apply", "reason", "kafka-brokers", "topic", "timeout"},
-	"watch":  {"role", "dir", "contract", "settle", "rescan", "component", "ledger", "once", "kafka-brokers", "topic", "timeout", "log-level"},
-	"verify": {"batch", "dir", "contract", "events", "clickhouse", "database", "as-of", "format", "settle", "wait", "poll"},
+	"openlineage": {"file", "contract", "kafka-brokers", "openlineage-topic", "group", "topic", "dlq-topic", "timeout", "print"},
+	"watch":       {"role", "dir", "contract", "settle", "rescan", "component", "ledger", "once", "kafka-brokers", "topic", "timeout", "log-level"},
+	"verify":      {"batch", "dir", "contract", "events", "clickhouse", "database", "as-of", "format", "settle", "wait", "poll"},
 }
 
 // TestCommandHelp checks -h of every command as the README documents it:
