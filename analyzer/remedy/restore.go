@@ -60,9 +60,12 @@ type Plan struct {
 func (p *Plan) Proven() bool { return len(p.Unproven()) == 0 }
 
 // Unproven names the preconditions not proven.
-func (p *Plan) Unproven() []string {
+func (p *Plan) Unproven() []string { return unproven(p.Preconditions) }
+
+// unproven names the results not proven, in order.
+func unproven(rs []Result) []string {
 	var out []string
-	for _, r := range p.Preconditions {
+	for _, r := range rs {
 		if !r.Proven {
 			out = append(out, r.Name)
 		}

@@ -33,25 +33,10 @@ type Verification struct {
 }
 
 // Passed reports whether every check passed.
-func (v *Verification) Passed() bool {
-	for _, c := range v.Checks {
-		if !c.Proven {
-			return false
-		}
-	}
-	return true
-}
+func (v *Verification) Passed() bool { return len(v.Failed()) == 0 }
 
 // Failed names the checks that did not pass.
-func (v *Verification) Failed() []string {
-	var out []string
-	for _, c := range v.Checks {
-		if !c.Proven {
-			out = append(out, c.Name)
-		}
-	}
-	return out
-}
+func (v *Verification) Failed() []string { return unproven(v.Checks) }
 
 // Consumed reports whether d records a consume.succeeded: what verify
 // --wait waits for.

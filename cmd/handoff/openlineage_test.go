@@ -97,31 +97,12 @@ func TestOpenLineageFileToDiagnosis(t *testing.T) {
 // ClickHouse, and into a diagnosis; an invalid one goes to the dead-letter
 // topic with its reason.
 func TestOpenLineageThroughKafka(t *testing.T) {
-	brokers := testenv.KafkaBrokers(t)
-	chAddr := testenv.ClickHouseAddr(t)
-	clearEnv(t)
-	t.Setenv("HANDOFF_KAFKA_BROKERS", "")
-	db := testenv.Database(t, testenv.ClickHouse(t), "handoff_ol")
-	topic, olTopic := testenv.Name("handoff_ol"), testenv.Name("openlineage")
-	dir := t.TempDir()
-	contractFile := filepath.Join(dir, "abs.yaml")
+	svc := startServices(t, "handoff_ol")
+	ctx, brokers, chAddr, db, topic := svc.ctx, svc.brokers, svc.chAddr, svc.db, svc.topic
+	olTopic := testenv.Name("openlineage")
+	contractFile := filepath.Join(t.TempDir(), "abs.yaml")
 	os.WriteFile(contractFile, []byte(olContract), 0o644)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	background := func(name string, args ...string) {
-		var errb bytes.Buffer
-		done := make(chan int, 1)
-		go func() { done <- run(ctx, args, strings.NewReader(""), &bytes.Buffer{}, &errb) }()
-		t.Cleanup(func() {
-			cancel()
-			if code := <-done; code != exitOK {
-				t.Errorf("%s exited %d: %s", name, code, errb.String())
-			}
-		})
-	}
-	b := strings.Join(brokers, ",")
-	background("ingest", "ingest", "--kafka-brokers", b, "--topic", topic, "--dlq-topic", topic+".dlq",
-		"--group", topic, "--clickhouse-addr", chAddr, "--clickhouse-database", db, "--metrics-addr", "", "--flush-interval", "200ms")
+	background, b := svc.background, strings.Join(brokers, ",")
 	background("openlineage", "openlineage", "--kafka-brokers", b, "--openlineage-topic", olTopic, "--group", olTopic,
 		"--topic", topic, "--dlq-topic", topic+".dlq", "--contract", contractFile)
 

@@ -28,12 +28,8 @@ import (
 // flag; a small consumer that starts on the flag consumes the batch once;
 // verify passes; a second --apply changes nothing.
 func TestSeedStory(t *testing.T) {
-	brokers := testenv.KafkaBrokers(t)
-	chAddr := testenv.ClickHouseAddr(t)
-	clearEnv(t)
-	t.Setenv("HANDOFF_KAFKA_BROKERS", "")
-	db := testenv.Database(t, testenv.ClickHouse(t), "handoff_story")
-	topic := testenv.Name("handoff_story")
+	svc := startServices(t, "handoff_story")
+	ctx, brokers, chAddr, db, topic := svc.ctx, svc.brokers, svc.chAddr, svc.db, svc.topic
 	root := t.TempDir()
 	src, recv := filepath.Join(root, "producer-out"), filepath.Join(root, "receiver-inbox")
 	for _, d := range []string{src, recv} {
@@ -45,23 +41,7 @@ func TestSeedStory(t *testing.T) {
 	if err := os.WriteFile(contractFile, []byte(storyContract), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
-	// The services' side: the ingester, and a watcher at each end.
-	background := func(name string, args ...string) {
-		var errb bytes.Buffer
-		done := make(chan int, 1)
-		go func() { done <- run(ctx, args, strings.NewReader(""), &bytes.Buffer{}, &errb) }()
-		t.Cleanup(func() {
-			cancel()
-			if code := <-done; code != exitOK {
-				t.Errorf("%s exited %d: %s", name, code, errb.String())
-			}
-		})
-	}
-	background("ingest", "ingest", "--kafka-brokers", strings.Join(brokers, ","), "--topic", topic, "--dlq-topic", topic+".dlq",
-		"--group", topic, "--clickhouse-addr", chAddr, "--clickhouse-database", db, "--metrics-addr", "", "--flush-interval", "200ms")
+	background := svc.background
 	for _, w := range []struct{ role, dir string }{{"producer", src}, {"exchange", recv}} {
 		background("watch "+w.role, "watch", "--role", w.role, "--dir", w.dir, "--contract", contractFile, "--settle", "300ms",
 			"--rescan", "2s", "--kafka-brokers", strings.Join(brokers, ","), "--topic", topic, "--component", w.role+"-watch")
@@ -202,6 +182,45 @@ func TestSeedStory(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("%d signal.restored events stored, want 1", n)
 	}
+}
+
+// liveServices is a test's share of the real Kafka and ClickHouse: its
+// own database and events topic, an ingester storing the one into the
+// other, and commands run in the background until the test ends (each
+// must then exit 0).
+type liveServices struct {
+	t                 *testing.T
+	ctx               context.Context
+	cancel            context.CancelFunc
+	brokers           []string
+	chAddr, db, topic string
+}
+
+func startServices(t *testing.T, prefix string) *liveServices {
+	t.Helper()
+	s := &liveServices{t: t, brokers: testenv.KafkaBrokers(t), chAddr: testenv.ClickHouseAddr(t)}
+	clearEnv(t)
+	t.Setenv("HANDOFF_KAFKA_BROKERS", "")
+	s.db = testenv.Database(t, testenv.ClickHouse(t), prefix)
+	s.topic = testenv.Name(prefix)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	t.Cleanup(s.cancel)
+	s.background("ingest", "ingest", "--kafka-brokers", strings.Join(s.brokers, ","), "--topic", s.topic, "--dlq-topic", s.topic+".dlq",
+		"--group", s.topic, "--clickhouse-addr", s.chAddr, "--clickhouse-database", s.db, "--metrics-addr", "", "--flush-interval", "200ms")
+	return s
+}
+
+// background runs a command until the test ends.
+func (s *liveServices) background(name string, args ...string) {
+	var errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run(s.ctx, args, strings.NewReader(""), &bytes.Buffer{}, &errb) }()
+	s.t.Cleanup(func() {
+		s.cancel()
+		if code := <-done; code != exitOK {
+			s.t.Errorf("%s exited %d: %s", name, code, errb.String())
+		}
+	})
 }
 
 // consumeOnFlag is the consumer: it waits for the batch's flag in dir,
