@@ -120,7 +120,9 @@ func runRestoreSignal(ctx context.Context, args []string, _ io.Reader, stdout, s
 	case !*apply:
 		rep.Outcome = outcomeWouldRestore
 	default:
-		o, err := files.WriteAtomic(cfg.Dir, plan.Signal, plan.Content, 0o644)
+		// The mark tells watchers at the receiver that this signal was
+		// restored (and recorded by signal.restored), not delivered.
+		o, err := files.WriteAtomic(cfg.Dir, plan.Signal, plan.Content, 0o644, remedy.EventID(cfg.key, plan.Signal, plan.Content))
 		if err != nil {
 			return fmt.Errorf("restore %s in %s: %w (nothing recorded)", plan.Signal, cfg.Dir, err)
 		}

@@ -88,6 +88,6 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		err = w.Run(ctx)
 	}
 	st := w.Stats()
-	log.Info("watch: stopped", "emitted", st.Emitted, "ignored_files", st.Ignored, "skipped_from_ledger", st.Skipped, "anomalies", st.Anomalies, "unreadable", st.Unreadable)
+	log.Info("watch: stopped", "emitted", st.Emitted, "ignored_files", st.Ignored, "skipped_from_ledger", st.Skipped, "anomalies", st.Anomalies, "unreadable", st.Unreadable, "restored_signals", st.Restored)
 	return err
 }

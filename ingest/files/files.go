@@ -357,7 +357,11 @@ const (
 // place without replacing anything (renameat2 RENAME_NOREPLACE, or a hard
 // link where that is not supported), then the directory is synced so the
 // name survives a crash. An existing file is never overwritten.
-func WriteAtomic(dir, name string, content []byte, perm os.FileMode) (Outcome, error) {
+//
+// mark, when not empty, is set on the file as the extended attribute
+// MarkAttr before the rename (see Mark): who wrote the file, for watchers
+// that would otherwise take it for a delivery.
+func WriteAtomic(dir, name string, content []byte, perm os.FileMode, mark string) (Outcome, error) {
 	final := filepath.Join(dir, name)
 	if o, done, err := compare(final, content); done || err != nil {
 		return o, err
@@ -375,6 +379,11 @@ func WriteAtomic(dir, name string, content []byte, perm os.FileMode) (Outcome, e
 	if err := tmp.Chmod(perm); err != nil {
 		tmp.Close()
 		return 0, fmt.Errorf("chmod %s: %w", tmpName, err)
+	}
+	if mark != "" {
+		// Best effort: a file system without user extended attributes
+		// just leaves the signal unmarked.
+		_ = setMark(tmp, mark)
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()

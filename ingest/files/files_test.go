@@ -143,18 +143,18 @@ func TestFinalOf(t *testing.T) {
 
 func TestWriteAtomic(t *testing.T) {
 	dir := t.TempDir()
-	o, err := files.WriteAtomic(dir, "x.flag", []byte("m\n"), 0o644)
+	o, err := files.WriteAtomic(dir, "x.flag", []byte("m\n"), 0o644, "")
 	if err != nil || o != files.Written {
 		t.Fatalf("first write: %v %v", o, err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "x.flag")); string(b) != "m\n" {
 		t.Fatalf("content %q", b)
 	}
-	o, err = files.WriteAtomic(dir, "x.flag", []byte("m\n"), 0o644)
+	o, err = files.WriteAtomic(dir, "x.flag", []byte("m\n"), 0o644, "")
 	if err != nil || o != files.Unchanged {
 		t.Fatalf("second write: %v %v, want Unchanged", o, err)
 	}
-	o, err = files.WriteAtomic(dir, "x.flag", []byte("other\n"), 0o644)
+	o, err = files.WriteAtomic(dir, "x.flag", []byte("other\n"), 0o644, "")
 	if err != nil || o != files.Conflict {
 		t.Fatalf("other content: %v %v, want Conflict", o, err)
 	}
@@ -177,7 +177,7 @@ func TestWriteAtomicRace(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			o, err := files.WriteAtomic(dir, "race.flag", nil, 0o644)
+			o, err := files.WriteAtomic(dir, "race.flag", nil, 0o644, "")
 			if err != nil {
 				t.Error(err)
 			}
@@ -197,5 +197,21 @@ func TestWriteAtomicRace(t *testing.T) {
 	}
 	if written != 1 {
 		t.Fatalf("%d writers wrote, want 1", written)
+	}
+}
+
+func TestWriteAtomicMark(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := files.WriteAtomic(dir, "m.flag", nil, 0o644, "id-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := files.WriteAtomic(dir, "plain.flag", nil, 0o644, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := files.Mark(filepath.Join(dir, "m.flag")); got != "id-1" {
+		t.Fatalf("mark %q, want id-1 (a file system without user xattrs fails this: run the tests on one with them)", got)
+	}
+	if got := files.Mark(filepath.Join(dir, "plain.flag")); got != "" {
+		t.Fatalf("unmarked file has mark %q", got)
 	}
 }

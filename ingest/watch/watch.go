@@ -114,6 +114,9 @@ type Stats struct {
 	Anomalies int64
 	// Unreadable counts final files that could not be read.
 	Unreadable int64
+	// Restored counts signals written by restore-signal (marked), which
+	// are not reported: signal.restored recorded them.
+	Restored int64
 }
 
 // Watcher watches one directory tree. Run it once.
@@ -129,7 +132,7 @@ type Watcher struct {
 	sent    map[string]bool // event ids acknowledged (ledger)
 	ledger  *os.File
 
-	ignoredN, emitted, skipped, anomalies, unreadable atomic.Int64
+	ignoredN, emitted, skipped, anomalies, unreadable, restored atomic.Int64
 }
 
 // seen is a file waiting to settle: its last stat and since when it held.
@@ -181,7 +184,7 @@ func New(cfg Config, sink Sink) (*Watcher, error) {
 // Stats returns the counts so far; safe to call while Run runs.
 func (w *Watcher) Stats() Stats {
 	return Stats{Ignored: w.ignoredN.Load(), Emitted: w.emitted.Load(), Skipped: w.skipped.Load(),
-		Anomalies: w.anomalies.Load(), Unreadable: w.unreadable.Load()}
+		Anomalies: w.anomalies.Load(), Unreadable: w.unreadable.Load(), Restored: w.restored.Load()}
 }
 
 // Run watches until ctx ends, then returns nil (or the first error that
@@ -334,11 +337,14 @@ func (w *Watcher) note(path string, now time.Time) {
 		return
 	}
 	if final, ok := files.FinalOf(name); ok {
-		if _, _, kind := w.match(final); kind == contract.NameArtifact {
+		switch _, _, kind := w.match(final); kind {
+		case contract.NameArtifact:
 			if w.cfg.Role == Producer {
 				w.pending[path] = &seen{key: fk, since: now.Add(-w.cfg.Settle)} // staged: no need to settle
 			}
 			return
+		case contract.NameSignal:
+			return // a signal being written: reported once it has its name
 		}
 	}
 	w.ignored[path] = true
@@ -463,6 +469,13 @@ func (w *Watcher) events(ctx context.Context, path string) []model.Event {
 		e.Rows, e.HasRows, e.Bytes, e.HasBytes, e.Checksum = f.Rows, true, f.Size, true, f.Checksum
 		e.Attrs["location"] = rel
 		return []model.Event{e}
+	}
+	if id := files.Mark(path); id != "" {
+		// Written by restore-signal, which recorded it as signal.restored
+		// (this id): not a delivery.
+		w.restored.Add(1)
+		w.log.Info("watch: a restored signal, already recorded", "file", path, "signal_restored", id)
+		return nil
 	}
 	content, err := os.ReadFile(path)
 	if err != nil || len(content) > manifest.MaxSize {

@@ -140,8 +140,14 @@ func TestWatchProducer(t *testing.T) {
 	}
 	write(t, filepath.Join(dir, "account_balance_snapshot_20260930.flag"), "")
 	write(t, filepath.Join(dir, "README.md"), "not a batch")
-	waitFor(t, 10*time.Second, "finalized and published", func() bool {
-		return len(s.of(model.ArtifactFinalized)) == 1 && len(s.of(model.SignalPublished)) == 1
+	// A signal restore-signal wrote (marked) is not reported, nor is a
+	// signal still under its temporary name.
+	if _, err := files.WriteAtomic(dir, "account_balance_snapshot_20260929.flag", nil, 0o644, "restored-id"); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, ".account_balance_snapshot_20261001.flag.tmp-123456"), "")
+	waitFor(t, 10*time.Second, "finalized, published, and the restored signal seen", func() bool {
+		return len(s.of(model.ArtifactFinalized)) == 1 && len(s.of(model.SignalPublished)) == 1 && w.Stats().Restored == 1
 	})
 	stop()
 
@@ -157,8 +163,8 @@ func TestWatchProducer(t *testing.T) {
 	if st := s.of(model.ArtifactStaged)[0]; st.Object != "account_balance_snapshot_20260930.csv.tmp" {
 		t.Fatalf("artifact.staged names %q", st.Object)
 	}
-	if got := w.Stats(); got.Ignored != 1 || got.Emitted != 3 {
-		t.Fatalf("stats %+v, want 1 ignored (README.md), 3 emitted", got)
+	if got := w.Stats(); got.Ignored != 1 || got.Emitted != 3 || got.Restored != 1 {
+		t.Fatalf("stats %+v, want 1 ignored (README.md), 3 emitted, 1 restored", got)
 	}
 	for id, n := range s.byID {
 		if n != 1 {
