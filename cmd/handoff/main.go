@@ -6,6 +6,10 @@
 //	handoff ingest   [flags]   Kafka -> ClickHouse
 //	handoff emit     [flags]   publish delivery events
 //	handoff broker   [flags]   embedded Kafka-protocol broker for the demo
+//	handoff restore-signal --batch KEY --dir DIR --contract F [--apply --reason R]   the seed case's fix
+//	handoff verify   --batch KEY --dir DIR --contract F [--wait D]   end-to-end checks after a fix
+//	handoff watch    --role R --dir DIR --contract F   files -> boundary events
+//	handoff openlineage --contract F (--kafka-brokers B | --file F)   OpenLineage run events in
 //
 // Run "handoff COMMAND -h" for a command's flags (printed on standard
 // error, exit 0). Deployment settings (addresses, topics, tuning) also read
