@@ -243,7 +243,15 @@ func (w *Watcher) Run(ctx context.Context) error {
 				if ctx.Err() != nil {
 					return nil
 				}
-				return err
+				// Kafka down: the files stay pending and are tried again
+				// at the next tick; nothing counts as reported until
+				// acknowledged. Wait a settle window before trying again.
+				w.log.Warn("watch: events not acknowledged, retrying", "err", err)
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(w.cfg.Settle):
+				}
 			}
 		case now := <-rescan.C:
 			if _, err := os.Stat(w.cfg.Dir); err != nil {
@@ -294,16 +302,33 @@ func (w *Watcher) addTree(fw *fsnotify.Watcher, root string) error {
 	})
 }
 
-// scan notes every file of the tree.
-func (w *Watcher) scan(now time.Time) { w.scanDir(w.cfg.Dir, now) }
+// scan notes every file of the tree, and forgets the files that are gone,
+// so that a long-running watcher's memory follows the directory, not its
+// history.
+func (w *Watcher) scan(now time.Time) {
+	present := w.scanDir(w.cfg.Dir, now)
+	for path := range w.done {
+		if !present[path] {
+			delete(w.done, path)
+		}
+	}
+	for path := range w.ignored {
+		if !present[path] {
+			delete(w.ignored, path)
+		}
+	}
+}
 
-func (w *Watcher) scanDir(root string, now time.Time) {
+func (w *Watcher) scanDir(root string, now time.Time) map[string]bool {
+	present := map[string]bool{}
 	_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
+			present[path] = true
 			w.note(path, now)
 		}
 		return nil
 	})
+	return present
 }
 
 // match reads a name into its batch through the contracts.

@@ -317,3 +317,44 @@ func TestWatchConfig(t *testing.T) {
 		t.Errorf("no templates: %v", err)
 	}
 }
+
+// flaky fails its first sends, as Kafka does while it is down.
+type flaky struct {
+	*sink
+	mu    sync.Mutex
+	fails int
+}
+
+func (f *flaky) Send(ctx context.Context, events []model.Event) error {
+	f.mu.Lock()
+	if f.fails > 0 {
+		f.fails--
+		f.mu.Unlock()
+		return fmt.Errorf("kafka: not acknowledged")
+	}
+	f.mu.Unlock()
+	return f.sink.Send(ctx, events)
+}
+
+// TestWatchSinkDown: while the sink fails, the watcher keeps running and
+// the files pending; once it acknowledges, each event arrives once.
+func TestWatchSinkDown(t *testing.T) {
+	dir := t.TempDir()
+	f := &flaky{sink: newSink(), fails: 3}
+	w, stop := start(t, watch.Config{Role: watch.Exchange, Dir: dir, Contracts: contracts(t), Settle: 50 * time.Millisecond}, f)
+	write(t, filepath.Join(dir, "account_balance_snapshot_20260930.csv"), "h\n1\n")
+	write(t, filepath.Join(dir, "account_balance_snapshot_20260930.flag"), "")
+	waitFor(t, 10*time.Second, "both events after the outage", func() bool { return len(f.snapshot()) == 2 })
+	stop()
+	f.mu.Lock()
+	left := f.fails
+	f.mu.Unlock()
+	if left != 0 || w.Stats().Emitted != 2 {
+		t.Fatalf("fails left %d, stats %+v", left, w.Stats())
+	}
+	for id, n := range f.byID {
+		if n != 1 {
+			t.Fatalf("event %s sent %d times", id, n)
+		}
+	}
+}
