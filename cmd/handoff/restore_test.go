@@ -312,7 +312,7 @@ func TestRestoreSignalRefusesGrowingFile(t *testing.T) {
 			}
 		}
 	}()
-	code, o, errOut := rc.restore(t, "--apply", "--reason", "test", "--settle", "300ms")
+	code, o, errOut := rc.restore(t, "--apply", "--reason", "test", "--settle", "1s")
 	close(stop)
 	<-done
 	if code != exitNotDelivered || o.Outcome != outcomeRefused || !slices.Contains(o.unproven(), "artifact_at_receiver") {

@@ -245,7 +245,7 @@ func TestWatchThousandsWithRestart(t *testing.T) {
 func TestWatchSlowInPlaceCopier(t *testing.T) {
 	dir := t.TempDir()
 	s := newSink()
-	_, stop := start(t, watch.Config{Role: watch.Exchange, Dir: dir, Contracts: contracts(t), Settle: 400 * time.Millisecond}, s)
+	_, stop := start(t, watch.Config{Role: watch.Exchange, Dir: dir, Contracts: contracts(t), Settle: time.Second}, s)
 	path := filepath.Join(dir, "account_balance_snapshot_20260930.csv")
 	f, err := os.Create(path)
 	if err != nil {
