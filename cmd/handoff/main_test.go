@@ -23,7 +23,7 @@ var commandFlags = map[string][]string{
 		"apply", "reason", "kafka-brokers", "topic", "timeout"},
 	"openlineage": {"file", "contract", "kafka-brokers", "openlineage-topic", "group", "topic", "dlq-topic", "timeout", "print"},
 	"watch":       {"role", "dir", "contract", "settle", "rescan", "component", "ledger", "once", "kafka-brokers", "topic", "timeout", "log-level"},
-	"verify":      {"batch", "dir", "contract", "events", "clickhouse", "database", "as-of", "format", "settle", "wait", "poll"},
+	"verify":      {"batch", "dir", "contract", "events", "clickhouse", "database", "as-of", "format", "wait", "poll"},
 }
 
 // TestCommandHelp checks -h of every command as the README documents it:

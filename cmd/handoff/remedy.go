@@ -45,8 +45,9 @@ type remedyConfig struct {
 	asOf time.Time // zero: now, read at each evaluation
 }
 
-// remedyFlags declares the shared flags on fs.
-func remedyFlags(fs *flag.FlagSet, cfg *remedyConfig) {
+// remedyFlags declares the shared flags on fs; settle, when the command
+// needs the data file to hold still (restore-signal).
+func remedyFlags(fs *flag.FlagSet, cfg *remedyConfig, settle bool) {
 	fs.StringVar(&cfg.Batch, "batch", "", "the batch, pipeline/business_date/batch_id (required)")
 	fs.StringVar(&cfg.Dir, "dir", "", "the receiver directory holding the batch's data file and signal (required)")
 	fs.StringVar(&cfg.Contracts, "contract", cfg.Contracts, "delivery contract file, or a directory of them (required; env HANDOFF_CONTRACTS)")
@@ -55,7 +56,9 @@ func remedyFlags(fs *flag.FlagSet, cfg *remedyConfig) {
 	fs.StringVar(&cfg.Database, "database", cfg.Database, "ClickHouse database of handoff's tables (env HANDOFF_CLICKHOUSE_DATABASE)")
 	fs.StringVar(&cfg.AsOf, "as-of", "", "evaluate as of this RFC 3339 time; default: now")
 	fs.StringVar(&cfg.Format, "format", "text", "output format, text or json")
-	fs.DurationVar(&cfg.Settle, "settle", 2*time.Second, "the data file must keep its size and modification time this long to count as final (0: do not wait)")
+	if settle {
+		fs.DurationVar(&cfg.Settle, "settle", 2*time.Second, "the data file must keep its size and modification time this long to count as final (0: do not wait)")
+	}
 }
 
 // check validates the shared flags before anything is read.

@@ -56,5 +56,5 @@ func TestRemedyTextGolden(t *testing.T) {
 		t.Fatalf("apply: %d %+v %s", code, o, errOut)
 	}
 	// As of now: the restore was recorded now, after the dry run's as-of.
-	golden(t, "verify-not-consumed.txt", text("verify", "--batch", storyBatch, "--dir", rc.recv, "--contract", rc.contract, "--events", rc.events, "--settle", "0"))
+	golden(t, "verify-not-consumed.txt", text("verify", "--batch", storyBatch, "--dir", rc.recv, "--contract", rc.contract, "--events", rc.events))
 }

@@ -30,8 +30,11 @@ const (
 // restoreReport is restore-signal's JSON output.
 type restoreReport struct {
 	remedy.Plan
-	Dir     string `json:"dir"`
-	Apply   bool   `json:"apply"`
+	Dir   string `json:"dir"`
+	Apply bool   `json:"apply"`
+	// Content is what the signal holds (or would hold): "" for an empty
+	// signal, else the manifest.
+	Content string `json:"content"`
 	Outcome string `json:"outcome"`
 	// EventID is the id of the signal.restored event recorded ("" when
 	// none was).
@@ -52,7 +55,7 @@ func runRestoreSignal(ctx context.Context, args []string, _ io.Reader, stdout, s
 	}
 	fs := flag.NewFlagSet("handoff restore-signal", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	remedyFlags(fs, &cfg)
+	remedyFlags(fs, &cfg, true)
 	apply := fs.Bool("apply", false, "write the signal when every precondition is proven (default: dry run)")
 	reason := fs.String("reason", "", "why the signal is restored, recorded in signal.restored (required with --apply)")
 	brokers := fs.String("kafka-brokers", strings.Join(ev.Brokers, ","), "record signal.restored on Kafka at host:port[,...] (env HANDOFF_KAFKA_BROKERS); without it, --apply appends the event to the --events file")
@@ -110,7 +113,7 @@ func runRestoreSignal(ctx context.Context, args []string, _ io.Reader, stdout, s
 		return err
 	}
 	plan := remedy.Restore(&d, c, facts)
-	rep := restoreReport{Plan: plan, Dir: cfg.Dir, Apply: *apply}
+	rep := restoreReport{Plan: plan, Dir: cfg.Dir, Apply: *apply, Content: string(plan.Content)}
 	var code int
 	switch {
 	case plan.InPlace:
@@ -163,7 +166,11 @@ func printRestore(w io.Writer, r *restoreReport, format string) error {
 		mode = "apply"
 	}
 	fmt.Fprintf(bw, "restore-signal %s (%s)\n", r.Batch, mode)
-	fmt.Fprintf(bw, "  receiver  %s\n  data file %s\n  signal    %s\n", r.Dir, r.Artifact, r.Signal)
+	content := "empty"
+	if r.Content != "" {
+		content = strings.TrimSpace(r.Content)
+	}
+	fmt.Fprintf(bw, "  receiver  %s\n  data file %s\n  signal    %s\n  content   %s\n", r.Dir, r.Artifact, r.Signal, content)
 	printResults(bw, "PRECONDITIONS (artifact first, signal last)", r.Preconditions, "proven", "NOT PROVEN")
 	fmt.Fprintln(bw, "RESULT")
 	switch r.Outcome {

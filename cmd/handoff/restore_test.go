@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/model/manifest"
 )
 
 const (
@@ -398,7 +399,7 @@ func TestVerifyFromFile(t *testing.T) {
 	verify := func() (int, verifyOut) {
 		var out, errb bytes.Buffer
 		code := run(context.Background(), []string{"verify", "--batch", storyBatch, "--dir", rc.recv, "--contract", rc.contract,
-			"--events", rc.events, "--format", "json", "--settle", "0"}, strings.NewReader(""), &out, &errb)
+			"--events", rc.events, "--format", "json"}, strings.NewReader(""), &out, &errb)
 		var o verifyOut
 		if err := json.Unmarshal(out.Bytes(), &o); err != nil {
 			t.Fatalf("verify output %q (%s): %v", out.String(), errb.String(), err)
@@ -424,5 +425,35 @@ func TestVerifyFromFile(t *testing.T) {
 	code, o = verify()
 	if code != exitOK || !o.Passed || len(o.Checks) != 7 {
 		t.Fatalf("verify after consumption: exit %d, %+v", code, o)
+	}
+}
+
+// TestRestoreSignalManifest: a contract whose signal carries a manifest
+// gets one describing the verified file; the second apply finds it in
+// place.
+func TestRestoreSignalManifest(t *testing.T) {
+	rc := newRestoreCase(t)
+	if err := os.WriteFile(rc.contract, []byte(storyContract+"signal_content: manifest\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rc.writeEvents(t)
+	code, o, errOut := rc.restore(t, "--apply", "--reason", "r")
+	if code != exitOK || o.Outcome != outcomeRestored {
+		t.Fatalf("apply: exit %d, %+v, %s", code, o, errOut)
+	}
+	b, err := os.ReadFile(filepath.Join(rc.recv, storyFlag))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := manifest.Parse(b)
+	if err != nil {
+		t.Fatalf("signal %q: %v", b, err)
+	}
+	f, ok := m.File(storyData)
+	if m.Key.String() != storyBatch || m.Rows != 500 || !ok || f.Checksum != sha(rc.data) || f.Bytes != int64(len(rc.data)) {
+		t.Fatalf("manifest %+v", m)
+	}
+	if code, o, _ := rc.restore(t, "--apply", "--reason", "again"); code != exitOK || o.Outcome != outcomeInPlace {
+		t.Fatalf("second apply: exit %d, %+v", code, o)
 	}
 }

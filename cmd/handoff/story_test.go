@@ -151,7 +151,7 @@ func TestSeedStory(t *testing.T) {
 	// verify waits for the consumption to be stored, then checks it all.
 	var out, errb bytes.Buffer
 	code = run(ctx, []string{"verify", "--batch", storyBatch, "--dir", recv, "--contract", contractFile, "--clickhouse", chAddr,
-		"--database", db, "--format", "json", "--wait", "60s", "--poll", "300ms", "--settle", "0"}, strings.NewReader(""), &out, &errb)
+		"--database", db, "--format", "json", "--wait", "60s", "--poll", "300ms"}, strings.NewReader(""), &out, &errb)
 	var v verifyOut
 	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
 		t.Fatalf("verify: exit %d, %q: %v; %s", code, out.String(), err, errb.String())

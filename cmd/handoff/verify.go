@@ -30,7 +30,7 @@ func runVerify(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	}
 	fs := flag.NewFlagSet("handoff verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	remedyFlags(fs, &cfg)
+	remedyFlags(fs, &cfg, false)
 	wait := fs.Duration("wait", 0, "wait up to this long for the consumer to consume the batch, re-reading the events (0: check once)")
 	poll := fs.Duration("poll", 2*time.Second, "with --wait: how often to re-read the events")
 	fs.Usage = func() {
