@@ -24,6 +24,11 @@ var commandFlags = map[string][]string{
 	"detect": {"kafka-brokers", "topic", "findings-topic", "group", "ingest-group", "results-group", "clickhouse-addr",
 		"clickhouse-database", "clickhouse-user", "clickhouse-password", "contract", "expect-from", "retain-days", "tick",
 		"heartbeat", "instance", "session-timeout", "metrics-addr", "log-level", "log-format"},
+	"restore-signal": {"batch", "dir", "contract", "events", "clickhouse", "database", "as-of", "format", "settle",
+		"apply", "reason", "kafka-brokers", "topic", "timeout"},
+	"openlineage": {"file", "contract", "kafka-brokers", "openlineage-topic", "group", "topic", "dlq-topic", "timeout", "print"},
+	"watch":       {"role", "dir", "contract", "settle", "rescan", "component", "ledger", "once", "kafka-brokers", "topic", "timeout", "log-level"},
+	"verify":      {"batch", "dir", "contract", "events", "clickhouse", "database", "as-of", "format", "wait", "poll"},
 }
 
 // TestCommandHelp checks -h of every command as the README documents it:
