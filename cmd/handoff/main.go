@@ -96,6 +96,7 @@ func commands() []command {
 			return runIngest(ctx, args, stdout, stderr)
 		}},
 		{"emit", "publish delivery events to Kafka (from flags or JSON lines)", runEmit},
+		{"backfill", "diagnose every stored batch of a range of dates and publish the diagnoses", runBackfill},
 		{"broker", "run the embedded Kafka-protocol broker (demo default)", runBroker},
 	}
 }

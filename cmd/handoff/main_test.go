@@ -19,6 +19,8 @@ var commandFlags = map[string][]string{
 	"emit": {"kafka-brokers", "topic", "timeout", "stdin", "type", "pipeline", "business-date", "batch-id", "system",
 		"component", "object", "rows", "bytes", "checksum", "attempt", "error", "event-id", "time", "attr"},
 	"broker": {"port", "data-dir", "partitions"},
+	"backfill": {"from", "to", "pipeline", "as-of", "contract", "publish", "dry-run", "format", "clickhouse-addr",
+		"clickhouse-database", "kafka-brokers", "diagnoses-topic", "workers", "unit-rows", "progress-interval"},
 }
 
 // TestCommandHelp checks -h of every command as the README documents it:
