@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -74,6 +75,7 @@ func backfillCmd(ctx context.Context, args []string, stdout, stderr io.Writer, n
 		publish, dry   bool
 		brokers        = strings.Join(cfg.Brokers, ",")
 		progressEveryF time.Duration
+		cpuProfile     string
 	)
 	fs := flag.NewFlagSet("handoff backfill", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -90,8 +92,9 @@ func backfillCmd(ctx context.Context, args []string, stdout, stderr io.Writer, n
 	fs.StringVar(&brokers, "kafka-brokers", brokers, "Kafka brokers host:port[,...] (env HANDOFF_KAFKA_BROKERS); empty: do not publish")
 	fs.StringVar(&cfg.Topic, "diagnoses-topic", cfg.Topic, "topic the diagnoses are published to (env HANDOFF_DIAGNOSES_TOPIC)")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "pipelines folded in parallel (env HANDOFF_BACKFILL_WORKERS); default: the number of CPUs")
-	fs.IntVar(&cfg.UnitRows, "unit-rows", cfg.UnitRows, "most stored rows one read query covers (env HANDOFF_BACKFILL_UNIT_ROWS); default 200000")
+	fs.IntVar(&cfg.UnitRows, "unit-rows", cfg.UnitRows, "most stored rows one read query covers (env HANDOFF_BACKFILL_UNIT_ROWS); default 50000")
 	fs.DurationVar(&progressEveryF, "progress-interval", 0, "how often progress is drawn: default 200ms on a terminal, 10s otherwise")
+	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: handoff backfill --from DATE --to DATE [--pipeline P ...] [--as-of T] [--contract PATH] [--publish|--dry-run] [--format text|json]")
 		fmt.Fprintln(stderr, "\nDiagnose every stored batch of a range of business dates from ClickHouse as of one time, the same way")
@@ -151,6 +154,9 @@ func backfillCmd(ctx context.Context, args []string, stdout, stderr io.Writer, n
 		return usageError("--unit-rows %d: want a positive number (0: the default)", cfg.UnitRows)
 	}
 	bc.UnitRows = cfg.UnitRows
+	if bc.UnitRows == 0 {
+		bc.UnitRows = backfill.DefaultUnitRows
+	}
 	if publish && dry {
 		return usageError("--publish and --dry-run are exclusive")
 	}
@@ -188,6 +194,7 @@ func backfillCmd(ctx context.Context, args []string, stdout, stderr io.Writer, n
 	if err != nil {
 		return usageError("--clickhouse-database: %v", err)
 	}
+	st.WindowRows = bc.UnitRows // a large pipeline is read in windows of the same size
 	var pub *backfill.Publisher
 	if publish {
 		pub, err = backfill.NewPublisher(ctx, backfill.KafkaConfig{Brokers: bl, Topic: cfg.Topic, Partitions: cfg.Partitions})
@@ -197,6 +204,17 @@ func backfillCmd(ctx context.Context, args []string, stdout, stderr io.Writer, n
 		defer pub.Close()
 	}
 	defer gcDefaults(backfillGCPercent, backfillMemoryLimit)()
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return usageError("--cpuprofile: %v", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	isTerm := false
 	if terminal != nil {

@@ -65,9 +65,15 @@ type Config struct {
 	// Workers fold units in parallel; zero: GOMAXPROCS.
 	Workers int
 	// UnitRows is the most stored rows one read covers; zero:
-	// store.DefaultWindowRows.
+	// DefaultUnitRows.
 	UnitRows int
 }
+
+// DefaultUnitRows is the default Config.UnitRows. A unit's rows are held
+// while its query streams (and the server sorts a unit in memory): 200,000
+// rows a unit took the peak RSS of a year of 100 pipelines to 330 MiB,
+// 50,000 to 170 MiB, at the same speed on two cores (2026-11-30).
+const DefaultUnitRows = 50_000
 
 // Plan is what the census found, before anything is folded.
 type Plan struct {
@@ -148,7 +154,7 @@ func Run(ctx context.Context, r Reader, cfg Config, hooks Hooks) (*Summary, erro
 		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
 	if cfg.UnitRows <= 0 {
-		cfg.UnitRows = store.DefaultWindowRows
+		cfg.UnitRows = DefaultUnitRows
 	}
 	asOf := cfg.AsOf.UTC().Truncate(time.Millisecond)
 	started := time.Now()

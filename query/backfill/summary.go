@@ -117,9 +117,9 @@ func (s *Summary) WriteText(w io.Writer, from, to model.Date, asOf time.Time, to
 		rate = float64(s.Events) / s.Took.Seconds()
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "backfill: %s..%s as of %s: %s pipelines, %s batches, %s events in %.1fs (%s events/s)",
-		from, to, asOf.UTC().Format("2006-01-02T15:04:05.000Z"), progress.Thousands(int64(s.Pipelines)),
-		progress.Thousands(int64(s.Batches)), progress.Thousands(s.Events), s.Took.Seconds(), progress.Thousands(int64(rate+0.5)))
+	fmt.Fprintf(&b, "backfill: %s..%s as of %s: %s, %s, %s in %.1fs (%s events/s)",
+		from, to, asOf.UTC().Format("2006-01-02T15:04:05.000Z"), plural(int64(s.Pipelines), "pipeline", "pipelines"),
+		plural(int64(s.Batches), "batch", "batches"), plural(s.Events, "event", "events"), s.Took.Seconds(), progress.Thousands(int64(rate+0.5)))
 	if s.Published > 0 {
 		fmt.Fprintf(&b, ", %s diagnoses published", progress.Thousands(int64(s.Published)))
 	}
@@ -148,6 +148,14 @@ func (s *Summary) WriteText(w io.Writer, from, to model.Date, asOf time.Time, to
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// plural writes n (with thousands separators) and the word for it.
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return progress.Thousands(n) + " " + many
 }
 
 func orNone(parts []string) string {

@@ -355,8 +355,15 @@ func (s *Store) Census(ctx context.Context, f CensusFilter) ([]PipelineRows, err
 
 // EachBatchEvent streams the batch events of pipelines with business dates
 // in [from, to] to fn in the table's sort key order (pipeline, business
-// date, batch id, event id), each event_id once, in one query: the caller
-// sizes the read (Census counts it); EachEvent windows one pipeline.
+// date, batch id, event id), each event_id once. It reads them in one
+// query and holds them all: the caller sizes the read (Census counts it;
+// EachEvent windows one pipeline).
+//
+// The rows are sorted here, not by the server: on 18.16 an ORDER BY of
+// these columns took three times as long as the read itself (0.68 s
+// against 0.21 s for 49,000 rows of twelve pipelines), and the server's
+// cores are the ones the fold needs; sorting the row indices in Go costs
+// a few milliseconds.
 func (s *Store) EachBatchEvent(ctx context.Context, pipelines []string, from, to model.Date, fn func(model.Event) error) error {
 	if len(pipelines) == 0 {
 		return nil
@@ -366,10 +373,57 @@ func (s *Store) EachBatchEvent(ctx context.Context, pipelines []string, from, to
 	w.add("batch_id != ''")
 	w.add("business_date >= toDate(?)", from.String())
 	w.add("business_date <= toDate(?)", to.String())
-	q := query{sql: "SELECT " + selectColumns + " FROM " + s.db + ".events WHERE " + w.String() +
-		" ORDER BY pipeline, business_date, batch_id, event_id", args: w.args}
-	var prev rowKey
-	return s.each(ctx, q, &prev, fn)
+	q := query{sql: "SELECT " + selectColumns + " FROM " + s.db + ".events WHERE " + w.String(), args: w.args}
+	// The rows are kept in blocks: one growing slice of events copied
+	// itself over and over (a fifth of the CPU of a backfill).
+	const block = 4096
+	var (
+		blocks [][]model.Event
+		n      int
+		prev   rowKey
+	)
+	if err := s.each(ctx, q, &prev, func(e model.Event) error {
+		if n%block == 0 {
+			blocks = append(blocks, make([]model.Event, 0, block))
+		}
+		blocks[len(blocks)-1] = append(blocks[len(blocks)-1], e)
+		n++
+		return nil
+	}); err != nil {
+		return err
+	}
+	at := func(i int32) *model.Event { return &blocks[i/block][i%block] }
+	order := make([]int32, n)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return compareRows(at(a), at(b)) })
+	var last *model.Event
+	for _, i := range order {
+		e := at(i)
+		if last != nil && compareRows(last, e) == 0 {
+			continue // a copy merges have not collapsed yet
+		}
+		last = e
+		if err := fn(*e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compareRows orders events as the table's sort key does.
+func compareRows(a, b *model.Event) int {
+	if c := strings.Compare(a.Pipeline, b.Pipeline); c != 0 {
+		return c
+	}
+	if c := a.BusinessDate.Compare(b.BusinessDate); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.BatchID, b.BatchID); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
 }
 
 // LatestHeartbeats returns the latest heartbeat of each process (pipeline,
