@@ -124,21 +124,14 @@ func backfillCmd(ctx context.Context, args []string, stdout, stderr io.Writer, n
 	if bc.To.Compare(bc.From) < 0 {
 		return usageError("--to %s is before --from %s", bc.To, bc.From)
 	}
-	switch cfg.Format {
-	case "":
-		cfg.Format = "text"
-	case "text", "json":
-	default:
-		return usageError("--format %q: want text or json", cfg.Format)
+	if err := checkFormat(&cfg.Format); err != nil {
+		return err
 	}
-	bc.AsOf = now
-	if cfg.AsOf != "" {
-		t, err := time.Parse(time.RFC3339Nano, cfg.AsOf)
-		if err != nil {
-			return usageError("--as-of %q: want an RFC 3339 time such as 2026-10-03T00:00:00Z", cfg.AsOf)
-		}
-		bc.AsOf = t
+	asOf, err := parseAsOf(cfg.AsOf, now)
+	if err != nil {
+		return err
 	}
+	bc.AsOf = asOf
 	bc.AsOf = bc.AsOf.UTC().Truncate(time.Millisecond)
 	for _, p := range pipelines {
 		if strings.TrimSpace(p) == "" {
