@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 // memReader is a Reader over events in memory, in the store's order.
 type memReader struct {
 	events []model.Event // sorted by pipeline, business date, batch id, event id
-	reads  int
+	reads  atomic.Int64  // workers read concurrently
 }
 
 func (m *memReader) Census(_ context.Context, f store.CensusFilter) ([]store.PipelineRows, error) {
@@ -42,7 +43,7 @@ func (m *memReader) LatestHeartbeats(context.Context, []string, time.Time) ([]mo
 }
 
 func (m *memReader) EachBatchEvent(ctx context.Context, pipelines []string, from, to model.Date, fn func(model.Event) error) error {
-	m.reads++
+	m.reads.Add(1)
 	for _, e := range m.events {
 		if !slices.Contains(pipelines, e.Pipeline) || e.BusinessDate.Compare(from) < 0 || e.BusinessDate.Compare(to) > 0 {
 			continue
@@ -106,8 +107,8 @@ func TestRunHandsOverInKeyOrder(t *testing.T) {
 	if keys[0] != "p00/2026-09-05/20260905" || keys[len(keys)-1] != "p16/2026-09-20/20260920" {
 		t.Fatalf("first %s, last %s", keys[0], keys[len(keys)-1])
 	}
-	if r.reads < 17 {
-		t.Fatalf("%d reads: units of 25 rows should read each 20-day pipeline alone", r.reads)
+	if n := r.reads.Load(); n < 17 {
+		t.Fatalf("%d reads: units of 25 rows should read each 20-day pipeline alone", n)
 	}
 }
 
