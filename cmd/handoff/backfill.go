@@ -188,6 +188,7 @@ func backfillCmd(ctx context.Context, args []string, stdout, stderr io.Writer, n
 		return usageError("--clickhouse-database: %v", err)
 	}
 	st.WindowRows = bc.UnitRows // a large pipeline is read in windows of the same size
+	st.ReplayOnly = true        // a diagnosis reads neither spec nor attrs
 	var pub *backfill.Publisher
 	if publish {
 		pub, err = backfill.NewPublisher(ctx, backfill.KafkaConfig{Brokers: bl, Topic: cfg.Topic, Partitions: cfg.Partitions})
