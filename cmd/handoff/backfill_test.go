@@ -278,6 +278,7 @@ func wantSummary(t *testing.T, ds []json.RawMessage) (status, verdict string, br
 // diagnoses say; and that progress, on a standard error that is not a
 // terminal, is plain lines ending at 100%.
 func TestBackfillEqualsDiagnose(t *testing.T) {
+	testenv.Integration(t)
 	clearEnv(t)
 	t.Setenv("HANDOFF_KAFKA_BROKERS", "")
 	contracts := backfillContracts(t)
@@ -383,8 +384,8 @@ func bytesOf(raw []json.RawMessage) [][]byte {
 // every batch exactly once, with the diagnosis JSON that diagnose over a
 // file gives, byte for byte.
 func TestBackfillPublishesOnce(t *testing.T) {
-	clearEnv(t)
 	brokers := testenv.KafkaBrokers(t)
+	clearEnv(t)
 	contracts := backfillContracts(t)
 	events := genBackfillHistory(t)
 	file := writeEvents(t, events)
@@ -490,5 +491,43 @@ func TestBackfillPublishesOnce(t *testing.T) {
 	}
 	if i != len(want) {
 		t.Fatalf("%d batches stored, want %d", i, len(want))
+	}
+}
+
+// TestBackfillUsage: every bad flag or value is exit 2 naming the flag,
+// before anything is read (no services needed: nothing connects).
+func TestBackfillUsage(t *testing.T) {
+	clearEnv(t)
+	for _, k := range []string{"HANDOFF_KAFKA_BROKERS", "HANDOFF_CLICKHOUSE_ADDR", "HANDOFF_CLICKHOUSE_DATABASE", "HANDOFF_DIAGNOSES_TOPIC"} {
+		t.Setenv(k, "")
+	}
+	ok := []string{"--from", "2026-09-01", "--to", "2026-09-30", "--clickhouse-addr", "127.0.0.1:1"}
+	tests := []struct {
+		name string
+		args []string
+		say  string
+	}{
+		{"no from", []string{"--to", "2026-09-30", "--clickhouse-addr", "x:1"}, "--from DATE is required"},
+		{"bad to", []string{"--from", "2026-09-01", "--to", "2026-13-01"}, `--to "2026-13-01"`},
+		{"to before from", []string{"--from", "2026-09-02", "--to", "2026-09-01"}, "--to 2026-09-01 is before --from 2026-09-02"},
+		{"format", append(slices.Clone(ok), "--format", "yaml"), `--format "yaml"`},
+		{"as-of", append(slices.Clone(ok), "--as-of", "yesterday"), `--as-of "yesterday"`},
+		{"publish and dry run", append(slices.Clone(ok), "--publish", "--dry-run"), "--publish and --dry-run are exclusive"},
+		{"publish without Kafka", append(slices.Clone(ok), "--publish"), "--publish needs Kafka"},
+		{"empty topic", append(slices.Clone(ok), "--kafka-brokers", "127.0.0.1:1", "--diagnoses-topic", ""), "--diagnoses-topic"},
+		{"no ClickHouse", []string{"--from", "2026-09-01", "--to", "2026-09-30"}, "--clickhouse-addr is required"},
+		{"database", append(slices.Clone(ok), "--clickhouse-database", "x; DROP"), "--clickhouse-database"},
+		{"workers", append(slices.Clone(ok), "--workers", "-1"), "--workers -1"},
+		{"unit rows", append(slices.Clone(ok), "--unit-rows", "-5"), "--unit-rows -5"},
+		{"empty pipeline", append(slices.Clone(ok), "--pipeline", " "), "--pipeline: empty name"},
+		{"contract", append(slices.Clone(ok), "--contract", "/no/such/dir"), "--contract"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runBackfillCmd(t, tt.args...)
+			if code != exitUsage || !strings.Contains(errOut, tt.say) || out != "" {
+				t.Fatalf("exit %d, want %d; stderr %q should say %q; stdout %q", code, exitUsage, errOut, tt.say, out)
+			}
+		})
 	}
 }
