@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/handoff-dev/handoff/ingest/schema"
 	"github.com/handoff-dev/handoff/ingest/sink"
 	"github.com/handoff-dev/handoff/internal/testenv"
@@ -16,17 +18,7 @@ import (
 )
 
 func TestStoreRoundTrip(t *testing.T) {
-	conn := testenv.ClickHouse(t)
-	db := testenv.Database(t, conn, "store_test")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := schema.Ensure(ctx, conn, db); err != nil {
-		t.Fatal(err)
-	}
-	s, err := sink.New(conn, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, conn, db, s := newDatabase(t, "store_test")
 	events := testenv.Events(3000, "pipe.roundtrip", 1)
 	// Insert everything twice, in two different orders: reads must show
 	// each event once.
@@ -185,17 +177,7 @@ func assertSameSet(t *testing.T, got, want []model.Event) {
 // every row at each process's latest time up to the as-of time, and no
 // earlier or later one.
 func TestCensusBatchEventsAndHeartbeats(t *testing.T) {
-	conn := testenv.ClickHouse(t)
-	db := testenv.Database(t, conn, "store_census")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := schema.Ensure(ctx, conn, db); err != nil {
-		t.Fatal(err)
-	}
-	s, err := sink.New(conn, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, conn, db, s := newDatabase(t, "store_census")
 	a := testenv.Events(600, "census.a", 1) // business dates 2026-08-01..2026-09-29
 	b := testenv.Events(300, "census.b", 2)
 	if err := s.Events(ctx, append(append([]model.Event(nil), a...), b...)); err != nil {
@@ -306,4 +288,23 @@ func mustDur(t *testing.T, s string) time.Duration {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// newDatabase creates a test database with handoff's schema and returns a
+// context bounding the test, the connection, the database and a sink
+// writing into it.
+func newDatabase(t *testing.T, prefix string) (context.Context, driver.Conn, string, *sink.Sink) {
+	t.Helper()
+	conn := testenv.ClickHouse(t)
+	db := testenv.Database(t, conn, prefix)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	if err := schema.Ensure(ctx, conn, db); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sink.New(conn, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, conn, db, s
 }
