@@ -81,6 +81,7 @@ echo "file: $FILE ($(du -h "$FILE" | cut -f1)), $lines lines stored in $DB ($inr
 # spent during a run (other clients of the shared server count too).
 cpu() { [ -n "$1" ] && awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 chpid=$(pgrep -o -f 'clickhouse-server --config' || true)
+kpid=$(pgrep -o -f 'kafka[.]Kafka' || true)
 
 for leg in $LEGS; do
 	for run in $(seq "$RUNS"); do
@@ -98,25 +99,27 @@ for leg in $LEGS; do
 		esac
 		rc=0
 		ch0=$(cpu "$chpid")
+		k0=$(cpu "$kpid")
 		load0=$(cut -d' ' -f1 /proc/loadavg)
 		out=$log.out # the summary, in text format
 		[ "$leg" = dry ] && out=/dev/null # 1.8 GB of JSON: not onto a disk
 		/usr/bin/time -v bin/handoff backfill "${args[@]}" >"$out" 2>"$log" || rc=$?
 		touch "$log.out"
 		ch1=$(cpu "$chpid")
+		k1=$(cpu "$kpid")
 		if [ "$rc" -ne 0 ]; then
 			cat "$log" >&2
 			exit "$rc"
 		fi
 		events=$(grep -h -o '[0-9,]* events in' "$log" "$log.out" | head -1 | tr -d ', ' | sed 's/eventsin//')
-		awk -v events="$events" -v run="$run" -v leg="$leg" -v chcpu="$(awk -v a="$ch1" -v b="$ch0" 'BEGIN { print a - b }')" -v load="$load0 $(cut -d' ' -f1 /proc/loadavg)" '
+		awk -v events="$events" -v run="$run" -v leg="$leg" -v chcpu="$(awk -v a="$ch1" -v b="$ch0" 'BEGIN { print a - b }')" -v kcpu="$(awk -v a="$k1" -v b="$k0" 'BEGIN { print a - b }')" -v load="$load0 $(cut -d' ' -f1 /proc/loadavg)" '
 			/Elapsed \(wall clock\)/ { n = split($NF, p, ":"); wall = (n == 3) ? p[1]*3600 + p[2]*60 + p[3] : p[1]*60 + p[2] }
 			/User time/ { user = $NF }
 			/System time/ { sys = $NF }
 			/Maximum resident set size/ { rss = $NF }
 			END {
-				printf "%s run %d: %d events in %.2fs wall (%.2fs user, %.2fs sys): %.0f events/s, peak RSS %.0f MiB; clickhouse-server used %.1f CPU s meanwhile; load average %s (before, after)\n",
-					leg, run, events, wall, user, sys, events / wall, rss / 1024, chcpu, load
+				printf "%s run %d: %d events in %.2fs wall (%.2fs user, %.2fs sys): %.0f events/s, peak RSS %.0f MiB; clickhouse-server used %.1f CPU s meanwhile, the Kafka broker %.1f; load average %s (before, after)\n",
+					leg, run, events, wall, user, sys, events / wall, rss / 1024, chcpu, kcpu, load
 			}' "$log"
 		grep -h -A14 '^backfill: [0-9-]*\.\.' "$log" "$log.out" | grep -v 'Command being timed' | sed 's/^/  /'
 		if [ -n "$topic" ]; then
