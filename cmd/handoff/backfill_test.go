@@ -404,6 +404,13 @@ func TestBackfillPublishesOnce(t *testing.T) {
 	}
 	want := inRange(t, rawArray(t, out), from, to)
 
+	// A broker that is not there: exit 3 naming it, before anything is read.
+	code, out, errOut = runBackfillCmd(t, "--clickhouse-addr", addr, "--clickhouse-database", db, "--from", from, "--to", to,
+		"--contract", contracts, "--as-of", seedAsOf, "--kafka-brokers", "127.0.0.1:1", "--diagnoses-topic", topic)
+	if code != exitFailure || !strings.Contains(errOut, "127.0.0.1:1") || out != "" {
+		t.Fatalf("backfill to a missing broker: exit %d, want %d; stderr %q should name the broker; stdout %q", code, exitFailure, errOut, out)
+	}
+
 	t.Setenv("HANDOFF_KAFKA_BROKERS", strings.Join(brokers, ","))
 	t.Setenv("HANDOFF_DIAGNOSES_TOPIC", topic)
 	for run := range 2 {
