@@ -101,6 +101,7 @@ func commands() []command {
 		}},
 		{"detect", "watch the events topic and publish findings when deliveries stall", runDetect},
 		{"emit", "publish delivery events to Kafka (from flags or JSON lines)", runEmit},
+		{"backfill", "diagnose every stored batch of a range of dates and publish the diagnoses", runBackfill},
 		{"broker", "run the embedded Kafka-protocol broker (demo default)", runBroker},
 		{"notify", "deliver findings to Alertmanager and webhooks", runNotify},
 		{"restore-signal", "prove a batch's artifact safe, then restore its missing completion signal", runRestoreSignal},

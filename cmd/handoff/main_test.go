@@ -29,6 +29,8 @@ var commandFlags = map[string][]string{
 	"openlineage": {"file", "contract", "kafka-brokers", "openlineage-topic", "group", "topic", "dlq-topic", "timeout", "print"},
 	"watch":       {"role", "dir", "contract", "settle", "rescan", "component", "ledger", "once", "kafka-brokers", "topic", "timeout", "log-level"},
 	"verify":      {"batch", "dir", "contract", "events", "clickhouse", "database", "as-of", "format", "wait", "poll"},
+	"backfill": {"from", "to", "pipeline", "as-of", "contract", "publish", "dry-run", "format", "clickhouse-addr",
+		"clickhouse-database", "kafka-brokers", "diagnoses-topic", "workers", "unit-rows", "progress-interval"},
 }
 
 // TestCommandHelp checks -h of every command as the README documents it:

@@ -19,6 +19,12 @@ const EventColumns = EventReadColumns + ", ingested_ms, kafka_topic, kafka_parti
 const EventReadColumns = "pipeline, business_date, batch_id, event_id, spec, type, time_ms, system, component, object, " +
 	"rows, has_rows, bytes, has_bytes, checksum, attempt, has_attempt, error, `attrs.key`, `attrs.value`"
 
+// EventReplayColumns is EventReadColumns less what the replay never reads
+// (spec, attrs): backfill selects it to read a fifth less
+// (EventScanner.ReplayOnly).
+const EventReplayColumns = "pipeline, business_date, batch_id, event_id, type, time_ms, system, component, object, " +
+	"rows, has_rows, bytes, has_bytes, checksum, attempt, has_attempt, error"
+
 // DeadLetterColumns is the column list of every INSERT into dead_letters.
 const DeadLetterColumns = "received_ms, topic, kafka_partition, kafka_offset, key, reason, error, payload"
 

@@ -159,9 +159,13 @@ func (b *EventBatch) Columns() []any {
 	}
 }
 
-// EventScanner rebuilds events from rows selected with EventReadColumns,
-// reusing its buffers between rows.
+// EventScanner rebuilds events from rows selected with EventReadColumns
+// (or EventReplayColumns when ReplayOnly), reusing its buffers between rows.
 type EventScanner struct {
+	// ReplayOnly scans rows of EventReplayColumns: spec is set to
+	// model.SpecV1 and attrs are left empty.
+	ReplayOnly bool
+
 	bd                            time.Time
 	typ, system                   string
 	hasRows, hasBytes, hasAttempt uint8
@@ -173,8 +177,16 @@ type EventScanner struct {
 func (s *EventScanner) Scan(rows driver.Rows, e *model.Event) error {
 	*e = model.Event{}
 	s.keys, s.vals = s.keys[:0], s.vals[:0]
-	if err := rows.Scan(&e.Pipeline, &s.bd, &e.BatchID, &e.ID, &e.Spec, &s.typ, &s.ms, &s.system, &e.Component, &e.Object,
-		&e.Rows, &s.hasRows, &e.Bytes, &s.hasBytes, &e.Checksum, &e.Attempt, &s.hasAttempt, &e.Error, &s.keys, &s.vals); err != nil {
+	var err error
+	if s.ReplayOnly {
+		e.Spec = model.SpecV1
+		err = rows.Scan(&e.Pipeline, &s.bd, &e.BatchID, &e.ID, &s.typ, &s.ms, &s.system, &e.Component, &e.Object,
+			&e.Rows, &s.hasRows, &e.Bytes, &s.hasBytes, &e.Checksum, &e.Attempt, &s.hasAttempt, &e.Error)
+	} else {
+		err = rows.Scan(&e.Pipeline, &s.bd, &e.BatchID, &e.ID, &e.Spec, &s.typ, &s.ms, &s.system, &e.Component, &e.Object,
+			&e.Rows, &s.hasRows, &e.Bytes, &s.hasBytes, &e.Checksum, &e.Attempt, &s.hasAttempt, &e.Error, &s.keys, &s.vals)
+	}
+	if err != nil {
 		return fmt.Errorf("scan %s row: %w", Events, err)
 	}
 	e.Time = time.UnixMilli(s.ms).UTC()
