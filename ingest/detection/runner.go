@@ -200,9 +200,14 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 	}
 	// The findings published before (by this process or the partitions'
 	// previous owner) must be stored too, or they would be raised again.
-	ends, err := r.o.Offsets.Ends(ctx, r.s.FindingsTopic)
+	var ends map[int]int64
+	err = r.retry.Do(ctx, "restore", "read the end offsets of "+r.s.FindingsTopic, 0, func(ctx context.Context) error {
+		var err error
+		ends, err = r.o.Offsets.Ends(ctx, r.s.FindingsTopic)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("detect: end offsets of %s: %w", r.s.FindingsTopic, err)
+		return fmt.Errorf("detect: %w", err)
 	}
 	if err := r.waitCommitted(ctx, r.s.ResultsGroup, r.s.FindingsTopic, ends); err != nil {
 		return err
