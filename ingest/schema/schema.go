@@ -1,6 +1,6 @@
 // Package schema owns handoff's ClickHouse schema: the database, the raw
-// events table (deduplicated by event_id), dead letters, diagnoses and
-// findings. The SQL lives in schema.sql (embedded) and is applied
+// events table (deduplicated by event_id), dead letters, diagnoses,
+// findings, and the dashboard views over them. The SQL lives in schema.sql (embedded) and is applied
 // idempotently by Ensure; it runs on ClickHouse 18.16 and on current
 // releases.
 package schema
@@ -30,6 +30,21 @@ const (
 	Diagnoses = "diagnoses_v2"
 	Findings  = "findings_v2"
 )
+
+// View names: dashboard views created by Ensure with the tables
+// (schema.sql says what each shows; docs/dashboards.md has examples).
+const (
+	BatchProgress   = "batch_progress"
+	DiagnosisLatest = "diagnosis_latest"
+	BatchStatus     = "batch_status"
+	FindingState    = "finding_state"
+)
+
+// AllTables returns the names of every table and view Ensure creates, in
+// creation order.
+func AllTables() []string {
+	return []string{Events, DeadLetters, Diagnoses, Findings, BatchProgress, DiagnosisLatest, BatchStatus, FindingState}
+}
 
 var dbName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
