@@ -6,6 +6,7 @@
 //	handoff ingest   [flags]   Kafka -> ClickHouse
 //	handoff emit     [flags]   publish delivery events
 //	handoff broker   [flags]   embedded Kafka-protocol broker for the demo
+//	handoff serve    [flags]   JSON API and web pages over ClickHouse
 //
 // Run "handoff COMMAND -h" for a command's flags (printed on standard
 // error, exit 0). Deployment settings (addresses, topics, tuning) also read
@@ -97,6 +98,7 @@ func commands() []command {
 		}},
 		{"emit", "publish delivery events to Kafka (from flags or JSON lines)", runEmit},
 		{"broker", "run the embedded Kafka-protocol broker (demo default)", runBroker},
+		{"serve", "serve the JSON API and web pages over the delivery history", runServe},
 	}
 }
 

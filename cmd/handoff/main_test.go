@@ -19,6 +19,7 @@ var commandFlags = map[string][]string{
 	"emit": {"kafka-brokers", "topic", "timeout", "stdin", "type", "pipeline", "business-date", "batch-id", "system",
 		"component", "object", "rows", "bytes", "checksum", "attempt", "error", "event-id", "time", "attr"},
 	"broker": {"port", "data-dir", "partitions"},
+	"serve":  {"addr", "clickhouse-addr", "clickhouse-database", "clickhouse-user", "clickhouse-password", "contract", "query-timeout"},
 }
 
 // TestCommandHelp checks -h of every command as the README documents it:

@@ -44,6 +44,10 @@ type params struct {
 	v url.Values
 }
 
+// anyName, as the only known name, lets parseParams accept any parameter
+// name (checked by whoever reads them).
+const anyName = "*"
+
 // parseParams checks the query string: its size, each value's length, and
 // that every name is one of known (a typo must not silently widen a
 // filter).
@@ -56,7 +60,7 @@ func parseParams(raw string, known ...string) (params, error) {
 		return params{}, badParam("query", "not a valid query string: %v", err)
 	}
 	for name, vals := range v {
-		ok := false
+		ok := len(known) == 1 && known[0] == anyName
 		for _, k := range known {
 			ok = ok || k == name
 		}

@@ -171,17 +171,17 @@ func (r *reader) batchRows(ctx context.Context, pipeline string, dr dateRange, l
 	err = r.each(ctx, "stored diagnoses", "SELECT pipeline, business_date, batch_id, argMax(status, as_of_ms), argMax(verdict, as_of_ms), "+
 		"argMax(first_missing, as_of_ms), max(as_of_ms) FROM "+r.db+".diagnoses_v2 WHERE "+cond+
 		" GROUP BY pipeline, business_date, batch_id", args, func(rows driver.Rows) error {
-			if err := rows.Scan(&p, &d, &b, &st, &ver, &fm, &asOf); err != nil {
-				return err
-			}
-			i, ok := idx[model.BatchKey{Pipeline: p, BusinessDate: dateOf(d), BatchID: b}]
-			if !ok {
-				return nil // a diagnosis of a batch past the limit, or without events
-			}
-			row := &out[i]
-			row.stored, row.status, row.verdict, row.firstMissing, row.asOfMs = true, st, ver, fm, asOf
-			return nil
-		})
+		if err := rows.Scan(&p, &d, &b, &st, &ver, &fm, &asOf); err != nil {
+			return err
+		}
+		i, ok := idx[model.BatchKey{Pipeline: p, BusinessDate: dateOf(d), BatchID: b}]
+		if !ok {
+			return nil // a diagnosis of a batch past the limit, or without events
+		}
+		row := &out[i]
+		row.stored, row.status, row.verdict, row.firstMissing, row.asOfMs = true, st, ver, fm, asOf
+		return nil
+	})
 	return out, err
 }
 
@@ -267,28 +267,28 @@ func (r *reader) findings(ctx context.Context, f findingFilter, limit int) ([]Fi
 		"argMax(deadline_ms, seq), argMax(lateness_ms, seq), argMax(severity, seq), argMax(owner, seq), argMax(status, seq), argMax(verdict, seq), "+
 		"argMax(first_missing, seq) FROM "+r.db+".findings_v2 WHERE "+cond+" GROUP BY fingerprint HAVING "+having+
 		" ORDER BY st = 'open' DESC, raised, fingerprint LIMIT ?", args, func(rows driver.Rows) error {
-			var (
-				f                            Finding
-				bd                           time.Time
-				raised, resolved, deadlineMs int64
-			)
-			if err := rows.Scan(&f.Fingerprint, &f.Batch, &f.Pipeline, &bd, &f.BatchID, &f.State, &f.Kind, &f.Name, &f.Seq, &raised, &resolved,
-				&deadlineMs, &f.LatenessMs, &f.Severity, &f.Owner, &f.Status, &f.Verdict, &f.FirstMissing); err != nil {
-				return err
-			}
-			f.BusinessDate = dateOf(bd).String()
-			f.RaisedAt = time.UnixMilli(raised).UTC()
-			if resolved != 0 {
-				t := time.UnixMilli(resolved).UTC()
-				f.ResolvedAt = &t
-			}
-			if deadlineMs != 0 {
-				t := time.UnixMilli(deadlineMs).UTC()
-				f.Deadline = &t
-			}
-			out = append(out, f)
-			return nil
-		})
+		var (
+			f                            Finding
+			bd                           time.Time
+			raised, resolved, deadlineMs int64
+		)
+		if err := rows.Scan(&f.Fingerprint, &f.Batch, &f.Pipeline, &bd, &f.BatchID, &f.State, &f.Kind, &f.Name, &f.Seq, &raised, &resolved,
+			&deadlineMs, &f.LatenessMs, &f.Severity, &f.Owner, &f.Status, &f.Verdict, &f.FirstMissing); err != nil {
+			return err
+		}
+		f.BusinessDate = dateOf(bd).String()
+		f.RaisedAt = time.UnixMilli(raised).UTC()
+		if resolved != 0 {
+			t := time.UnixMilli(resolved).UTC()
+			f.ResolvedAt = &t
+		}
+		if deadlineMs != 0 {
+			t := time.UnixMilli(deadlineMs).UTC()
+			f.Deadline = &t
+		}
+		out = append(out, f)
+		return nil
+	})
 	return out, err
 }
 

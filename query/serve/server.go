@@ -221,7 +221,7 @@ func classify(err error) (int, ErrorDetail) {
 		return http.StatusGatewayTimeout, ErrorDetail{Code: "timeout", Message: te.Error()}
 	case dashParamError(err) != nil:
 		e := dashParamError(err)
-		return http.StatusBadRequest, ErrorDetail{Code: "bad_param", Message: e.msg, Param: e.param}
+		return http.StatusBadRequest, ErrorDetail{Code: "bad_param", Message: e.Error(), Param: e.param}
 	case isUnknownQuery(err):
 		return http.StatusNotFound, ErrorDetail{Code: "unknown_dashboard", Message: err.Error() + "; GET /api/v1/dashboards lists them"}
 	}
@@ -457,3 +457,17 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 
 // pathEscape escapes one path segment.
 func pathEscape(s string) string { return url.PathEscape(s) }
+
+// HTTPServer returns an http.Server for h with the request limits of
+// handoff serve: bounded header size and read/write times, so a slow or
+// oversized client cannot hold the server.
+func HTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+	}
+}
