@@ -7,10 +7,10 @@
 #   deploy/services/chromium.sh status    exit 0 when installed, 3 otherwise
 #
 # Chromium is not a server: the browser test (chromedp) launches its own
-# headless instance per run, on loopback, with a fresh --user-data-dir
-# under $HANDOFF_DATA_DIR/chromium, and stops it when the test ends. So
-# "start" only makes sure the binary is there and writes nothing else; the
-# path goes into services.env as HANDOFF_CHROMIUM (up.sh).
+# headless instance per run, with a fresh --user-data-dir (a temporary
+# directory of the test), and stops it when the test ends; screenshots go
+# to $HANDOFF_DATA_DIR/screenshots. So "start" only makes sure the binary is
+# there; its path goes into services.env as HANDOFF_CHROMIUM (up.sh).
 #
 # Environment (optional):
 #   HANDOFF_DATA_DIR   project data dir (default <repo>/.data)
@@ -42,8 +42,7 @@ cmd_install() {
 
 cmd_start() {
   cmd_install
-  mkdir -p "$DATA_DIR/chromium"
-  log "ready: $(chromium_bin) (launched per test by chromedp; profiles under $DATA_DIR/chromium)"
+  log "ready: $(chromium_bin) (launched per test by chromedp)"
 }
 
 case "${1:-}" in

@@ -12,6 +12,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$HERE/lib.sh"
 
 rc=0
+"$HERE/chromium.sh" stop || rc=1
 "$HERE/kafka.sh" stop || rc=1
 "$HERE/clickhouse.sh" stop || rc=1
 rm -f "$DATA_DIR/services.env"
