@@ -28,7 +28,7 @@ type Batch struct {
 	// Source is "stored" (the latest row of diagnoses_v2) or "on_read"
 	// (replayed from the stored events as of the request).
 	Source       string    `json:"source"`
-	Events       uint64    `json:"events"`
+	Events       int       `json:"events"`
 	FirstEventAt time.Time `json:"first_event_at"`
 	LastEventAt  time.Time `json:"last_event_at"`
 	// URL is the batch's web page.
@@ -44,30 +44,73 @@ type batchFilter struct {
 
 // listBatches returns every batch f selects, in key order (pipeline,
 // business date, batch id), each with its stored diagnosis or one made on
-// read, filtered by status and verdict. More than MaxScanBatches batches
-// in the range is a paramError: the filter must be narrowed.
+// read as of now, filtered by status and verdict.
+//
+// The batches are found by reading their events (store, one windowed
+// read): the table's sort key starts with the pipeline, so a range of
+// dates over every pipeline is a scan of its months whatever is asked, and
+// reading the rows once both lists the batches and diagnoses those
+// without a stored diagnosis. More than MaxScanEvents event rows in the
+// range is a paramError saying how to narrow it, checked first from the
+// sort key alone.
 func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error) {
-	rows, err := s.rd.batchRows(ctx, f.pipeline, f.dates, MaxScanBatches+1)
+	n, err := s.rd.countEvents(ctx, f.pipeline, f.dates)
 	if err != nil {
 		return nil, err
 	}
-	if len(rows) > MaxScanBatches {
-		return nil, badParam("from", "more than %d batches between %s and %s: narrow the range or give a pipeline", MaxScanBatches, f.dates.from, f.dates.to)
+	if n > MaxScanEvents {
+		return nil, badParam("from", "%d events between %s and %s, more than %d: narrow the range or give a pipeline", n, f.dates.from, f.dates.to, MaxScanEvents)
 	}
-	onRead, err := s.diagnoseMissing(ctx, f, rows)
+	stored, err := s.rd.storedRows(ctx, f.pipeline, f.dates)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Batch, 0, len(rows))
-	for _, r := range rows {
-		b := Batch{
-			Batch: r.key.String(), Pipeline: r.key.Pipeline, BusinessDate: r.key.BusinessDate.String(), BatchID: r.key.BatchID,
-			Events: r.events, FirstEventAt: time.UnixMilli(r.first).UTC(), LastEventAt: time.UnixMilli(r.last).UTC(),
-			URL: batchPath(r.key),
+	set := batches.New(s.contracts, s.now())
+	type span struct {
+		n      int
+		lo, hi time.Time
+	}
+	spans := make(map[model.BatchKey]*span)
+	err = s.readEvents(ctx, store.Filter{Pipeline: f.pipeline, From: f.dates.from, To: f.dates.to}, func(e *model.Event) {
+		set.Add(e)
+		k := e.Key()
+		sp := spans[k]
+		if sp == nil {
+			sp = &span{lo: e.Time, hi: e.Time}
+			spans[k] = sp
 		}
-		if r.stored {
+		sp.n++
+		if e.Time.Before(sp.lo) {
+			sp.lo = e.Time
+		}
+		if e.Time.After(sp.hi) {
+			sp.hi = e.Time
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	keys := set.Keys()
+	var missing []model.BatchKey
+	for _, k := range keys {
+		if _, ok := stored[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	onRead := make(map[model.BatchKey]*replay.Diagnosis, len(missing))
+	ds := set.DiagnoseKeys(missing)
+	for i := range ds {
+		onRead[missing[i]] = &ds[i]
+	}
+	out := make([]Batch, 0, len(keys))
+	for _, k := range keys {
+		sp := spans[k]
+		b := Batch{Batch: k.String(), Pipeline: k.Pipeline, BusinessDate: k.BusinessDate.String(), BatchID: k.BatchID, URL: batchPath(k),
+			Events: sp.n, FirstEventAt: sp.lo.UTC(), LastEventAt: sp.hi.UTC()}
+		if r, ok := stored[k]; ok {
 			b.Status, b.Verdict, b.FirstMissing, b.AsOf, b.Source = r.status, r.verdict, r.firstMissing, time.UnixMilli(r.asOfMs).UTC(), "stored"
-		} else if d, ok := onRead[r.key]; ok {
+		} else {
+			d := onRead[k]
 			b.Status, b.Verdict, b.FirstMissing, b.AsOf, b.Source = string(d.Status), d.Verdict.String(), d.FirstMissing, d.AsOf, "on_read"
 		}
 		if (f.status != "" && b.Status != f.status) || (f.verdict != "" && b.Verdict != f.verdict) {
@@ -78,42 +121,12 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 	return out, nil
 }
 
-// diagnoseMissing replays, as of now, the batches of rows that have no
-// stored diagnosis, from their stored events. Status and verdict depend
-// only on a batch's own events (continuity and heartbeats add anomalies
-// that do not break a batch and context for the next step), so the list
-// reads only the range itself; the batch page reads the neighbours too.
-func (s *Server) diagnoseMissing(ctx context.Context, f batchFilter, rows []batchRow) (map[model.BatchKey]replay.Diagnosis, error) {
-	var keys []model.BatchKey
-	for _, r := range rows {
-		if !r.stored {
-			keys = append(keys, r.key)
-		}
-	}
-	if len(keys) == 0 {
-		return nil, nil
-	}
-	set := batches.New(s.contracts, s.now())
-	if err := s.readEvents(ctx, store.Filter{Pipeline: f.pipeline, From: f.dates.from, To: f.dates.to}, set); err != nil {
-		return nil, err
-	}
-	out := make(map[model.BatchKey]replay.Diagnosis, len(keys))
-	for _, d := range set.DiagnoseKeys(keys) {
-		k, err := model.ParseBatchKey(d.Batch)
-		if err != nil {
-			return nil, fmt.Errorf("diagnosis on read of %s: %w", d.Batch, err)
-		}
-		out[k] = d
-	}
-	return out, nil
-}
-
-// readEvents folds the events f selects into set, under the query timeout.
-func (s *Server) readEvents(ctx context.Context, f store.Filter, set *batches.Set) error {
+// readEvents passes the events f selects to fn, under the query timeout.
+func (s *Server) readEvents(ctx context.Context, f store.Filter, fn func(*model.Event)) error {
 	qctx, cancel := s.rd.ctx(ctx)
 	defer cancel()
 	err := s.store.EachEvent(qctx, f, func(e model.Event) error {
-		set.Add(&e)
+		fn(&e)
 		return nil
 	})
 	if err != nil {
@@ -151,7 +164,7 @@ func (s *Server) batch(ctx context.Context, k model.BatchKey) (*BatchDetail, err
 	}
 	set := batches.New(s.contracts, s.now())
 	f := store.Filter{Pipeline: k.Pipeline, From: k.BusinessDate.AddDays(-7), To: k.BusinessDate, Heartbeats: true}
-	if err := s.readEvents(ctx, f, set); err != nil {
+	if err := s.readEvents(ctx, f, set.Add); err != nil {
 		return nil, err
 	}
 	d, ok := set.DiagnoseOne(k)

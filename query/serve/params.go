@@ -19,9 +19,12 @@ const (
 	// MaxRangeDays is the longest range of business dates a request may
 	// cover (a year and a day, so a leap year fits).
 	MaxRangeDays = 367
-	// MaxScanBatches is how many batches one list request reads at most;
-	// a filter matching more is refused with how to narrow it.
-	MaxScanBatches = 50_000
+	// MaxScanEvents is how many stored event rows one list or grid request
+	// reads at most (about 50,000 batches of ten events); a filter
+	// matching more is refused with how to narrow it.
+	MaxScanEvents = 500_000
+	// maxPage bounds the page parameter.
+	maxPage = 100_000
 	// MaxParamLen bounds any one query-string value.
 	MaxParamLen = 256
 	// maxQueryBytes bounds the whole query string.
@@ -138,8 +141,8 @@ func (p params) page() (page, size int, err error) {
 	page, size = 1, DefaultPageSize
 	if s := p.v.Get("page"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > MaxScanBatches {
-			return 0, 0, badParam("page", "%q: want a whole number from 1 to %d", clip(s), MaxScanBatches)
+		if err != nil || n < 1 || n > maxPage {
+			return 0, 0, badParam("page", "%q: want a whole number from 1 to %d", clip(s), maxPage)
 		}
 		page = n
 	}

@@ -119,69 +119,56 @@ func (e *timeoutError) Error() string {
 // dateRange is an inclusive range of business dates; both set.
 type dateRange struct{ from, to model.Date }
 
-// batchRow is one batch as the list reads it: its identity and event
-// span from events, its latest stored diagnosis when there is one.
-type batchRow struct {
-	key          model.BatchKey
-	events       uint64
-	first, last  int64 // event time, Unix ms
-	stored       bool
-	status       string
-	verdict      string
-	firstMissing string
-	asOfMs       int64
+// storedRow is the latest stored diagnosis of a batch, as lists use it.
+type storedRow struct {
+	status, verdict, firstMissing string
+	asOfMs                        int64
 }
 
-// batchRows reads the batches of pipeline ("" for all) in r, in key order,
-// at most limit of them, with their latest stored diagnosis.
-func (r *reader) batchRows(ctx context.Context, pipeline string, dr dateRange, limit int) ([]batchRow, error) {
+// rangeCond is the condition and arguments selecting pipeline ("" for
+// all) over dr, on a table keyed by (pipeline, business_date, ...).
+func rangeCond(pipeline string, dr dateRange) (string, []any) {
 	cond := "business_date >= toDate(?) AND business_date <= toDate(?)"
 	args := []any{dr.from.String(), dr.to.String()}
 	if pipeline != "" {
 		cond = "pipeline = ? AND " + cond
 		args = append([]any{pipeline}, args...)
 	}
-	var out []batchRow
-	idx := make(map[model.BatchKey]int)
+	return cond, args
+}
+
+// countEvents returns how many event rows (copies not yet merged
+// included) pipeline ("" for all) has over dr: it reads only the sort key
+// columns, so a list can refuse a range too large before reading it.
+func (r *reader) countEvents(ctx context.Context, pipeline string, dr dateRange) (uint64, error) {
+	cond, args := rangeCond(pipeline, dr)
+	var n uint64
+	err := r.each(ctx, "the event count", "SELECT count() FROM "+r.db+".events WHERE "+cond, args, func(rows driver.Rows) error {
+		return rows.Scan(&n)
+	})
+	return n, err
+}
+
+// storedRows reads the latest stored diagnosis of every batch of pipeline
+// ("" for all) over dr: argMax by as-of, never FINAL (docs/ingest.md,
+// "Findings and diagnoses").
+func (r *reader) storedRows(ctx context.Context, pipeline string, dr dateRange) (map[model.BatchKey]storedRow, error) {
+	cond, args := rangeCond(pipeline, dr)
+	out := make(map[model.BatchKey]storedRow)
 	var (
-		p, b    string
-		d       time.Time
-		n       uint64
-		lo, hi  int64
-		st, ver string
-		fm      string
-		asOf    int64
+		p, b string
+		d    time.Time
+		row  storedRow
 	)
-	err := r.each(ctx, "batches", "SELECT pipeline, business_date, batch_id, uniqExact(event_id), min(time_ms), max(time_ms) FROM "+r.db+
-		".events WHERE batch_id != '' AND "+cond+" GROUP BY pipeline, business_date, batch_id ORDER BY pipeline, business_date, batch_id LIMIT ?",
-		append(args, limit), func(rows driver.Rows) error {
-			if err := rows.Scan(&p, &d, &b, &n, &lo, &hi); err != nil {
-				return err
-			}
-			k := model.BatchKey{Pipeline: p, BusinessDate: dateOf(d), BatchID: b}
-			idx[k] = len(out)
-			out = append(out, batchRow{key: k, events: n, first: lo, last: hi})
-			return nil
-		})
-	if err != nil || len(out) == 0 {
-		return out, err
-	}
-	// The latest stored diagnosis of each batch: argMax by as-of, never
-	// FINAL (docs/ingest.md, "Findings and diagnoses").
-	err = r.each(ctx, "stored diagnoses", "SELECT pipeline, business_date, batch_id, argMax(status, as_of_ms), argMax(verdict, as_of_ms), "+
+	err := r.each(ctx, "stored diagnoses", "SELECT pipeline, business_date, batch_id, argMax(status, as_of_ms), argMax(verdict, as_of_ms), "+
 		"argMax(first_missing, as_of_ms), max(as_of_ms) FROM "+r.db+".diagnoses_v2 WHERE "+cond+
 		" GROUP BY pipeline, business_date, batch_id", args, func(rows driver.Rows) error {
-		if err := rows.Scan(&p, &d, &b, &st, &ver, &fm, &asOf); err != nil {
-			return err
-		}
-		i, ok := idx[model.BatchKey{Pipeline: p, BusinessDate: dateOf(d), BatchID: b}]
-		if !ok {
-			return nil // a diagnosis of a batch past the limit, or without events
-		}
-		row := &out[i]
-		row.stored, row.status, row.verdict, row.firstMissing, row.asOfMs = true, st, ver, fm, asOf
-		return nil
-	})
+			if err := rows.Scan(&p, &d, &b, &row.status, &row.verdict, &row.firstMissing, &row.asOfMs); err != nil {
+				return err
+			}
+			out[model.BatchKey{Pipeline: p, BusinessDate: dateOf(d), BatchID: b}] = row
+			return nil
+		})
 	return out, err
 }
 
