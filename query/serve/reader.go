@@ -163,12 +163,12 @@ func (r *reader) storedRows(ctx context.Context, pipeline string, dr dateRange) 
 	err := r.each(ctx, "stored diagnoses", "SELECT pipeline, business_date, batch_id, argMax(status, as_of_ms), argMax(verdict, as_of_ms), "+
 		"argMax(first_missing, as_of_ms), max(as_of_ms) FROM "+r.db+".diagnoses_v2 WHERE "+cond+
 		" GROUP BY pipeline, business_date, batch_id", args, func(rows driver.Rows) error {
-			if err := rows.Scan(&p, &d, &b, &row.status, &row.verdict, &row.firstMissing, &row.asOfMs); err != nil {
-				return err
-			}
-			out[model.BatchKey{Pipeline: p, BusinessDate: dateOf(d), BatchID: b}] = row
-			return nil
-		})
+		if err := rows.Scan(&p, &d, &b, &row.status, &row.verdict, &row.firstMissing, &row.asOfMs); err != nil {
+			return err
+		}
+		out[model.BatchKey{Pipeline: p, BusinessDate: dateOf(d), BatchID: b}] = row
+		return nil
+	})
 	return out, err
 }
 
