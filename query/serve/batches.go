@@ -151,21 +151,36 @@ var errNoBatch = errors.New("no such batch")
 // read from its events and the week before it (the previous batch of any
 // daily or weekday schedule, for continuity) as of now.
 func (s *Server) batch(ctx context.Context, k model.BatchKey) (*BatchDetail, error) {
-	stored, err := s.rd.storedDiagnosis(ctx, k)
-	if err != nil {
-		return nil, err
+	// The stored diagnosis and the events are read at the same time: most
+	// of either is waiting for ClickHouse, and without a stored diagnosis
+	// (the common case until backfill has run) both are needed.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type storedResult struct {
+		b   []byte
+		err error
 	}
-	if stored != nil {
+	storedc := make(chan storedResult, 1)
+	go func() {
+		b, err := s.rd.storedDiagnosis(ctx, k)
+		storedc <- storedResult{b, err}
+	}()
+	set := batches.New(s.contracts, s.now())
+	f := store.Filter{Pipeline: k.Pipeline, From: k.BusinessDate.AddDays(-7), To: k.BusinessDate, Heartbeats: true}
+	readErr := s.readEvents(ctx, f, set.Add)
+	stored := <-storedc
+	if stored.err != nil {
+		return nil, stored.err
+	}
+	if stored.b != nil {
 		var d replay.Diagnosis
-		if err := json.Unmarshal(stored, &d); err != nil {
+		if err := json.Unmarshal(stored.b, &d); err != nil {
 			return nil, fmt.Errorf("the stored diagnosis of %s in %s.diagnoses_v2 does not decode: %w", k, s.rd.db, err)
 		}
 		return &BatchDetail{Source: "stored", Diagnosis: &d, Sides: replay.Narrate(&d)}, nil
 	}
-	set := batches.New(s.contracts, s.now())
-	f := store.Filter{Pipeline: k.Pipeline, From: k.BusinessDate.AddDays(-7), To: k.BusinessDate, Heartbeats: true}
-	if err := s.readEvents(ctx, f, set.Add); err != nil {
-		return nil, err
+	if readErr != nil {
+		return nil, readErr
 	}
 	d, ok := set.DiagnoseOne(k)
 	if !ok {

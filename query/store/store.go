@@ -129,6 +129,9 @@ func (s *Store) plan(ctx context.Context, f Filter) ([]query, error) {
 	if f.Heartbeats {
 		w := &where{}
 		w.add("pipeline = ?", f.Pipeline)
+		// Heartbeats are stored with the zero business date (schema.sql):
+		// saying so prunes every other partition.
+		w.add("business_date = toDate('1970-01-01')")
 		w.add("batch_id = ''")
 		w.add("type = 'process.heartbeat'")
 		if !f.From.IsZero() {
