@@ -369,6 +369,23 @@ func (c *readonlyConn) Exec(ctx context.Context, sql string, args ...any) error 
 	return c.Conn.Exec(ctx, sql, args...)
 }
 
+// TestScanLimit: a list over more events than the server reads per
+// request is a 400 saying how to narrow it; under the limit it is served.
+func TestScanLimit(t *testing.T) {
+	f := newFixture(t)
+	h := &fixture{http: newHTTP(t, newServerWith(t, f.raw, f.db, serve.Options{MaxScanEvents: 16}))}
+	var e serve.ErrorBody
+	h.getJSON(t, "/api/v1/batches?from=2026-09-29&to=2026-10-02", 400, &e)
+	if e.Error.Param != "from" || !strings.Contains(e.Error.Message, "more than 16 events") || !strings.Contains(e.Error.Message, "narrow") {
+		t.Errorf("over the limit: %+v", e)
+	}
+	var l serve.BatchList
+	h.getJSON(t, "/api/v1/batches?pipeline="+seedPipeline+"&from=2026-09-29&to=2026-10-02", 200, &l)
+	if l.Total != 2 {
+		t.Errorf("16 seed events, under the limit: %d batches, want 2", l.Total)
+	}
+}
+
 // TestQueryTimeout: a server that does not answer in time gives a 504
 // with code timeout, on the API and the pages.
 func TestQueryTimeout(t *testing.T) {

@@ -50,28 +50,32 @@ type batchFilter struct {
 // read): the table's sort key starts with the pipeline, so a range of
 // dates over every pipeline is a scan of its months whatever is asked, and
 // reading the rows once both lists the batches and diagnoses those
-// without a stored diagnosis. More than MaxScanEvents event rows in the
-// range is a paramError saying how to narrow it, checked first from the
-// sort key alone.
+// without a stored diagnosis. More than Options.MaxScanEvents events in the range
+// is a paramError saying how to narrow it: the read stops there.
 func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error) {
-	n, err := s.rd.countEvents(ctx, f.pipeline, f.dates)
-	if err != nil {
-		return nil, err
+	// The stored diagnoses are read while the events are.
+	type storedResult struct {
+		rows map[model.BatchKey]storedRow
+		err  error
 	}
-	if n > MaxScanEvents {
-		return nil, badParam("from", "%d events between %s and %s, more than %d: narrow the range or give a pipeline", n, f.dates.from, f.dates.to, MaxScanEvents)
-	}
-	stored, err := s.rd.storedRows(ctx, f.pipeline, f.dates)
-	if err != nil {
-		return nil, err
-	}
+	storedc := make(chan storedResult, 1)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		rows, err := s.rd.storedRows(rctx, f.pipeline, f.dates)
+		storedc <- storedResult{rows, err}
+	}()
 	set := batches.New(s.contracts, s.now())
 	type span struct {
 		n      int
 		lo, hi time.Time
 	}
 	spans := make(map[model.BatchKey]*span)
-	err = s.readEvents(ctx, store.Filter{Pipeline: f.pipeline, From: f.dates.from, To: f.dates.to}, func(e *model.Event) {
+	read := 0
+	err := s.readEvents(rctx, store.Filter{Pipeline: f.pipeline, From: f.dates.from, To: f.dates.to}, func(e *model.Event) error {
+		if read++; read > s.maxScan {
+			return badParam("from", "more than %d events between %s and %s: narrow the range or give a pipeline", s.maxScan, f.dates.from, f.dates.to)
+		}
 		set.Add(e)
 		k := e.Key()
 		sp := spans[k]
@@ -86,10 +90,16 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 		if e.Time.After(sp.hi) {
 			sp.hi = e.Time
 		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	sr := <-storedc
+	if sr.err != nil {
+		return nil, sr.err
+	}
+	stored := sr.rows
 	keys := set.Keys()
 	var missing []model.BatchKey
 	for _, k := range keys {
@@ -121,14 +131,19 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 	return out, nil
 }
 
-// readEvents passes the events f selects to fn, under the query timeout.
-func (s *Server) readEvents(ctx context.Context, f store.Filter, fn func(*model.Event)) error {
+// readEvents passes the events f selects to fn, under the query timeout;
+// an error from fn stops the read and is returned as it is.
+func (s *Server) readEvents(ctx context.Context, f store.Filter, fn func(*model.Event) error) error {
 	qctx, cancel := s.rd.ctx(ctx)
 	defer cancel()
+	var fnErr error
 	err := s.store.EachEvent(qctx, f, func(e model.Event) error {
-		fn(&e)
-		return nil
+		fnErr = fn(&e)
+		return fnErr
 	})
+	if fnErr != nil {
+		return fnErr
+	}
 	if err != nil {
 		return s.rd.wrap(ctx, qctx, "events", err)
 	}
@@ -167,7 +182,10 @@ func (s *Server) batch(ctx context.Context, k model.BatchKey) (*BatchDetail, err
 	}()
 	set := batches.New(s.contracts, s.now())
 	f := store.Filter{Pipeline: k.Pipeline, From: k.BusinessDate.AddDays(-7), To: k.BusinessDate, Heartbeats: true}
-	readErr := s.readEvents(ctx, f, set.Add)
+	readErr := s.readEvents(ctx, f, func(e *model.Event) error {
+		set.Add(e)
+		return nil
+	})
 	stored := <-storedc
 	if stored.err != nil {
 		return nil, stored.err

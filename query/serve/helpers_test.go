@@ -103,6 +103,12 @@ func newFixture(t *testing.T) *fixture {
 // and the fixed clock.
 func newServer(t *testing.T, conn driver.Conn, db string, timeout time.Duration) *serve.Server {
 	t.Helper()
+	return newServerWith(t, conn, db, serve.Options{QueryTimeout: timeout})
+}
+
+// newServerWith is newServer with more options.
+func newServerWith(t *testing.T, conn driver.Conn, db string, opts serve.Options) *serve.Server {
+	t.Helper()
 	contracts, err := contract.LoadFS(os.DirFS("../../deploy"), "contracts")
 	if err != nil {
 		t.Fatal(err)
@@ -111,10 +117,9 @@ func newServer(t *testing.T, conn driver.Conn, db string, timeout time.Duration)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := serve.New(context.Background(), conn, serve.Options{
-		Database: db, Contracts: contracts, Dashboards: runner, QueryTimeout: timeout,
-		Now: func() time.Time { return asOf },
-	})
+	opts.Database, opts.Contracts, opts.Dashboards = db, contracts, runner
+	opts.Now = func() time.Time { return asOf }
+	srv, err := serve.New(context.Background(), conn, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

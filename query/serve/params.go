@@ -19,10 +19,10 @@ const (
 	// MaxRangeDays is the longest range of business dates a request may
 	// cover (a year and a day, so a leap year fits).
 	MaxRangeDays = 367
-	// MaxScanEvents is how many stored event rows one list or grid request
-	// reads at most (about 50,000 batches of ten events); a filter
-	// matching more is refused with how to narrow it.
-	MaxScanEvents = 500_000
+	// DefaultMaxScanEvents is how many events one list or grid request
+	// reads at most unless Options.MaxScanEvents says otherwise (about
+	// 50,000 batches of ten events).
+	DefaultMaxScanEvents = 500_000
 	// maxPage bounds the page parameter.
 	maxPage = 100_000
 	// MaxParamLen bounds any one query-string value.

@@ -137,18 +137,6 @@ func rangeCond(pipeline string, dr dateRange) (string, []any) {
 	return cond, args
 }
 
-// countEvents returns how many event rows (copies not yet merged
-// included) pipeline ("" for all) has over dr: it reads only the sort key
-// columns, so a list can refuse a range too large before reading it.
-func (r *reader) countEvents(ctx context.Context, pipeline string, dr dateRange) (uint64, error) {
-	cond, args := rangeCond(pipeline, dr)
-	var n uint64
-	err := r.each(ctx, "the event count", "SELECT count() FROM "+r.db+".events WHERE "+cond, args, func(rows driver.Rows) error {
-		return rows.Scan(&n)
-	})
-	return n, err
-}
-
 // storedRows reads the latest stored diagnosis of every batch of pipeline
 // ("" for all) over dr: argMax by as-of, never FINAL (docs/ingest.md,
 // "Findings and diagnoses").

@@ -43,6 +43,10 @@ type Options struct {
 	Contracts batches.Contracts
 	// Dashboards runs the named dashboard queries; nil serves none.
 	Dashboards Dashboards
+	// MaxScanEvents is how many events one list or grid request may read
+	// (default DefaultMaxScanEvents); a filter matching more is refused
+	// with how to narrow it.
+	MaxScanEvents int
 	// QueryTimeout bounds every ClickHouse query (default 10s).
 	QueryTimeout time.Duration
 	// Now is the clock of diagnoses on read and of finding ages (default
@@ -63,6 +67,7 @@ type Server struct {
 	dash      Dashboards
 	now       func() time.Time
 	log       *slog.Logger
+	maxScan   int
 	reg       *prometheus.Registry
 	requests  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
@@ -95,7 +100,11 @@ func New(ctx context.Context, conn driver.Conn, opts Options) (*Server, error) {
 		dash:      opts.Dashboards,
 		now:       opts.Now,
 		log:       opts.Logger,
+		maxScan:   opts.MaxScanEvents,
 		reg:       opts.Registry,
+	}
+	if s.maxScan <= 0 {
+		s.maxScan = DefaultMaxScanEvents
 	}
 	if s.contracts == nil {
 		s.contracts = (*contract.Set)(nil) // the default contract for every pipeline

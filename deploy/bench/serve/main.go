@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -45,13 +46,29 @@ func main() {
 		last      = flag.String("last", "2026-09-30", "last business date")
 		n         = flag.Int("n", 200, "requests per measured kind")
 		drop      = flag.Bool("drop", false, "drop the database at the end")
+		only      = flag.String("only", "", "measure only this kind (batch, month or day)")
+		cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the measured requests to this file")
 	)
 	flag.Parse()
+	onlyKind = *only
+	if *cpuprof != "" {
+		f, err := os.Create(*cpuprof)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench serve:", err)
+			os.Exit(1)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(*addr, *db, *pipelines, *days, *last, *n, *drop); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "bench serve:", err)
 		os.Exit(1)
 	}
 }
+
+// onlyKind, when set, is the one kind measured (-only).
+var onlyKind string
 
 func run(addr, db string, pipelines, days int, lastS string, n int, drop bool) error {
 	ctx := context.Background()
@@ -132,6 +149,9 @@ func run(addr, db string, pipelines, days int, lastS string, n int, drop bool) e
 	}
 	fmt.Printf("%-6s %5s %8s %8s %8s %8s  %s\n", "kind", "n", "p50", "p90", "p99", "max", "target")
 	for _, k := range kinds {
+		if onlyKind != "" && k.name != onlyKind {
+			continue
+		}
 		// A few requests first: connections, caches.
 		for range 5 {
 			if _, err := get(k.url()); err != nil {
