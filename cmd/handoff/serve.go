@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/handoff-dev/handoff/ingest/chconn"
+	"github.com/handoff-dev/handoff/ingest/schema"
 	"github.com/handoff-dev/handoff/query/dash"
 	"github.com/handoff-dev/handoff/query/serve"
 )
@@ -59,6 +60,9 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	}
 	if cfg.QueryTimeout <= 0 {
 		return usageError("--query-timeout %v: want a positive duration such as 10s", cfg.QueryTimeout)
+	}
+	if err := schema.CheckDatabase(cfg.Database); err != nil {
+		return usageError("--clickhouse-database: %v", err)
 	}
 	contracts, err := loadContracts(cfg.Contracts)
 	if err != nil {
