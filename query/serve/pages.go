@@ -3,7 +3,6 @@ package serve
 import (
 	"bytes"
 	"embed"
-	"errors"
 	"html/template"
 	"io/fs"
 	"net/http"
@@ -131,17 +130,7 @@ type ladderStep struct {
 }
 
 func (s *Server) batchPage(w http.ResponseWriter, r *http.Request) error {
-	if _, err := parseParams(r.URL.RawQuery); err != nil {
-		return err
-	}
-	k, err := batchKeyOf(r)
-	if err != nil {
-		return err
-	}
-	b, err := s.batch(r.Context(), k)
-	if errors.Is(err, errNoBatch) {
-		return &httpError{status: http.StatusNotFound, code: "not_found", msg: "no events stored for batch " + k.String()}
-	}
+	k, b, err := s.batchOf(r)
 	if err != nil {
 		return err
 	}

@@ -321,10 +321,7 @@ func (s *Server) apiBatches(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := BatchList{Total: len(all), Page: page, Size: size, Pages: (len(all) + size - 1) / size,
-		From: f.dates.from.String(), To: f.dates.to.String(), Batches: []Batch{}}
-	if lo := (page - 1) * size; lo < len(all) {
-		out.Batches = all[lo:min(lo+size, len(all))]
-	}
+		From: f.dates.from.String(), To: f.dates.to.String(), Batches: pageOf(all, page, size)}
 	if page < out.Pages {
 		q := p.v
 		q.Set("page", strconv.Itoa(page+1))
@@ -352,18 +349,26 @@ func batchKeyOf(r *http.Request) (model.BatchKey, error) {
 	return k, nil
 }
 
-func (s *Server) apiBatch(w http.ResponseWriter, r *http.Request) error {
+// batchOf returns the batch a /batches/{pipeline}/{date}/{id} request
+// names (API or page), which takes no query parameters; no stored events
+// is a 404.
+func (s *Server) batchOf(r *http.Request) (model.BatchKey, *BatchDetail, error) {
 	if _, err := parseParams(r.URL.RawQuery); err != nil {
-		return err
+		return model.BatchKey{}, nil, err
 	}
 	k, err := batchKeyOf(r)
 	if err != nil {
-		return err
+		return k, nil, err
 	}
 	b, err := s.batch(r.Context(), k)
 	if errors.Is(err, errNoBatch) {
-		return &httpError{status: http.StatusNotFound, code: "not_found", msg: "no events stored for batch " + k.String()}
+		return k, nil, &httpError{status: http.StatusNotFound, code: "not_found", msg: "no events stored for batch " + k.String()}
 	}
+	return k, b, err
+}
+
+func (s *Server) apiBatch(w http.ResponseWriter, r *http.Request) error {
+	_, b, err := s.batchOf(r)
 	if err != nil {
 		return err
 	}
@@ -450,10 +455,7 @@ func (s *Server) apiFindings(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := FindingList{Total: len(all), Page: page, Size: size, Findings: []Finding{}}
-	if lo := (page - 1) * size; lo < len(all) {
-		out.Findings = all[lo:min(lo+size, len(all))]
-	}
+	out := FindingList{Total: len(all), Page: page, Size: size, Findings: pageOf(all, page, size)}
 	return writeJSON(w, http.StatusOK, out)
 }
 
@@ -462,6 +464,16 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 		return &httpError{status: http.StatusServiceUnavailable, code: "unavailable", msg: err.Error()}
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "database": s.rd.db, "readonly": s.rd.readonly})
+}
+
+// pageOf returns page (from 1) of all in pages of size: empty, never nil,
+// past the end.
+func pageOf[T any](all []T, page, size int) []T {
+	lo := (page - 1) * size
+	if lo >= len(all) {
+		return []T{}
+	}
+	return all[lo:min(lo+size, len(all))]
 }
 
 // pathEscape escapes one path segment.
