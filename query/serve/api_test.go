@@ -148,6 +148,9 @@ func TestFindingsAPI(t *testing.T) {
 	if strings.Join(got, " ") != want || l.Total != 3 {
 		t.Errorf("findings: total %d\n got %s\nwant %s", l.Total, strings.Join(got, " "), want)
 	}
+	if l.Findings[0].URL != "/batches/"+seedBatch {
+		t.Errorf("finding URL %q, want the batch page", l.Findings[0].URL)
+	}
 	f.getJSON(t, "/api/v1/findings?state=open&kind=missing", 200, &l)
 	if l.Total != 1 || l.Findings[0].Fingerprint != "fp-newer" {
 		t.Errorf("state=open&kind=missing: %+v", l.Findings)

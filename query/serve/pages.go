@@ -154,7 +154,7 @@ func (s *Server) batchPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return render(w, http.StatusOK, "batch.html", map[string]any{
-		"Key": k.String(), "D": d, "Source": b.Source, "Ladder": ladder, "Report": text.String(), "Sides": b.Sides,
+		"Key": k.String(), "D": d, "APIURL": "/api/v1" + batchPath(k), "Source": b.Source, "Ladder": ladder, "Report": text.String(), "Sides": b.Sides,
 		"GridURL": "/?pipeline=" + pathEscape(k.Pipeline) + "&from=" + k.BusinessDate.AddDays(-13).String() + "&to=" + k.BusinessDate.String(),
 	})
 }

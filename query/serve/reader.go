@@ -206,6 +206,8 @@ type Finding struct {
 	Status       string `json:"status"`
 	Verdict      string `json:"verdict"`
 	FirstMissing string `json:"first_missing"`
+	// URL is the batch's web page.
+	URL string `json:"url"`
 }
 
 // findingFilter selects findings; zero fields select all.
@@ -252,6 +254,7 @@ func (r *reader) findings(ctx context.Context, f findingFilter, limit int) ([]Fi
 			return err
 		}
 		f.BusinessDate = dateOf(bd).String()
+		f.URL = batchPath(model.BatchKey{Pipeline: f.Pipeline, BusinessDate: dateOf(bd), BatchID: f.BatchID})
 		f.RaisedAt = time.UnixMilli(raised).UTC()
 		if resolved != 0 {
 			t := time.UnixMilli(resolved).UTC()
