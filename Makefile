@@ -59,6 +59,7 @@ bench: build
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./model/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./model/contract/
+	$(GO) test -run '^$$' -fuzz FuzzParams -fuzztime 60s ./query/dash/
 
 clean:
 	rm -rf bin

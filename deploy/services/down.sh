@@ -15,5 +15,6 @@ rc=0
 "$HERE/chromium.sh" stop || rc=1
 "$HERE/kafka.sh" stop || rc=1
 "$HERE/clickhouse.sh" stop || rc=1
+"$HERE/chdb.sh" stop || rc=1
 rm -f "$DATA_DIR/services.env"
 exit "$rc"

@@ -19,6 +19,7 @@ started=$SECONDS
 "$HERE/clickhouse.sh" start
 "$HERE/kafka.sh" start
 "$HERE/chromium.sh" start
+"$HERE/chdb.sh" start # no server: installs chdb-core (current ClickHouse in-process) for query/dash
 
 env_file="$DATA_DIR/services.env"
 ch_host="${HANDOFF_CLICKHOUSE_HOST:-127.0.0.1}"
@@ -30,6 +31,7 @@ export HANDOFF_CLICKHOUSE_ADDR=$ch_host:${HANDOFF_CLICKHOUSE_PORT:-19000}
 export HANDOFF_CLICKHOUSE_HTTP_ADDR=$ch_host:${HANDOFF_CLICKHOUSE_HTTP_PORT:-18123}
 export HANDOFF_KAFKA_BROKERS=$k_host:${HANDOFF_KAFKA_PORT:-19092}
 export HANDOFF_CHROMIUM=$("$HERE/chromium.sh" path)
+export HANDOFF_CHDB_PYTHON=$("$HERE/chdb.sh" python)
 EOT
 mv "$env_file.tmp" "$env_file"
 log "services up in $((SECONDS - started))s; environment: $env_file"

@@ -207,8 +207,8 @@ type decoded struct {
 	// messages themselves are dropped once decoded.
 	n               int
 	last            []kafka.Message
-	evb             []sink.EventBatch
-	dead            [][]sink.DeadLetter
+	evb             []schema.EventBatch
+	dead            [][]schema.DeadLetter
 	valid, rejected int
 	start           time.Time
 	decodeTime      time.Duration
@@ -245,7 +245,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	// into the next INSERT, one handed over, one being decoded.
 	free := make(chan *decoded, 2*coalesce+2)
 	for i := 0; i < cap(free); i++ {
-		free <- &decoded{evb: make([]sink.EventBatch, c.workers), dead: make([][]sink.DeadLetter, c.workers)}
+		free <- &decoded{evb: make([]schema.EventBatch, c.workers), dead: make([][]schema.DeadLetter, c.workers)}
 	}
 	go c.decodeStage(batches, free, decodedCh, spare)
 	flushDone := make(chan error, 1)
@@ -445,8 +445,8 @@ func (c *Consumer) storeStage(ctx context.Context, in <-chan *decoded, free chan
 	return failed
 }
 
-func eventBatches(group []*decoded) []*sink.EventBatch {
-	var bs []*sink.EventBatch
+func eventBatches(group []*decoded) []*schema.EventBatch {
+	var bs []*schema.EventBatch
 	for _, d := range group {
 		for i := range d.evb {
 			bs = append(bs, &d.evb[i])
@@ -471,7 +471,7 @@ func (c *Consumer) store(ctx context.Context, group []*decoded, ins *sink.Prepar
 	}
 
 	if rejected > 0 {
-		var dead []sink.DeadLetter
+		var dead []schema.DeadLetter
 		for _, d := range group {
 			for _, dl := range d.dead {
 				dead = append(dead, dl...)
@@ -576,7 +576,7 @@ func (c *Consumer) decode(d *decoded, nowMS int64) (valid, rejected int) {
 			eb := &d.evb[i]
 			for j := range part {
 				m := &part[j]
-				src := sink.Source{Topic: m.Topic, Partition: int32(m.Partition), Offset: m.Offset}
+				src := schema.Source{Topic: m.Topic, Partition: int32(m.Partition), Offset: m.Offset}
 				e, err := dec.Decode(m.Value)
 				if err == nil {
 					eb.Add(&e, src, nowMS)
@@ -587,7 +587,7 @@ func (c *Consumer) decode(d *decoded, nowMS int64) (valid, rejected int) {
 				if errors.As(err, &ve) && ve.Kind != "" {
 					kind = ve.Kind
 				}
-				d.dead[i] = append(d.dead[i], sink.DeadLetter{
+				d.dead[i] = append(d.dead[i], schema.DeadLetter{
 					ReceivedMS: nowMS, Source: src, Key: string(m.Key), Reason: kind, Error: err.Error(), Payload: m.Value,
 				})
 			}
@@ -601,7 +601,7 @@ func (c *Consumer) decode(d *decoded, nowMS int64) (valid, rejected int) {
 	return valid, rejected
 }
 
-func (c *Consumer) writeDLQ(ctx context.Context, dead []sink.DeadLetter) error {
+func (c *Consumer) writeDLQ(ctx context.Context, dead []schema.DeadLetter) error {
 	out := make([]kafka.Message, len(dead))
 	for i, d := range dead {
 		value := d.Payload

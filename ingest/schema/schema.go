@@ -1,6 +1,7 @@
 // Package schema owns handoff's ClickHouse schema: the database, the raw
 // events table (deduplicated by event_id), dead letters, diagnoses,
-// findings, and the dashboard views over them. The SQL lives in schema.sql (embedded) and is applied
+// findings, and the dashboard views over them. The tables' SQL lives in
+// schema.sql (embedded), the views' in views.go; both are applied
 // idempotently by Ensure; it runs on ClickHouse 18.16 and on current
 // releases.
 package schema
@@ -31,8 +32,8 @@ const (
 	Findings  = "findings_v2"
 )
 
-// View names: dashboard views created by Ensure with the tables
-// (schema.sql says what each shows; docs/dashboards.md has examples).
+// View names: dashboard views created by Ensure after the tables
+// (views.go says what each shows; docs/dashboards.md has examples).
 const (
 	BatchProgress   = "batch_progress"
 	DiagnosisLatest = "diagnosis_latest"
@@ -43,7 +44,7 @@ const (
 // AllTables returns the names of every table and view Ensure creates, in
 // creation order.
 func AllTables() []string {
-	return []string{Events, DeadLetters, Diagnoses, Findings, BatchProgress, DiagnosisLatest, BatchStatus, FindingState}
+	return append([]string{Events, DeadLetters, Diagnoses, Findings}, Views()...)
 }
 
 var dbName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -86,7 +87,7 @@ func Statements(db string) ([]string, error) {
 		}
 		out = append(out, strings.ReplaceAll(strings.Join(lines, "\n"), "{db}", db))
 	}
-	return out, nil
+	return append(out, viewStatements(db)...), nil
 }
 
 // Ensure creates the database db and its tables when missing. It is safe to

@@ -1,8 +1,9 @@
 // Package dash runs handoff's named dashboard queries: the SQL behind
 // docs/dashboards.md, the Grafana dashboard of deploy/grafana and the
-// dashboard API of `handoff serve`. The queries read the views that
-// schema.Ensure creates (batch_progress, diagnosis_latest, batch_status,
-// finding_state) and the tables under them.
+// dashboard API of `handoff serve`. The queries read the schema's views
+// (batch_progress, diagnosis_latest, batch_status, finding_state) with
+// their filter inside each view's SELECT (schema.ViewSelect), so it reaches
+// the tables' sort key.
 //
 // A query's parameters are typed and checked here (unknown names, bad
 // values, missing required ones, huge values: *ParamError), and reach SQL
@@ -22,7 +23,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/handoff-dev/handoff/ingest/schema"
@@ -123,8 +123,10 @@ type Runner struct {
 }
 
 // NewRunner returns a Runner reading database db over conn; db is checked
-// by schema.CheckDatabase. The schema (with its views) must exist:
-// schema.Ensure, which `handoff ingest` runs on start.
+// by schema.CheckDatabase. The tables must exist (schema.Ensure, which
+// `handoff ingest` runs on start); the views need not: the queries inline
+// their SELECTs, so a read-only user on a database made by an older
+// release can run them.
 func NewRunner(conn driver.Conn, db string) (*Runner, error) {
 	if err := schema.CheckDatabase(db); err != nil {
 		return nil, err
@@ -145,10 +147,6 @@ func (r *Runner) Run(ctx context.Context, name string, params map[string]string)
 		return Result{}, err
 	}
 	sql, args := d.bind(r.db, vals)
-	// The views are read with WHERE on their columns; this setting lets
-	// ClickHouse (18.16 included, where it is off by default) push the
-	// filter into the view's SELECT, so it reaches the tables' sort key.
-	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"enable_optimize_predicate_expression": 1}))
 	rows, err := r.conn.Query(ctx, sql, args...)
 	if err != nil {
 		return Result{}, fmt.Errorf("dashboard query %s on %s: %w", name, r.db, err)
@@ -279,11 +277,32 @@ func parse(p Param, s string) (value, error) {
 // marker and the arguments in order. {db} (checked) and {now_ms} (a fixed
 // expression) are the only text substituted.
 func (d *definition) bind(db string, vals map[string]value) (string, []any) {
-	var (
-		b    strings.Builder
-		args []any
-	)
-	src := strings.ReplaceAll(d.sql, "{db}", db)
+	var args []any
+	sql := d.render(db, func(name string) (string, bool) {
+		v, ok := vals[name]
+		if ok {
+			args = append(args, v.arg)
+		}
+		return "?", ok
+	})
+	return sql, args
+}
+
+// render returns d's SQL for database db, the views it reads inlined with
+// d.where inside them, and every {name} marker for which marker reports
+// true replaced by its text; other braces are kept.
+// bind renders for the server; the tests and the Grafana dashboard render
+// their own stand-ins from the same text.
+func (d *definition) render(db string, marker func(name string) (string, bool)) string {
+	var b strings.Builder
+	src := d.sql
+	for _, v := range schema.Views() {
+		if tok := "{view:" + v + "}"; strings.Contains(src, tok) {
+			sel, _ := schema.ViewSelect(db, v, d.where)
+			src = strings.ReplaceAll(src, tok, "(\n"+sel+"\n)")
+		}
+	}
+	src = strings.ReplaceAll(src, "{db}", db)
 	src = strings.ReplaceAll(src, "{now_ms}", nowMS)
 	for {
 		i := strings.IndexByte(src, '{')
@@ -296,21 +315,17 @@ func (d *definition) bind(db string, vals map[string]value) (string, []any) {
 			b.WriteString(src)
 			break
 		}
-		name := src[i+1 : i+j]
-		v, ok := vals[name]
+		text, ok := marker(src[i+1 : i+j])
 		if !ok {
-			// Not a marker (a literal brace): keep it. Tests check that
-			// every query has markers for known parameters only.
 			b.WriteString(src[:i+1])
 			src = src[i+1:]
 			continue
 		}
 		b.WriteString(src[:i])
-		b.WriteByte('?')
-		args = append(args, v.arg)
+		b.WriteString(text)
 		src = src[i+j+1:]
 	}
-	return b.String(), args
+	return b.String()
 }
 
 // scan reads every row generically, converting values to JSON-friendly ones.

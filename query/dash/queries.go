@@ -6,7 +6,10 @@ package dash
 // spliced into SQL. Derived markers: {from_ms} and {to_end_ms} are the
 // from/to dates as Unix milliseconds (from at 00:00 UTC, to + 1 day at
 // 00:00 UTC), for tables keyed by a millisecond time rather than a date.
-// {now_ms} is the server's current time in milliseconds.
+// {now_ms} is the server's current time in milliseconds. {view:NAME} is
+// the SELECT of the schema's view NAME (schema.ViewSelect) with the
+// definition's where inside it, so the filter reaches the tables under
+// the view (ClickHouse does not push it into the right side of a JOIN).
 //
 // Every query bounds its rows with LIMIT {limit} (DefaultLimit, at most
 // MaxLimit) and, when it takes dates, its range (at most MaxDays days).
@@ -26,14 +29,18 @@ var (
 // nowMS is the server's current time in Unix milliseconds.
 const nowMS = "(toInt64(toUnixTimestamp(now())) * 1000)"
 
-// dateRange filters a view with a business_date column.
+// dateRange filters the tables under a view by the date range and pipeline.
 const dateRange = "business_date >= toDate({from}) AND business_date <= toDate({to}) AND ({pipeline} = '' OR pipeline = {pipeline})"
 
-// definition is a Query with its SQL.
+// definition is a Query with its SQL and the filter of the views it reads.
 type definition struct {
 	Query
-	sql string
+	sql   string
+	where string // a condition on pipeline and business_date, with markers
 }
+
+// pipelineOnly filters a view by the pipeline parameter alone.
+const pipelineOnly = "({pipeline} = '' OR pipeline = {pipeline})"
 
 var definitions = []definition{
 	{Query{Name: "batch_status", Title: "Batch status by pipeline and business date",
@@ -44,10 +51,10 @@ var definitions = []definition{
 			{Name: "status", Type: ParamString, Doc: "only this status (delivered, late, failed, broken, in_progress); empty: all"},
 			pLimit}},
 		`SELECT pipeline, business_date, batch_id, status, verdict, first_missing, source, event_count, last_event_ms
-FROM {db}.batch_status
-WHERE ` + dateRange + ` AND ({status} = '' OR status = {status})
+FROM {view:batch_status}
+WHERE {status} = '' OR status = {status}
 ORDER BY pipeline, business_date, batch_id
-LIMIT {limit}`},
+LIMIT {limit}`, dateRange},
 
 	{Query{Name: "boundary_funnel", Title: "Boundary funnel",
 		Doc: "Per pipeline: how many batches in the range reached each boundary of the default ladder " +
@@ -58,11 +65,10 @@ LIMIT {limit}`},
        countIf(signaled_ms > 0) AS signaled, countIf(transferred_ms > 0) AS transferred,
        countIf(signal_delivered_ms > 0) AS signal_delivered, countIf(identified_ms > 0) AS identified,
        countIf(consumed_ms > 0) AS consumed
-FROM {db}.batch_progress
-WHERE ` + dateRange + `
+FROM {view:batch_progress}
 GROUP BY pipeline
 ORDER BY pipeline
-LIMIT {limit}`},
+LIMIT {limit}`, dateRange},
 
 	{Query{Name: "boundary_latency", Title: "Time between boundaries",
 		Doc: "Per pipeline and boundary: milliseconds from the previous boundary of the ladder to this one " +
@@ -74,7 +80,7 @@ LIMIT {limit}`},
        toInt64(quantileExact(0.9)(gap.3 - gap.2)) AS p90_ms,
        toInt64(quantileExact(0.99)(gap.3 - gap.2)) AS p99_ms,
        max(gap.3 - gap.2) AS max_ms
-FROM {db}.batch_progress
+FROM {view:batch_progress}
 ARRAY JOIN arrayFilter(x -> x.2 > 0 AND x.3 > 0, [
     ('finalized', produced_ms, finalized_ms),
     ('signaled', finalized_ms, signaled_ms),
@@ -82,21 +88,20 @@ ARRAY JOIN arrayFilter(x -> x.2 > 0 AND x.3 > 0, [
     ('signal_delivered', transferred_ms, signal_delivered_ms),
     ('identified', signal_delivered_ms, identified_ms),
     ('consumed', identified_ms, consumed_ms)]) AS gap
-WHERE ` + dateRange + `
 GROUP BY pipeline, boundary
 ORDER BY pipeline, indexOf(['finalized', 'signaled', 'transferred', 'signal_delivered', 'identified', 'consumed'], boundary)
-LIMIT {limit}`},
+LIMIT {limit}`, dateRange},
 
 	{Query{Name: "breaks_over_time", Title: "Breaks by verdict and first missing boundary",
 		Doc: "Per business date: batches whose status is broken, failed or late, by verdict and first missing " +
 			"boundary (in_progress and delivered batches are not breaks).",
 		Params: []Param{pFrom, pTo, pPipeline, pLimit}},
 		`SELECT business_date, verdict, first_missing, count() AS batches
-FROM {db}.batch_status
-WHERE ` + dateRange + ` AND status IN ('broken', 'failed', 'late')
+FROM {view:batch_status}
+WHERE status IN ('broken', 'failed', 'late')
 GROUP BY business_date, verdict, first_missing
 ORDER BY business_date, verdict, first_missing
-LIMIT {limit}`},
+LIMIT {limit}`, dateRange},
 
 	{Query{Name: "anomalies_by_kind", Title: "Anomalies by kind",
 		Doc: "Per anomaly kind: batches in the range whose latest stored diagnosis names it. " +
@@ -107,12 +112,11 @@ LIMIT {limit}`},
 FROM (
     SELECT pipeline, business_date,
            arrayJoin(arrayDistinct(extractAll(latest_diagnosis, '"kind"\\s*:\\s*"([a-z_]+)"'))) AS kind
-    FROM {db}.diagnosis_latest
-    WHERE ` + dateRange + `
+    FROM {view:diagnosis_latest}
 )
 GROUP BY kind
 ORDER BY batches DESC, kind
-LIMIT {limit}`},
+LIMIT {limit}`, dateRange},
 
 	{Query{Name: "success_not_delivered", Title: "Job SUCCESS but not delivered",
 		Doc: "Per pipeline: batches whose job succeeded (produced proven), how many of them are not delivered " +
@@ -123,11 +127,10 @@ LIMIT {limit}`},
        countIf(produced_ms > 0 AND verdict != 'delivered') AS not_delivered,
        countIf(produced_ms > 0 AND verdict != 'delivered' AND status = 'in_progress') AS in_progress,
        if(job_succeeded = 0, 0, round(not_delivered / job_succeeded, 4)) AS not_delivered_rate
-FROM {db}.batch_status
-WHERE ` + dateRange + `
+FROM {view:batch_status}
 GROUP BY pipeline
 ORDER BY pipeline
-LIMIT {limit}`},
+LIMIT {limit}`, dateRange},
 
 	{Query{Name: "open_findings", Title: "Open findings and their age",
 		Doc: "Findings of the streaming detector whose latest record is open, oldest first, with their age " +
@@ -138,11 +141,10 @@ LIMIT {limit}`},
 		`SELECT finding_batch AS batch, finding_kind AS kind, finding_name AS name,
        latest_status AS status, latest_verdict AS verdict, latest_severity AS severity,
        latest_raised_ms AS raised_ms, intDiv({now_ms} - latest_raised_ms, 1000) AS age_s
-FROM {db}.finding_state
-WHERE latest_state = 'open' AND ({pipeline} = '' OR finding_pipeline = {pipeline})
-  AND {now_ms} - latest_raised_ms >= {min_age}
+FROM {view:finding_state}
+WHERE latest_state = 'open' AND {now_ms} - latest_raised_ms >= {min_age}
 ORDER BY latest_raised_ms, batch, kind, name
-LIMIT {limit}`},
+LIMIT {limit}`, pipelineOnly},
 
 	{Query{Name: "late_deliveries", Title: "Late deliveries and by how much",
 		Doc: "Findings with a lateness (a boundary past its contract deadline), open or resolved, by lateness. " +
@@ -152,12 +154,10 @@ LIMIT {limit}`},
 			pLimit}},
 		`SELECT finding_batch AS batch, finding_name AS boundary, latest_state AS state,
        latest_deadline_ms AS deadline_ms, latest_lateness_ms AS lateness_ms, latest_resolved_ms AS resolved_ms
-FROM {db}.finding_state
-WHERE finding_business_date >= toDate({from}) AND finding_business_date <= toDate({to})
-  AND ({pipeline} = '' OR finding_pipeline = {pipeline})
-  AND latest_lateness_ms > 0 AND latest_lateness_ms >= {min_lateness}
+FROM {view:finding_state}
+WHERE latest_lateness_ms > 0 AND latest_lateness_ms >= {min_lateness}
 ORDER BY lateness_ms DESC, batch, boundary
-LIMIT {limit}`},
+LIMIT {limit}`, dateRange},
 
 	{Query{Name: "dead_letters_by_reason", Title: "Dead letters by reason",
 		Doc: "Rejected messages received in the range (UTC days of received time), by reason and source topic: " +
@@ -172,7 +172,7 @@ FROM {db}.dead_letters
 WHERE received_ms >= {from_ms} AND received_ms < {to_end_ms}
 GROUP BY reason, topic
 ORDER BY messages DESC, reason, topic
-LIMIT {limit}`},
+LIMIT {limit}`, ""},
 
 	{Query{Name: "freshness", Title: "Ingest and detector freshness",
 		Doc: "When each table last received a row (ingested_ms; received_ms for dead letters), and the latest " +
@@ -194,5 +194,5 @@ FROM (
     GROUP BY pipeline, component
 )
 ORDER BY source, pipeline, component
-LIMIT {limit}`},
+LIMIT {limit}`, ""},
 }

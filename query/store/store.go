@@ -61,9 +61,6 @@ func New(conn driver.Conn, db string) (*Store, error) {
 	return &Store{conn: conn, db: db}, nil
 }
 
-const selectColumns = "pipeline, business_date, batch_id, event_id, spec, type, time_ms, system, component, object, " +
-	"rows, has_rows, bytes, has_bytes, checksum, attempt, has_attempt, error, `attrs.key`, `attrs.value`"
-
 // query is one SELECT with its arguments.
 type query struct {
 	sql  string
@@ -105,7 +102,7 @@ func batchWhere(pipeline string, from, to model.Date) *where {
 // key order; for heartbeats (event_date) it is by day. Either way the
 // copies of an event are adjacent.
 func (s *Store) selectWhere(w *where, dateCol string) query {
-	return query{sql: "SELECT " + selectColumns + " FROM " + s.db + ".events WHERE " + w.String() +
+	return query{sql: "SELECT " + schema.EventReadColumns + " FROM " + s.db + "." + schema.Events + " WHERE " + w.String() +
 		" ORDER BY " + dateCol + ", pipeline, batch_id, event_id", args: w.args}
 }
 
@@ -234,7 +231,7 @@ func (s *Store) EachEvent(ctx context.Context, f Filter, fn func(model.Event) er
 // rowKey is a row's sort key: copies of one event share it.
 type rowKey struct {
 	pipeline, batchID, eventID string
-	businessDate               int64 // Unix seconds
+	businessDate               model.Date
 }
 
 func (s *Store) each(ctx context.Context, q query, prev *rowKey, fn func(model.Event) error) error {
@@ -243,40 +240,17 @@ func (s *Store) each(ctx context.Context, q query, prev *rowKey, fn func(model.E
 		return fmt.Errorf("read events from %s.events: %w", s.db, err)
 	}
 	defer rows.Close()
-	var (
-		bd                            time.Time
-		typ, system                   string
-		hasRows, hasBytes, hasAttempt uint8
-		keys, vals                    []string
-		ms                            int64
-	)
+	var sc schema.EventScanner
 	for rows.Next() {
 		var e model.Event
-		keys, vals = keys[:0], vals[:0]
-		if err := rows.Scan(&e.Pipeline, &bd, &e.BatchID, &e.ID, &e.Spec, &typ, &ms, &system, &e.Component, &e.Object,
-			&e.Rows, &hasRows, &e.Bytes, &hasBytes, &e.Checksum, &e.Attempt, &hasAttempt, &e.Error, &keys, &vals); err != nil {
-			return fmt.Errorf("read events from %s.events: scan: %w", s.db, err)
+		if err := sc.Scan(rows, &e); err != nil {
+			return fmt.Errorf("read events from %s.events: %w", s.db, err)
 		}
-		k := rowKey{pipeline: e.Pipeline, batchID: e.BatchID, eventID: e.ID, businessDate: bd.Unix()}
+		k := rowKey{pipeline: e.Pipeline, batchID: e.BatchID, eventID: e.ID, businessDate: e.BusinessDate}
 		if k == *prev {
 			continue // a copy merges have not collapsed yet
 		}
 		*prev = k
-		e.Time = time.UnixMilli(ms).UTC()
-		e.Type = model.EventType(typ)
-		e.System = model.System(system)
-		e.HasRows, e.HasBytes, e.HasAttempt = hasRows != 0, hasBytes != 0, hasAttempt != 0
-		if bd.Year() != 1970 || bd.YearDay() != 1 {
-			e.BusinessDate = model.Date{Year: bd.Year(), Month: bd.Month(), Day: bd.Day()}
-		}
-		if len(keys) > 0 {
-			e.Attrs = make(map[string]string, len(keys))
-			for i, k := range keys {
-				if i < len(vals) {
-					e.Attrs[k] = vals[i]
-				}
-			}
-		}
 		if err := fn(e); err != nil {
 			return err
 		}
