@@ -333,7 +333,8 @@ func TestReadonlyUser(t *testing.T) {
 	if fl.Total != 3 {
 		t.Errorf("readonly: %d findings, want 3", fl.Total)
 	}
-	for _, p := range []string{"/", "/batches/" + seedBatch, "/findings", "/healthz"} {
+	for _, p := range []string{"/", "/batches/" + seedBatch, "/findings", "/healthz",
+		"/api/v1/dashboards/batch_status?from=2026-09-01&to=2026-10-03", "/api/v1/dashboards/open_findings"} {
 		if code, body := h.get(t, p); code != 200 {
 			t.Errorf("readonly: GET %s: %d %s", p, code, body)
 		}
