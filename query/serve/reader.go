@@ -34,6 +34,9 @@ type reader struct {
 // detectReadonly asks the server whether the connection's user is
 // readonly=1.
 func (r *reader) detectReadonly(ctx context.Context) error {
+	// Ask as a readonly user would have to: with no settings, which such
+	// a user's server refuses to change.
+	r.readonly = true
 	qctx, cancel := r.ctx(ctx)
 	defer cancel()
 	rows, err := r.conn.Query(qctx, "SELECT value FROM system.settings WHERE name = 'readonly'")
