@@ -50,8 +50,8 @@ type batchFilter struct {
 // read): the table's sort key starts with the pipeline, so a range of
 // dates over every pipeline is a scan of its months whatever is asked, and
 // reading the rows once both lists the batches and diagnoses those
-// without a stored diagnosis. More than Options.MaxScanEvents events in the range
-// is a paramError saying how to narrow it: the read stops there.
+// without a stored diagnosis. More than Options.MaxScanEvents events in
+// the range is a paramError saying how to narrow it: the read stops there.
 func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error) {
 	// The stored diagnoses are read while the events are.
 	type storedResult struct {
