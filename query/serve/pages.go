@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/replay"
@@ -67,14 +68,19 @@ func (s *Server) errorPage(w http.ResponseWriter, status int, d ErrorDetail) {
 
 // gridCell is one pipeline and day of the grid: its batches (usually one).
 type gridCell struct {
-	Date    string
-	Batches []Batch
+	Batches []gridBatch
+}
+
+// gridBatch is one batch of the grid, its attributes made here: the
+// all-pipelines day has a thousand rows, and each template action costs.
+type gridBatch struct {
+	Batch, URL, Class, Title, Label string
 }
 
 // gridRow is one pipeline of the grid.
 type gridRow struct {
-	Pipeline string
-	Cells    []gridCell
+	Pipeline, URL string
+	Cells         []gridCell
 }
 
 // defaultGridDays is the range of the grid when no dates are given.
@@ -105,21 +111,34 @@ func (s *Server) gridPage(w http.ResponseWriter, r *http.Request) error {
 	for _, b := range all {
 		counts[b.Status]++
 		if len(rows) == 0 || rows[len(rows)-1].Pipeline != b.Pipeline {
-			row := gridRow{Pipeline: b.Pipeline, Cells: make([]gridCell, len(days))}
-			for i, d := range days {
-				row.Cells[i].Date = d
-			}
-			rows = append(rows, row)
+			q := url.Values{"pipeline": {b.Pipeline}, "from": {f.dates.from.String()}, "to": {f.dates.to.String()}}
+			rows = append(rows, gridRow{Pipeline: b.Pipeline, URL: "/?" + q.Encode(), Cells: make([]gridCell, len(days))})
 		}
 		bd, _ := model.ParseDate(b.BusinessDate)
 		i := bd.DaysSinceEpoch() - f.dates.from.DaysSinceEpoch()
-		rows[len(rows)-1].Cells[i].Batches = append(rows[len(rows)-1].Cells[i].Batches, b)
+		rows[len(rows)-1].Cells[i].Batches = append(rows[len(rows)-1].Cells[i].Batches, cellOf(b))
 	}
 	return render(w, http.StatusOK, "grid.html", map[string]any{
 		"Filter": map[string]string{"pipeline": f.pipeline, "from": f.dates.from.String(), "to": f.dates.to.String(), "status": f.status, "verdict": f.verdict},
 		"Days":   days, "Rows": rows, "Total": len(all), "Counts": counts,
 		"Statuses": statusNames, "Verdicts": verdictNames, "Now": s.now(),
 	})
+}
+
+// cellOf is b as a grid cell: coloured by status, its verdict and first
+// missing boundary in the title.
+func cellOf(b Batch) gridBatch {
+	c := gridBatch{Batch: b.Batch, URL: b.URL, Class: b.Status, Label: "?"}
+	if b.Status == "" {
+		c.Class = "unknown"
+	} else {
+		c.Label = b.Status[:1]
+	}
+	c.Title = b.Batch + ": " + b.Status + ", " + b.Verdict
+	if b.FirstMissing != "" {
+		c.Title += ", missing " + b.FirstMissing
+	}
+	return c
 }
 
 // ladderStep is one boundary of the batch page's ladder, with its evidence
