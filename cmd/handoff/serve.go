@@ -91,6 +91,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	if err != nil {
 		return fmt.Errorf("serve: listen on %s: %w (set HANDOFF_SERVE_ADDR or --addr to a free address)", cfg.Addr, err)
 	}
+	defer gcDefaults(serveGCPercent, softMemoryLimit)()
 	hs := serve.HTTPServer(srv)
 	log.Info("serving", "url", "http://"+ln.Addr().String()+"/", "database", cfg.Database, "readonly_user", srv.Readonly())
 	errc := make(chan error, 1)

@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -51,6 +52,9 @@ func main() {
 	)
 	flag.Parse()
 	onlyKind = *only
+	// The collector settings `handoff serve` applies (cmd/handoff/gc.go).
+	debug.SetGCPercent(400)
+	debug.SetMemoryLimit(768 << 20)
 	if *cpuprof != "" {
 		f, err := os.Create(*cpuprof)
 		if err != nil {
