@@ -158,7 +158,7 @@ func load(t *testing.T, ctx context.Context, conn driver.Conn, db string) {
 	if err := s.Events(ctx, events); err != nil {
 		t.Fatal(err)
 	}
-	insertRow(t, ctx, conn, "INSERT INTO "+db+".diagnoses_v2 (pipeline, business_date, batch_id, batch, as_of_ms, status, verdict, first_missing, diagnosis, ingested_ms, kafka_topic, kafka_partition, kafka_offset)",
+	insertRow(t, ctx, conn, "INSERT INTO "+db+"."+schema.Diagnoses+" ("+schema.DiagnosisColumns+")",
 		[]any{storedPipeline, time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC), "20261001", storedPipeline + "/2026-10-01/20261001", asOf.UnixMilli(),
 			"failed", "not_produced", "produced", storedDiagnosis, asOf.UnixMilli(), "t", int32(0), int64(1)})
 	// Findings: the seed's overdue finding (open, raised first), a newer
@@ -179,7 +179,7 @@ func load(t *testing.T, ctx context.Context, conn driver.Conn, db string) {
 		{"fp-done", 1, "open", "overdue", "2026-09-29T22:15:00Z", 0},
 		{"fp-done", 2, "resolved", "overdue", "2026-09-29T22:15:00Z", ms("2026-09-30T01:00:00Z")},
 	} {
-		insertRow(t, ctx, conn, "INSERT INTO "+db+".findings_v2 (pipeline, business_date, batch_id, batch, fingerprint, seq, state, kind, name, raised_ms, resolved_ms, deadline_ms, lateness_ms, severity, owner, `labels.key`, `labels.value`, evidence_as_of_ms, status, verdict, first_missing, diagnosis, ingested_ms, kafka_topic, kafka_partition, kafka_offset)",
+		insertRow(t, ctx, conn, "INSERT INTO "+db+"."+schema.Findings+" ("+schema.FindingColumns+")",
 			[]any{seedPipeline, bd, "20260930", seedBatch, r.fp, r.seq, r.state, r.kind, "signal_delivered", ms(r.raised), r.resolved, ms("2026-09-30T22:00:00Z"),
 				int64(900000), "warning", "finance-data", []string{}, []string{}, ms(r.raised), "late", "not_identified", "signal_delivered", "{}", asOf.UnixMilli(), "t", int32(0), int64(r.seq)})
 	}

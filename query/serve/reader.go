@@ -8,6 +8,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/handoff-dev/handoff/ingest/schema"
 	"github.com/handoff-dev/handoff/model"
 )
 
@@ -152,12 +153,12 @@ func (r *reader) storedRows(ctx context.Context, pipeline string, dr dateRange) 
 		row  storedRow
 	)
 	err := r.each(ctx, "stored diagnoses", "SELECT pipeline, business_date, batch_id, argMax(status, as_of_ms), argMax(verdict, as_of_ms), "+
-		"argMax(first_missing, as_of_ms), max(as_of_ms) FROM "+r.db+".diagnoses_v2 WHERE "+cond+
+		"argMax(first_missing, as_of_ms), max(as_of_ms) FROM "+r.db+"."+schema.Diagnoses+" WHERE "+cond+
 		" GROUP BY pipeline, business_date, batch_id", args, func(rows driver.Rows) error {
 		if err := rows.Scan(&p, &d, &b, &row.status, &row.verdict, &row.firstMissing, &row.asOfMs); err != nil {
 			return err
 		}
-		out[model.BatchKey{Pipeline: p, BusinessDate: dateOf(d), BatchID: b}] = row
+		out[model.BatchKey{Pipeline: p, BusinessDate: schema.DateFromColumn(d), BatchID: b}] = row
 		return nil
 	})
 	return out, err
@@ -172,7 +173,7 @@ func (r *reader) storedDiagnosis(ctx context.Context, k model.BatchKey) ([]byte,
 		n    uint64
 	)
 	err := r.each(ctx, "the stored diagnosis", "SELECT argMax(diagnosis, as_of_ms), count() FROM "+r.db+
-		".diagnoses_v2 WHERE pipeline = ? AND business_date = toDate(?) AND batch_id = ?",
+		"."+schema.Diagnoses+" WHERE pipeline = ? AND business_date = toDate(?) AND batch_id = ?",
 		[]any{k.Pipeline, k.BusinessDate.String(), k.BatchID}, func(rows driver.Rows) error {
 			if err := rows.Scan(&text, &n); err != nil {
 				return err
@@ -245,7 +246,7 @@ func (r *reader) findings(ctx context.Context, f findingFilter, limit int) ([]Fi
 	err := r.each(ctx, "findings", "SELECT fingerprint, argMax(batch, seq), argMax(pipeline, seq), argMax(business_date, seq), argMax(batch_id, seq), "+
 		"toString(argMax(state, seq)) AS st, argMax(kind, seq) AS k, argMax(name, seq), max(seq), argMax(raised_ms, seq) AS raised, argMax(resolved_ms, seq), "+
 		"argMax(deadline_ms, seq), argMax(lateness_ms, seq), argMax(severity, seq), argMax(owner, seq), argMax(status, seq), argMax(verdict, seq), "+
-		"argMax(first_missing, seq) FROM "+r.db+".findings_v2 WHERE "+cond+" GROUP BY fingerprint HAVING "+having+
+		"argMax(first_missing, seq) FROM "+r.db+"."+schema.Findings+" WHERE "+cond+" GROUP BY fingerprint HAVING "+having+
 		" ORDER BY st = 'open' DESC, raised, fingerprint LIMIT ?", args, func(rows driver.Rows) error {
 		var (
 			f                            Finding
@@ -256,8 +257,8 @@ func (r *reader) findings(ctx context.Context, f findingFilter, limit int) ([]Fi
 			&deadlineMs, &f.LatenessMs, &f.Severity, &f.Owner, &f.Status, &f.Verdict, &f.FirstMissing); err != nil {
 			return err
 		}
-		f.BusinessDate = dateOf(bd).String()
-		f.URL = batchPath(model.BatchKey{Pipeline: f.Pipeline, BusinessDate: dateOf(bd), BatchID: f.BatchID})
+		f.BusinessDate = schema.DateFromColumn(bd).String()
+		f.URL = batchPath(model.BatchKey{Pipeline: f.Pipeline, BusinessDate: schema.DateFromColumn(bd), BatchID: f.BatchID})
 		f.RaisedAt = time.UnixMilli(raised).UTC()
 		if resolved != 0 {
 			t := time.UnixMilli(resolved).UTC()
@@ -275,7 +276,7 @@ func (r *reader) findings(ctx context.Context, f findingFilter, limit int) ([]Fi
 
 // ping checks that the database's tables answer, for /healthz.
 func (r *reader) ping(ctx context.Context) error {
-	return r.each(ctx, "health", "SELECT count() FROM system.tables WHERE database = ? AND name = 'events'", []any{r.db}, func(rows driver.Rows) error {
+	return r.each(ctx, "health", "SELECT count() FROM system.tables WHERE database = ? AND name = ?", []any{r.db, schema.Events}, func(rows driver.Rows) error {
 		var n uint64
 		if err := rows.Scan(&n); err != nil {
 			return err
@@ -285,9 +286,4 @@ func (r *reader) ping(ctx context.Context) error {
 		}
 		return nil
 	})
-}
-
-// dateOf converts a ClickHouse Date column value to a model.Date.
-func dateOf(t time.Time) model.Date {
-	return model.Date{Year: t.Year(), Month: t.Month(), Day: t.Day()}
 }
