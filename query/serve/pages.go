@@ -83,15 +83,24 @@ type gridRow struct {
 	Cells         []gridCell
 }
 
-// defaultGridDays is the range of the grid when no dates are given.
-const defaultGridDays = 14
+// The range of the grid when no dates are given: two weeks of one
+// pipeline, one week of every pipeline (the landing page: a thousand
+// pipelines over two weeks is 140,000 events to read and diagnose).
+const (
+	defaultGridDays    = 14
+	defaultGridAllDays = 7
+)
 
 func (s *Server) gridPage(w http.ResponseWriter, r *http.Request) error {
 	p, err := parseParams(r.URL.RawQuery, "pipeline", "from", "to", "status", "verdict")
 	if err != nil {
 		return err
 	}
-	f, err := s.batchFilterOf(p, defaultGridDays)
+	span := defaultGridDays
+	if p.str("pipeline") == "" {
+		span = defaultGridAllDays
+	}
+	f, err := s.batchFilterOf(p, span)
 	if err != nil {
 		return err
 	}
