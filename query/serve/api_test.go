@@ -427,3 +427,36 @@ func TestHealthAndMetrics(t *testing.T) {
 		t.Errorf("healthz without tables: %d %s", code, body)
 	}
 }
+
+// TestPages reads the pages as HTML: the landing grid covers the week up
+// to today, findings come open first, an unknown batch is a 404 page.
+func TestPages(t *testing.T) {
+	f := newFixture(t)
+	for _, tt := range []struct {
+		path   string
+		status int
+		has    []string
+	}{
+		// Today is 2026-10-03: the week 09-27..10-03 holds every batch.
+		{"/", 200, []string{`data-batch="` + seedBatch + `"`, `class="cell late"`, `data-batch="` + storedPipeline + `/2026-10-01/20261001"`, "2026-09-27", "2026-10-03"}},
+		{"/?pipeline=" + seedPipeline + "&from=2026-09-30&to=2026-09-30", 200, []string{`data-batch="` + seedBatch + `"`, "1 batches"}},
+		{"/findings?state=open", 200, []string{`href="/batches/` + seedBatch + `"`, "fp-seed", "open"}},
+		{"/batches/" + seedBatch, 200, []string{`data-boundary="signal_delivered"`, "not_identified", "restore_signal", `href="/api/v1/batches/` + seedBatch + `"`}},
+		{"/batches/" + seedPipeline + "/2026-09-28/20260928", 404, []string{"not_found", "no events stored"}},
+	} {
+		code, body := f.get(t, tt.path)
+		if code != tt.status {
+			t.Errorf("GET %s: %d, want %d", tt.path, code, tt.status)
+		}
+		for _, h := range tt.has {
+			if !strings.Contains(string(body), h) {
+				t.Errorf("GET %s: page lacks %q", tt.path, h)
+			}
+		}
+	}
+	// The findings page puts the open finding before the resolved one.
+	_, body := f.get(t, "/findings")
+	if i, j := strings.Index(string(body), "fp-seed"), strings.Index(string(body), "fp-done"); i < 0 || j < 0 || i > j {
+		t.Errorf("findings page: open fp-seed at %d, resolved fp-done at %d; want open first", i, j)
+	}
+}
