@@ -14,10 +14,12 @@ import (
 // and took ~8% of the machine in the ingest benchmark. diagnose: most of
 // what a run allocates stays live until the end. In both, a larger GOGC
 // collects less often and the soft limit bounds the peak
-// (deploy/bench/README.md).
+// (deploy/bench/README.md). serve: what a request allocates (rows, the
+// replay of its batches, the page) is garbage when it is answered.
 const (
 	ingestGCPercent   = 400
 	diagnoseGCPercent = 300
+	serveGCPercent    = 400
 	softMemoryLimit   = 768 << 20
 )
 

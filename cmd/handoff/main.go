@@ -10,6 +10,7 @@
 //	handoff verify   --batch KEY --dir DIR --contract F [--wait D]   end-to-end checks after a fix
 //	handoff watch    --role R --dir DIR --contract F   files -> boundary events
 //	handoff openlineage --contract F (--kafka-brokers B | --file F)   OpenLineage run events in
+//	handoff serve    [flags]   JSON API and web pages over ClickHouse
 //
 // Run "handoff COMMAND -h" for a command's flags (printed on standard
 // error, exit 0). Deployment settings (addresses, topics, tuning) also read
@@ -108,6 +109,7 @@ func commands() []command {
 		{"verify", "check a batch end to end after a fix", runVerify},
 		{"watch", "emit the boundary events that files arriving in a directory prove", runWatch},
 		{"openlineage", "map OpenLineage run events (Kafka or a file) to delivery events", runOpenLineage},
+		{"serve", "serve the JSON API and web pages over the delivery history", runServe},
 	}
 }
 

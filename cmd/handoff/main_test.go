@@ -31,6 +31,7 @@ var commandFlags = map[string][]string{
 	"verify":      {"batch", "dir", "contract", "events", "clickhouse", "database", "as-of", "format", "wait", "poll"},
 	"backfill": {"from", "to", "pipeline", "as-of", "contract", "publish", "dry-run", "format", "clickhouse-addr",
 		"clickhouse-database", "kafka-brokers", "diagnoses-topic", "workers", "unit-rows", "progress-interval"},
+	"serve": {"addr", "clickhouse-addr", "clickhouse-database", "clickhouse-user", "clickhouse-password", "contract", "query-timeout"},
 }
 
 // TestCommandHelp checks -h of every command as the README documents it:

@@ -13,6 +13,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 rc=0
 "$HERE/alertmanager.sh" stop || rc=1
+"$HERE/chromium.sh" stop || rc=1
 "$HERE/kafka.sh" stop || rc=1
 "$HERE/clickhouse.sh" stop || rc=1
 "$HERE/chdb.sh" stop || rc=1

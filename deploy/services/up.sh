@@ -18,6 +18,7 @@ started=$SECONDS
 "$HERE/kafka.sh" install
 "$HERE/clickhouse.sh" start
 "$HERE/kafka.sh" start
+"$HERE/chromium.sh" start
 "$HERE/chdb.sh" start # no server: installs chdb-core (current ClickHouse in-process) for query/dash
 "$HERE/alertmanager.sh" start # also installs promtool (deploy/prometheus rule tests)
 
@@ -30,6 +31,7 @@ export HANDOFF_DATA_DIR=$DATA_DIR
 export HANDOFF_CLICKHOUSE_ADDR=$ch_host:${HANDOFF_CLICKHOUSE_PORT:-19000}
 export HANDOFF_CLICKHOUSE_HTTP_ADDR=$ch_host:${HANDOFF_CLICKHOUSE_HTTP_PORT:-18123}
 export HANDOFF_KAFKA_BROKERS=$k_host:${HANDOFF_KAFKA_PORT:-19092}
+export HANDOFF_CHROMIUM=$("$HERE/chromium.sh" path)
 export HANDOFF_CHDB_PYTHON=$("$HERE/chdb.sh" python)
 export HANDOFF_ALERTMANAGER_URLS=http://${HANDOFF_ALERTMANAGER_HOST:-127.0.0.1}:${HANDOFF_ALERTMANAGER_PORT:-19095}
 EOT

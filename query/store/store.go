@@ -24,8 +24,10 @@ import (
 	"github.com/handoff-dev/handoff/model"
 )
 
-// Filter selects events. Pipeline is required unless Batch is set. From and
-// To bound business_date inclusively; a zero Date leaves that side open.
+// Filter selects events. Pipeline is required unless Batch is set or both
+// From and To are: a bounded range of business dates may be read for every
+// pipeline at once (the serve pages' all-pipelines day). From and To bound
+// business_date inclusively; a zero Date leaves that side open.
 //
 // Heartbeats (process.heartbeat) have no business date; they are returned
 // only when Heartbeats is set, for the same pipeline, and then From and To
@@ -104,7 +106,9 @@ func (w *where) in(col string, vals []string) {
 // batchWhere selects the batch events of pipeline in [from, to].
 func batchWhere(pipeline string, from, to model.Date) *where {
 	w := &where{}
-	w.add("pipeline = ?", pipeline)
+	if pipeline != "" {
+		w.add("pipeline = ?", pipeline)
+	}
 	w.add("batch_id != ''")
 	if !from.IsZero() {
 		w.add("business_date >= toDate(?)", from.String())
@@ -115,14 +119,14 @@ func batchWhere(pipeline string, from, to model.Date) *where {
 	return w
 }
 
-// selectWhere reads what w (always one pipeline) selects, ordered by
-// dateCol, batch id and event id: for batch events (business_date) that is
-// the table's sort key, so a batch's rows are consecutive and batches come
-// in key order; for heartbeats (event_date) it is by day. Either way the
+// selectWhere reads what w selects, ordered by dateCol, pipeline, batch id
+// and event id: for batch events (business_date) of one pipeline that is the
+// table's sort key, so a batch's rows are consecutive and batches come in
+// key order; for heartbeats (event_date) it is by day. Either way the
 // copies of an event are adjacent.
 func (s *Store) selectWhere(w *where, dateCol string) query {
 	return query{sql: "SELECT " + s.columns() + " FROM " + s.db + "." + schema.Events + " WHERE " + w.String() +
-		" ORDER BY " + dateCol + ", batch_id, event_id", args: w.args}
+		" ORDER BY " + dateCol + ", pipeline, batch_id, event_id", args: w.args}
 }
 
 // plan returns the queries that read f, in output order: the heartbeats
@@ -138,13 +142,16 @@ func (s *Store) plan(ctx context.Context, f Filter) ([]query, error) {
 		w.add("batch_id = ?", f.Batch.BatchID)
 		return []query{s.selectWhere(w, "business_date")}, nil
 	}
-	if f.Pipeline == "" {
-		return nil, fmt.Errorf("store filter: a pipeline or a batch is required")
+	if f.Pipeline == "" && (f.From.IsZero() || f.To.IsZero() || f.Heartbeats) {
+		return nil, fmt.Errorf("store filter: a pipeline or a batch is required (or, without heartbeats, both From and To)")
 	}
 	var out []query
 	if f.Heartbeats {
 		w := &where{}
 		w.add("pipeline = ?", f.Pipeline)
+		// Heartbeats are stored with the zero business date (schema.sql):
+		// saying so prunes every other partition.
+		w.add("business_date = toDate('1970-01-01')")
 		w.add("batch_id = ''")
 		w.add("type = 'process.heartbeat'")
 		if !f.From.IsZero() {
@@ -216,7 +223,7 @@ func (s *Store) windowed(ctx context.Context, w *where, dateCol string) ([]query
 
 // Events returns the events the filter selects, each event_id once:
 // heartbeats first (by UTC day, then event id), then the batch events in
-// the table's sort key order (business date, batch id, event id), so that
+// the order (business date, pipeline, batch id, event id), so that
 // a batch's events are consecutive and batches come in key order.
 func (s *Store) Events(ctx context.Context, f Filter) ([]model.Event, error) {
 	var out []model.Event

@@ -1,0 +1,213 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/handoff-dev/handoff/analyzer/batches"
+	"github.com/handoff-dev/handoff/analyzer/replay"
+	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/query/store"
+)
+
+// Batch is one batch of a list: its identity, its status and where it
+// stopped, and whether that comes from a stored diagnosis or was
+// diagnosed on read.
+type Batch struct {
+	Batch        string    `json:"batch"`
+	Pipeline     string    `json:"pipeline"`
+	BusinessDate string    `json:"business_date"`
+	BatchID      string    `json:"batch_id"`
+	Status       string    `json:"status"`
+	Verdict      string    `json:"verdict"`
+	FirstMissing string    `json:"first_missing"`
+	AsOf         time.Time `json:"as_of"`
+	// Source is "stored" (the latest row of diagnoses_v2) or "on_read"
+	// (replayed from the stored events as of the request).
+	Source       string    `json:"source"`
+	Events       int       `json:"events"`
+	FirstEventAt time.Time `json:"first_event_at"`
+	LastEventAt  time.Time `json:"last_event_at"`
+	// URL is the batch's web page.
+	URL string `json:"url"`
+}
+
+// batchFilter selects batches; zero fields select all.
+type batchFilter struct {
+	pipeline        string
+	dates           dateRange
+	status, verdict string
+}
+
+// listBatches returns every batch f selects, in key order (pipeline,
+// business date, batch id), each with its stored diagnosis or one made on
+// read as of now, filtered by status and verdict.
+//
+// The batches are found by reading their events (store, one windowed
+// read): the table's sort key starts with the pipeline, so a range of
+// dates over every pipeline is a scan of its months whatever is asked, and
+// reading the rows once both lists the batches and diagnoses those
+// without a stored diagnosis. More than Options.MaxScanEvents events in
+// the range is a paramError saying how to narrow it: the read stops there.
+func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error) {
+	// The stored diagnoses are read while the events are.
+	type storedResult struct {
+		rows map[model.BatchKey]storedRow
+		err  error
+	}
+	storedc := make(chan storedResult, 1)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		rows, err := s.rd.storedRows(rctx, f.pipeline, f.dates)
+		storedc <- storedResult{rows, err}
+	}()
+	set := batches.New(s.contracts, s.now())
+	type span struct {
+		n      int
+		lo, hi time.Time
+	}
+	spans := make(map[model.BatchKey]*span)
+	read := 0
+	err := s.readEvents(rctx, store.Filter{Pipeline: f.pipeline, From: f.dates.from, To: f.dates.to}, func(e *model.Event) error {
+		if read++; read > s.maxScan {
+			return badParam("from", "more than %d events between %s and %s: narrow the range or give a pipeline", s.maxScan, f.dates.from, f.dates.to)
+		}
+		set.Add(e)
+		k := e.Key()
+		sp := spans[k]
+		if sp == nil {
+			sp = &span{lo: e.Time, hi: e.Time}
+			spans[k] = sp
+		}
+		sp.n++
+		if e.Time.Before(sp.lo) {
+			sp.lo = e.Time
+		}
+		if e.Time.After(sp.hi) {
+			sp.hi = e.Time
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sr := <-storedc
+	if sr.err != nil {
+		return nil, sr.err
+	}
+	stored := sr.rows
+	keys := set.Keys()
+	var missing []model.BatchKey
+	for _, k := range keys {
+		if _, ok := stored[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	onRead := make(map[model.BatchKey]*replay.Diagnosis, len(missing))
+	ds := set.DiagnoseKeys(missing)
+	for i := range ds {
+		onRead[missing[i]] = &ds[i]
+	}
+	out := make([]Batch, 0, len(keys))
+	for _, k := range keys {
+		sp := spans[k]
+		b := Batch{Batch: k.String(), Pipeline: k.Pipeline, BusinessDate: k.BusinessDate.String(), BatchID: k.BatchID, URL: batchPath(k),
+			Events: sp.n, FirstEventAt: sp.lo.UTC(), LastEventAt: sp.hi.UTC()}
+		if r, ok := stored[k]; ok {
+			b.Status, b.Verdict, b.FirstMissing, b.AsOf, b.Source = r.status, r.verdict, r.firstMissing, time.UnixMilli(r.asOfMs).UTC(), "stored"
+		} else {
+			d := onRead[k]
+			b.Status, b.Verdict, b.FirstMissing, b.AsOf, b.Source = string(d.Status), d.Verdict.String(), d.FirstMissing, d.AsOf, "on_read"
+		}
+		if (f.status != "" && b.Status != f.status) || (f.verdict != "" && b.Verdict != f.verdict) {
+			continue
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// readEvents passes the events f selects to fn, under the query timeout;
+// an error from fn stops the read and is returned as it is.
+func (s *Server) readEvents(ctx context.Context, f store.Filter, fn func(*model.Event) error) error {
+	qctx, cancel := s.rd.ctx(ctx)
+	defer cancel()
+	var fnErr error
+	err := s.store.EachEvent(qctx, f, func(e model.Event) error {
+		fnErr = fn(&e)
+		return fnErr
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	if err != nil {
+		return s.rd.wrap(ctx, qctx, "events", err)
+	}
+	return nil
+}
+
+// BatchDetail is one batch: its diagnosis (timeline, boundaries,
+// hypotheses, anomalies, safe next step), the narrative per side, and
+// where the diagnosis comes from.
+type BatchDetail struct {
+	Source    string            `json:"source"`
+	Diagnosis *replay.Diagnosis `json:"diagnosis"`
+	Sides     []replay.Side     `json:"sides"`
+}
+
+// errNoBatch is a batch with no stored events.
+var errNoBatch = errors.New("no such batch")
+
+// batch returns batch k: its latest stored diagnosis, or a diagnosis on
+// read from its events and the week before it (the previous batch of any
+// daily or weekday schedule, for continuity) as of now.
+func (s *Server) batch(ctx context.Context, k model.BatchKey) (*BatchDetail, error) {
+	// The stored diagnosis and the events are read at the same time: most
+	// of either is waiting for ClickHouse, and without a stored diagnosis
+	// (the common case until backfill has run) both are needed.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type storedResult struct {
+		b   []byte
+		err error
+	}
+	storedc := make(chan storedResult, 1)
+	go func() {
+		b, err := s.rd.storedDiagnosis(ctx, k)
+		storedc <- storedResult{b, err}
+	}()
+	set := batches.New(s.contracts, s.now())
+	f := store.Filter{Pipeline: k.Pipeline, From: k.BusinessDate.AddDays(-7), To: k.BusinessDate, Heartbeats: true}
+	readErr := s.readEvents(ctx, f, func(e *model.Event) error {
+		set.Add(e)
+		return nil
+	})
+	stored := <-storedc
+	if stored.err != nil {
+		return nil, stored.err
+	}
+	if stored.b != nil {
+		var d replay.Diagnosis
+		if err := json.Unmarshal(stored.b, &d); err != nil {
+			return nil, fmt.Errorf("the stored diagnosis of %s in %s.diagnoses_v2 does not decode: %w", k, s.rd.db, err)
+		}
+		return &BatchDetail{Source: "stored", Diagnosis: &d, Sides: replay.Narrate(&d)}, nil
+	}
+	if readErr != nil {
+		return nil, readErr
+	}
+	d, ok := set.DiagnoseOne(k)
+	if !ok {
+		return nil, errNoBatch
+	}
+	return &BatchDetail{Source: "on_read", Diagnosis: &d, Sides: replay.Narrate(&d)}, nil
+}
+
+// batchPath is the web page of batch k; the alerting links to it.
+func batchPath(k model.BatchKey) string {
+	return "/batches/" + pathEscape(k.Pipeline) + "/" + k.BusinessDate.String() + "/" + pathEscape(k.BatchID)
+}

@@ -1,0 +1,206 @@
+package serve
+
+import (
+	"bytes"
+	"embed"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/handoff-dev/handoff/analyzer/replay"
+	"github.com/handoff-dev/handoff/analyzer/report"
+	"github.com/handoff-dev/handoff/model"
+)
+
+// The pages are plain HTML templates and one stylesheet, embedded: no build
+// step, no JavaScript.
+//
+//go:embed web
+var webFS embed.FS
+
+var pages = template.Must(template.New("").Funcs(template.FuncMap{
+	"fmtTime": func(v any) string {
+		var t time.Time
+		switch v := v.(type) {
+		case time.Time:
+			t = v
+		case *time.Time:
+			if v != nil {
+				t = *v
+			}
+		}
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format("2006-01-02 15:04:05Z")
+	},
+	"age": func(secs int64) string { return replay.FormatDuration(time.Duration(secs) * time.Second) },
+}).ParseFS(webFS, "web/*.html"))
+
+func (s *Server) pageRoutes() {
+	static, _ := fs.Sub(webFS, "web")
+	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	s.handle("GET /{$}", "page_grid", s.gridPage)
+	s.handle("GET /batches/{pipeline}/{date}/{id}", "page_batch", s.batchPage)
+	s.handle("GET /findings", "page_findings", s.findingsPage)
+}
+
+// render executes the named template into a buffer first, so that a
+// template error is a clean 500 rather than half a page.
+func render(w http.ResponseWriter, status int, name string, data any) error {
+	var b bytes.Buffer
+	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(b.Bytes())
+	return nil
+}
+
+func (s *Server) errorPage(w http.ResponseWriter, status int, d ErrorDetail) {
+	if err := render(w, status, "error.html", map[string]any{"Status": status, "Error": d}); err != nil {
+		http.Error(w, d.Message, status)
+	}
+}
+
+// gridCell is one pipeline and day of the grid: its batches (usually one).
+type gridCell struct {
+	Batches []gridBatch
+}
+
+// gridBatch is one batch of the grid, its attributes made here: the
+// all-pipelines day has a thousand rows, and each template action costs.
+type gridBatch struct {
+	Batch, URL, Class, Title, Label string
+}
+
+// gridRow is one pipeline of the grid.
+type gridRow struct {
+	Pipeline, URL string
+	Cells         []gridCell
+}
+
+// The range of the grid when no dates are given: two weeks of one
+// pipeline, one week of every pipeline (the landing page: a thousand
+// pipelines over two weeks is 140,000 events to read and diagnose).
+const (
+	defaultGridDays    = 14
+	defaultGridAllDays = 7
+)
+
+func (s *Server) gridPage(w http.ResponseWriter, r *http.Request) error {
+	p, err := parseParams(r.URL.RawQuery, "pipeline", "from", "to", "status", "verdict")
+	if err != nil {
+		return err
+	}
+	span := defaultGridDays
+	if p.str("pipeline") == "" {
+		span = defaultGridAllDays
+	}
+	f, err := s.batchFilterOf(p, span)
+	if err != nil {
+		return err
+	}
+	if n := f.dates.to.DaysSinceEpoch() - f.dates.from.DaysSinceEpoch() + 1; n > 62 {
+		return badParam("from", "the grid shows at most 62 days (asked %d): narrow from..to, or use /api/v1/batches", n)
+	}
+	all, err := s.listBatches(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	var days []string
+	for d := f.dates.from; d.Compare(f.dates.to) <= 0; d = d.AddDays(1) {
+		days = append(days, d.String())
+	}
+	var rows []gridRow
+	counts := map[string]int{}
+	for _, b := range all {
+		counts[b.Status]++
+		if len(rows) == 0 || rows[len(rows)-1].Pipeline != b.Pipeline {
+			q := url.Values{"pipeline": {b.Pipeline}, "from": {f.dates.from.String()}, "to": {f.dates.to.String()}}
+			rows = append(rows, gridRow{Pipeline: b.Pipeline, URL: "/?" + q.Encode(), Cells: make([]gridCell, len(days))})
+		}
+		bd, _ := model.ParseDate(b.BusinessDate)
+		i := bd.DaysSinceEpoch() - f.dates.from.DaysSinceEpoch()
+		rows[len(rows)-1].Cells[i].Batches = append(rows[len(rows)-1].Cells[i].Batches, cellOf(b))
+	}
+	return render(w, http.StatusOK, "grid.html", map[string]any{
+		"Filter": map[string]string{"pipeline": f.pipeline, "from": f.dates.from.String(), "to": f.dates.to.String(), "status": f.status, "verdict": f.verdict},
+		"Days":   days, "Rows": rows, "Total": len(all), "Counts": counts,
+		"Statuses": statusNames, "Verdicts": verdictNames, "Now": s.now(),
+	})
+}
+
+// cellOf is b as a grid cell: coloured by status, its verdict and first
+// missing boundary in the title.
+func cellOf(b Batch) gridBatch {
+	c := gridBatch{Batch: b.Batch, URL: b.URL, Class: b.Status, Label: "?"}
+	if b.Status == "" {
+		c.Class = "unknown"
+	} else {
+		c.Label = b.Status[:1]
+	}
+	c.Title = b.Batch + ": " + b.Status + ", " + b.Verdict
+	if b.FirstMissing != "" {
+		c.Title += ", missing " + b.FirstMissing
+	}
+	return c
+}
+
+// ladderStep is one boundary of the batch page's ladder, with its evidence
+// events resolved from the timeline.
+type ladderStep struct {
+	replay.BoundaryState
+	Events []replay.Entry
+}
+
+func (s *Server) batchPage(w http.ResponseWriter, r *http.Request) error {
+	k, b, err := s.batchOf(r)
+	if err != nil {
+		return err
+	}
+	d := b.Diagnosis
+	byID := make(map[string]replay.Entry, len(d.Timeline))
+	for _, e := range d.Timeline {
+		byID[e.EventID] = e
+	}
+	ladder := make([]ladderStep, 0, len(d.Boundaries))
+	for _, bs := range d.Boundaries {
+		st := ladderStep{BoundaryState: bs}
+		for _, id := range bs.Evidence {
+			if e, ok := byID[id]; ok {
+				st.Events = append(st.Events, e)
+			}
+		}
+		ladder = append(ladder, st)
+	}
+	var text bytes.Buffer
+	if err := report.Text(&text, d); err != nil {
+		return err
+	}
+	return render(w, http.StatusOK, "batch.html", map[string]any{
+		"Key": k.String(), "D": d, "APIURL": "/api/v1" + batchPath(k), "Source": b.Source, "Ladder": ladder, "Report": text.String(), "Sides": b.Sides,
+		"GridURL": "/?pipeline=" + pathEscape(k.Pipeline) + "&from=" + k.BusinessDate.AddDays(-13).String() + "&to=" + k.BusinessDate.String(),
+	})
+}
+
+func (s *Server) findingsPage(w http.ResponseWriter, r *http.Request) error {
+	p, err := parseParams(r.URL.RawQuery, "pipeline", "state", "kind", "from", "to")
+	if err != nil {
+		return err
+	}
+	f, err := findingFilterOf(p)
+	if err != nil {
+		return err
+	}
+	all, err := s.findingsOf(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	return render(w, http.StatusOK, "findings.html", map[string]any{
+		"Findings": all, "Filter": map[string]string{"pipeline": f.pipeline, "state": f.state, "kind": f.kind, "from": p.str("from"), "to": p.str("to")},
+	})
+}

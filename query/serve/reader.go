@@ -1,0 +1,289 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/handoff-dev/handoff/ingest/schema"
+	"github.com/handoff-dev/handoff/model"
+)
+
+// Conn is what the server needs of a ClickHouse connection: reads only.
+// driver.Conn implements it; tests wrap it to see every statement sent.
+type Conn interface {
+	Query(ctx context.Context, query string, args ...any) (driver.Rows, error)
+}
+
+// reader runs the server's own reads: every statement is a constant with
+// ? placeholders bound by the driver, the database name the one identifier
+// spliced in, checked by schema.CheckDatabase.
+type reader struct {
+	conn    Conn
+	db      string
+	timeout time.Duration
+	// readonly is set when the connection's user runs with readonly=1:
+	// such a user may not change any setting, max_execution_time included,
+	// so queries then carry no settings and no deadline (the driver turns a
+	// deadline into max_execution_time) and are cancelled by a timer.
+	readonly bool
+}
+
+// detectReadonly asks the server whether the connection's user is
+// readonly=1.
+func (r *reader) detectReadonly(ctx context.Context) error {
+	// Ask as a readonly user would have to: with no settings, which such
+	// a user's server refuses to change.
+	r.readonly = true
+	qctx, cancel := r.ctx(ctx)
+	defer cancel()
+	rows, err := r.conn.Query(qctx, "SELECT value FROM system.settings WHERE name = 'readonly'")
+	if err != nil {
+		return fmt.Errorf("read the readonly setting from system.settings: %w", err)
+	}
+	defer rows.Close()
+	var v string
+	for rows.Next() {
+		if err := rows.Scan(&v); err != nil {
+			return fmt.Errorf("read the readonly setting: %w", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read the readonly setting: %w", err)
+	}
+	r.readonly = v == "1"
+	return nil
+}
+
+// ctx returns the context of one query: cancelled after r.timeout and when
+// ctx is. It has no deadline (a timer cancels it), so that the driver adds
+// no max_execution_time of its own; unless the user is readonly=1 it
+// carries max_execution_time explicitly, so the server stops the query
+// too, not only the client.
+func (r *reader) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
+	qctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	t := time.AfterFunc(r.timeout, cancel)
+	if !r.readonly {
+		secs := int(r.timeout.Round(time.Second) / time.Second)
+		if secs < 1 {
+			secs = 1
+		}
+		qctx = clickhouse.Context(qctx, clickhouse.WithSettings(clickhouse.Settings{"max_execution_time": secs}))
+	}
+	return qctx, func() {
+		t.Stop()
+		stop()
+		cancel()
+	}
+}
+
+// each runs one SELECT and calls scan for every row.
+func (r *reader) each(ctx context.Context, what, sql string, args []any, scan func(driver.Rows) error) error {
+	qctx, cancel := r.ctx(ctx)
+	defer cancel()
+	rows, err := r.conn.Query(qctx, sql, args...)
+	if err != nil {
+		return r.wrap(ctx, qctx, what, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return r.wrap(ctx, qctx, what, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return r.wrap(ctx, qctx, what, err)
+	}
+	return nil
+}
+
+// wrap names the read that failed; a query cut by the server's timeout
+// becomes a timeoutError (HTTP 504).
+func (r *reader) wrap(parent, qctx context.Context, what string, err error) error {
+	if parent.Err() == nil && qctx.Err() != nil {
+		return &timeoutError{what: what, after: r.timeout}
+	}
+	return fmt.Errorf("read %s from ClickHouse database %s: %w", what, r.db, err)
+}
+
+// timeoutError is a read cut by the query timeout.
+type timeoutError struct {
+	what  string
+	after time.Duration
+}
+
+func (e *timeoutError) Error() string {
+	return fmt.Sprintf("reading %s took longer than the query timeout of %v: narrow the filter (fewer pipelines or dates) or raise --query-timeout", e.what, e.after)
+}
+
+// dateRange is an inclusive range of business dates; both set.
+type dateRange struct{ from, to model.Date }
+
+// storedRow is the latest stored diagnosis of a batch, as lists use it.
+type storedRow struct {
+	status, verdict, firstMissing string
+	asOfMs                        int64
+}
+
+// rangeCond is the condition and arguments selecting pipeline ("" for
+// all) over dr, on a table keyed by (pipeline, business_date, ...).
+func rangeCond(pipeline string, dr dateRange) (string, []any) {
+	cond := "business_date >= toDate(?) AND business_date <= toDate(?)"
+	args := []any{dr.from.String(), dr.to.String()}
+	if pipeline != "" {
+		cond = "pipeline = ? AND " + cond
+		args = append([]any{pipeline}, args...)
+	}
+	return cond, args
+}
+
+// storedRows reads the latest stored diagnosis of every batch of pipeline
+// ("" for all) over dr: argMax by as-of, never FINAL (docs/ingest.md,
+// "Findings and diagnoses").
+func (r *reader) storedRows(ctx context.Context, pipeline string, dr dateRange) (map[model.BatchKey]storedRow, error) {
+	cond, args := rangeCond(pipeline, dr)
+	out := make(map[model.BatchKey]storedRow)
+	var (
+		p, b string
+		d    time.Time
+		row  storedRow
+	)
+	err := r.each(ctx, "stored diagnoses", "SELECT pipeline, business_date, batch_id, argMax(status, as_of_ms), argMax(verdict, as_of_ms), "+
+		"argMax(first_missing, as_of_ms), max(as_of_ms) FROM "+r.db+"."+schema.Diagnoses+" WHERE "+cond+
+		" GROUP BY pipeline, business_date, batch_id", args, func(rows driver.Rows) error {
+		if err := rows.Scan(&p, &d, &b, &row.status, &row.verdict, &row.firstMissing, &row.asOfMs); err != nil {
+			return err
+		}
+		out[model.BatchKey{Pipeline: p, BusinessDate: schema.DateFromColumn(d), BatchID: b}] = row
+		return nil
+	})
+	return out, err
+}
+
+// storedDiagnosis returns the JSON of the latest stored diagnosis of k, or
+// nil when there is none.
+func (r *reader) storedDiagnosis(ctx context.Context, k model.BatchKey) ([]byte, error) {
+	var (
+		out  []byte
+		text string
+		n    uint64
+	)
+	err := r.each(ctx, "the stored diagnosis", "SELECT argMax(diagnosis, as_of_ms), count() FROM "+r.db+
+		"."+schema.Diagnoses+" WHERE pipeline = ? AND business_date = toDate(?) AND batch_id = ?",
+		[]any{k.Pipeline, k.BusinessDate.String(), k.BatchID}, func(rows driver.Rows) error {
+			if err := rows.Scan(&text, &n); err != nil {
+				return err
+			}
+			if n > 0 {
+				out = []byte(text)
+			}
+			return nil
+		})
+	return out, err
+}
+
+// Finding is the latest state of one finding of the streaming detector
+// (findings_v2, the record with the highest seq).
+type Finding struct {
+	Fingerprint  string     `json:"fingerprint"`
+	Batch        string     `json:"batch"`
+	Pipeline     string     `json:"pipeline"`
+	BusinessDate string     `json:"business_date"`
+	BatchID      string     `json:"batch_id"`
+	State        string     `json:"state"`
+	Kind         string     `json:"kind"`
+	Name         string     `json:"name"`
+	Seq          uint32     `json:"seq"`
+	RaisedAt     time.Time  `json:"raised_at"`
+	ResolvedAt   *time.Time `json:"resolved_at,omitempty"`
+	Deadline     *time.Time `json:"deadline,omitempty"`
+	LatenessMs   int64      `json:"lateness_ms"`
+	// AgeSeconds is how long the finding has been open (until it was
+	// resolved, for a resolved one), as of the request.
+	AgeSeconds   int64  `json:"age_seconds"`
+	Severity     string `json:"severity"`
+	Owner        string `json:"owner"`
+	Status       string `json:"status"`
+	Verdict      string `json:"verdict"`
+	FirstMissing string `json:"first_missing"`
+	// URL is the batch's web page.
+	URL string `json:"url"`
+}
+
+// findingFilter selects findings; zero fields select all.
+type findingFilter struct {
+	pipeline, state, kind string
+	dates                 *dateRange
+}
+
+// findings reads the latest state of every finding f selects, open first,
+// then oldest raised first, at most limit.
+func (r *reader) findings(ctx context.Context, f findingFilter, limit int) ([]Finding, error) {
+	cond, args := "1 = 1", []any{}
+	if f.pipeline != "" {
+		cond += " AND pipeline = ?"
+		args = append(args, f.pipeline)
+	}
+	if f.dates != nil {
+		cond += " AND business_date >= toDate(?) AND business_date <= toDate(?)"
+		args = append(args, f.dates.from.String(), f.dates.to.String())
+	}
+	having := "1 = 1"
+	if f.state != "" {
+		having += " AND st = ?"
+		args = append(args, f.state)
+	}
+	if f.kind != "" {
+		having += " AND k = ?"
+		args = append(args, f.kind)
+	}
+	args = append(args, limit)
+	var out []Finding
+	err := r.each(ctx, "findings", "SELECT fingerprint, argMax(batch, seq), argMax(pipeline, seq), argMax(business_date, seq), argMax(batch_id, seq), "+
+		"toString(argMax(state, seq)) AS st, argMax(kind, seq) AS k, argMax(name, seq), max(seq), argMax(raised_ms, seq) AS raised, argMax(resolved_ms, seq), "+
+		"argMax(deadline_ms, seq), argMax(lateness_ms, seq), argMax(severity, seq), argMax(owner, seq), argMax(status, seq), argMax(verdict, seq), "+
+		"argMax(first_missing, seq) FROM "+r.db+"."+schema.Findings+" WHERE "+cond+" GROUP BY fingerprint HAVING "+having+
+		" ORDER BY st = 'open' DESC, raised, fingerprint LIMIT ?", args, func(rows driver.Rows) error {
+		var (
+			f                            Finding
+			bd                           time.Time
+			raised, resolved, deadlineMs int64
+		)
+		if err := rows.Scan(&f.Fingerprint, &f.Batch, &f.Pipeline, &bd, &f.BatchID, &f.State, &f.Kind, &f.Name, &f.Seq, &raised, &resolved,
+			&deadlineMs, &f.LatenessMs, &f.Severity, &f.Owner, &f.Status, &f.Verdict, &f.FirstMissing); err != nil {
+			return err
+		}
+		f.BusinessDate = schema.DateFromColumn(bd).String()
+		f.URL = batchPath(model.BatchKey{Pipeline: f.Pipeline, BusinessDate: schema.DateFromColumn(bd), BatchID: f.BatchID})
+		f.RaisedAt = time.UnixMilli(raised).UTC()
+		if resolved != 0 {
+			t := time.UnixMilli(resolved).UTC()
+			f.ResolvedAt = &t
+		}
+		if deadlineMs != 0 {
+			t := time.UnixMilli(deadlineMs).UTC()
+			f.Deadline = &t
+		}
+		out = append(out, f)
+		return nil
+	})
+	return out, err
+}
+
+// ping checks that the database's tables answer, for /healthz.
+func (r *reader) ping(ctx context.Context) error {
+	return r.each(ctx, "health", "SELECT count() FROM system.tables WHERE database = ? AND name = ?", []any{r.db, schema.Events}, func(rows driver.Rows) error {
+		var n uint64
+		if err := rows.Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("no table %s.events: has `handoff ingest` created the schema in this database?", r.db)
+		}
+		return nil
+	})
+}
