@@ -252,7 +252,9 @@ func (d *Detector) reopen(k model.BatchKey, cb closedBatch) *batch {
 
 func (d *Detector) newBatch(k model.BatchKey) *batch {
 	b := &batch{state: replay.NewState(k), slot: -1}
-	d.open[k] = b
+	// Keyed by the state's own copy of k: k may point into a decoded
+	// event's buffer, which the batch would then keep alive.
+	d.open[b.state.Key()] = b
 	return b
 }
 
