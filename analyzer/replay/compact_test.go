@@ -103,11 +103,11 @@ func TestStateKeepsNoEventMemory(t *testing.T) {
 }
 
 // TestStringsRoundTrip checks that every string field comes back from the
-// state as it went in, across the lengths where the stored length takes
-// one, two and three bytes.
+// state as it went in, on both sides of the length (255) from which the
+// stored length takes five bytes instead of one.
 func TestStringsRoundTrip(t *testing.T) {
 	date := model.MustParseDate("2026-09-30")
-	for _, n := range []int{0, 1, 127, 128, 300, 16383, 16384, 70000} {
+	for _, n := range []int{0, 1, 200, 250, 251, 252, 253, 254, 255, 256, 70000} {
 		e := model.Event{Spec: model.SpecV1, ID: "id-" + strings.Repeat("i", n), Type: model.JobFailed,
 			Time: date.In(time.UTC).Add(time.Hour), Pipeline: "p", BusinessDate: date, BatchID: "20260930",
 			System: model.Producer, Component: strings.Repeat("c", n), Object: strings.Repeat("o", n),

@@ -91,11 +91,11 @@ func (v *view) of(t model.EventType) []*record { return v.byType[t.Index()] }
 
 // The strings of a record, shared with the state's arena: no copy.
 
-func (v *view) id(r *record) string        { return str(v.arena, r.id) }
-func (v *view) component(r *record) string { return str(v.arena, r.component) }
-func (v *view) object(r *record) string    { return str(v.arena, r.object) }
-func (v *view) checksum(r *record) string  { return str(v.arena, r.checksum) }
-func (v *view) errText(r *record) string   { return str(v.arena, r.err) }
+func (v *view) id(r *record) string        { return str(v.arena, r.strs[sID]) }
+func (v *view) component(r *record) string { return str(v.arena, r.strs[sComponent]) }
+func (v *view) object(r *record) string    { return str(v.arena, r.strs[sObject]) }
+func (v *view) checksum(r *record) string  { return str(v.arena, r.strs[sChecksum]) }
+func (v *view) errText(r *record) string   { return str(v.arena, r.strs[sErr]) }
 
 // init fills v from s. A view lives on its caller's stack: it is a
 // kilobyte, and a replay makes one per batch.

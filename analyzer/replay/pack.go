@@ -19,11 +19,20 @@ import (
 // is memory the garbage collector never scans.
 type record struct {
 	ms, rows, bytes, attempt int64
-	id, component, object    ref
-	checksum, err            ref
+	strs                     [nStrs]ref // by sID, sComponent, ...
 	ti, side                 int8
 	flags                    uint8
 }
+
+// The string fields of a record, in the order of record.strs.
+const (
+	sID = iota
+	sComponent
+	sObject
+	sChecksum
+	sErr
+	nStrs
+)
 
 const (
 	flagRows uint8 = 1 << iota
@@ -42,10 +51,15 @@ func (r *record) hasBytes() bool   { return r.flags&flagBytes != 0 }
 func (r *record) hasAttempt() bool { return r.flags&flagAttempt != 0 }
 
 // ref locates a string in a State's arena: 0 is the empty string, any
-// other value is 1 + the offset of the string's length (a uvarint)
-// followed by its bytes. Lengths are stored in the arena rather than in
-// the record because most fields are short or empty.
+// other value is 1 + the offset of the string's length followed by its
+// bytes. The length is one byte, or for 255 bytes and more the byte 255
+// and four bytes little-endian: a decoding small enough to inline
+// everywhere a rule reads a name. Lengths are stored in the arena rather
+// than in the record because most fields are short or empty.
 type ref uint32
+
+// longLen marks a length stored in four more bytes.
+const longLen = 255
 
 // maxArena bounds a batch's arena so that every offset fits a ref: 4 GiB
 // of event ids and names in one batch.
@@ -64,28 +78,33 @@ func str(arena []byte, r ref) string {
 		return ""
 	}
 	b := arena[r-1:]
-	n, w := uint64(b[0]), 1
-	if n >= 0x80 {
-		n, w = binary.Uvarint(b)
+	n := int(b[0])
+	if n == longLen {
+		n = int(binary.LittleEndian.Uint32(b[1:]))
+		return unsafe.String(&b[5], n)
 	}
-	return unsafe.String(&b[w], int(n))
+	return unsafe.String(&b[1], n)
 }
 
 // sizeOf is how many arena bytes v takes.
 func sizeOf(v string) int {
-	if v == "" {
+	switch {
+	case v == "":
 		return 0
+	case len(v) < longLen:
+		return 1 + len(v)
 	}
-	return uvarintLen(len(v)) + len(v)
+	return 5 + len(v)
 }
 
-func uvarintLen(n int) int {
-	w := 1
-	for n >= 0x80 {
-		n >>= 7
-		w++
+// appendStr appends v, not empty, as str reads it.
+func appendStr(arena []byte, v string) []byte {
+	if len(v) < longLen {
+		arena = append(arena, byte(len(v)))
+	} else {
+		arena = binary.LittleEndian.AppendUint32(append(arena, longLen), uint32(len(v)))
 	}
-	return w
+	return append(arena, v...)
 }
 
 // put appends v to the arena, which must have room, and returns its ref.
@@ -94,14 +113,49 @@ func (s *State) put(v string) ref {
 		return 0
 	}
 	off := len(s.arena)
-	s.arena = binary.AppendUvarint(s.arena, uint64(len(v)))
-	s.arena = append(s.arena, v...)
+	s.arena = appendStr(s.arena, v)
 	return ref(off + 1)
 }
 
-// pack copies r's strings into the arena and returns its record.
-func (s *State) pack(r *fields) record {
-	need := sizeOf(r.id) + sizeOf(r.component) + sizeOf(r.object) + sizeOf(r.checksum) + sizeOf(r.err)
+// pack copies e's strings into the arena and returns its record. A name
+// one of the last few records carries in the same field (a component, a
+// file name, a checksum repeat along the chain) is not stored again: the
+// arena of a typical batch is then half its size, one allocation.
+func (s *State) pack(e *model.Event, ti, side int) record {
+	vals := [nStrs]string{sID: e.ID, sComponent: e.Component, sObject: e.Object, sChecksum: e.Checksum, sErr: e.Error}
+	p := record{ms: e.Time.UnixMilli(), rows: e.Rows, bytes: e.Bytes, attempt: e.Attempt, ti: int8(ti), side: int8(side)}
+	need := sizeOf(e.ID)
+	for f := sComponent; f < nStrs; f++ {
+		if p.strs[f] = s.recent(f, vals[f]); p.strs[f] == 0 {
+			need += sizeOf(vals[f])
+		}
+	}
+	if s.arena == nil {
+		s.reserve(arenaGuess * need)
+	}
+	s.reserve(need)
+	for f := range vals {
+		if p.strs[f] == 0 {
+			p.strs[f] = s.put(vals[f])
+		}
+	}
+	if e.HasRows {
+		p.flags |= flagRows
+	}
+	if e.HasBytes {
+		p.flags |= flagBytes
+	}
+	if e.HasAttempt {
+		p.flags |= flagAttempt
+	}
+	return p
+}
+
+// reserve makes room for need more bytes in the arena, doubling it when it
+// grows. The first reservation (keyInArena, or NewState's first event in
+// pack) is a dozen times the first event's strings: a typical batch, as
+// the records grow, so that a batch takes one or two allocations.
+func (s *State) reserve(need int) {
 	if len(s.arena)+need > maxArena {
 		// Beyond any real batch (a Kafka message is at most 1 MiB, so this
 		// is thousands of maximal events under one batch key); folding on
@@ -110,32 +164,51 @@ func (s *State) pack(r *fields) record {
 		panic(fmt.Sprintf("replay: batch %s: more than 4 GiB of event ids and names in one batch: split the batch or shorten its error texts", s.key))
 	}
 	if cap(s.arena)-len(s.arena) < need {
-		// The first event's strings times a dozen (a typical batch, as the
-		// records grow), else doubling: one or two allocations a batch.
-		s.arena = slices.Grow(s.arena, max(cap(s.arena), need, arenaGuess*need-len(s.arena)))
+		s.arena = slices.Grow(s.arena, max(cap(s.arena), need))
 	}
-	p := record{
-		ms: r.ms, rows: r.rows, bytes: r.bytes, attempt: r.attempt, ti: r.ti, side: r.side,
-		id: s.put(r.id), component: s.put(r.component), object: s.put(r.object),
-		checksum: s.put(r.checksum), err: s.put(r.err),
+}
+
+// keyInArena takes the state's key from its first event, copied into the
+// arena's first allocation (one allocation less per batch for diagnose,
+// which folds every batch of a file). Compact carries it over to the new
+// arena. NewState's key is its own allocation instead, which never moves:
+// the detector keys its map with it.
+func (s *State) keyInArena(e *model.Event) {
+	n, m := len(e.Pipeline), len(e.BatchID)
+	s.reserve(n + m + arenaGuess*(sizeOf(e.ID)+sizeOf(e.Component)+sizeOf(e.Object)+sizeOf(e.Checksum)+sizeOf(e.Error)))
+	start := len(s.arena)
+	s.arena = append(s.arena, e.Pipeline...)
+	s.arena = append(s.arena, e.BatchID...)
+	both := unsafe.String(unsafe.SliceData(s.arena[start:]), n+m)
+	s.key = model.BatchKey{Pipeline: both[:n], BusinessDate: e.BusinessDate, BatchID: both[n:]}
+	s.keyLen = int32(n + m)
+}
+
+// recentWindow is how many of the latest records pack looks through for a
+// name already stored: events mostly arrive in chain order, so a repeat is
+// near, and a longer look would cost every Step more than it saves.
+const recentWindow = 4
+
+// recent returns the ref of v in field f of one of the latest records, or
+// 0 when v is empty or not there.
+func (s *State) recent(f int, v string) ref {
+	if v == "" {
+		return 0
 	}
-	if r.hasRows {
-		p.flags |= flagRows
+	for i := len(s.records) - 1; i >= 0 && i >= len(s.records)-recentWindow; i-- {
+		if r := s.records[i].strs[f]; r != 0 && s.str(r) == v {
+			return r
+		}
 	}
-	if r.hasBytes {
-		p.flags |= flagBytes
-	}
-	if r.hasAttempt {
-		p.flags |= flagAttempt
-	}
-	return p
+	return 0
 }
 
 // unpack fills r from p. r's strings share the arena (see str).
 func (s *State) unpack(p *record, r *fields) {
 	*r = fields{
-		id: s.str(p.id), ms: p.ms, ti: p.ti, side: p.side,
-		component: s.str(p.component), object: s.str(p.object), checksum: s.str(p.checksum), err: s.str(p.err),
+		id: s.str(p.strs[sID]), ms: p.ms, ti: p.ti, side: p.side,
+		component: s.str(p.strs[sComponent]), object: s.str(p.strs[sObject]),
+		checksum: s.str(p.strs[sChecksum]), err: s.str(p.strs[sErr]),
 		rows: p.rows, bytes: p.bytes, attempt: p.attempt,
 		hasRows: p.hasRows(), hasBytes: p.hasBytes(), hasAttempt: p.hasAttempt(),
 	}
@@ -164,7 +237,7 @@ func (s *State) Compact() {
 		v string
 		r ref
 	}
-	nSeen, size := 0, 0
+	nSeen, size := 0, int(s.keyLen)
 	// First pass: new refs, laid out in order of first use.
 	place := func(v string, shared bool) ref {
 		if v == "" {
@@ -188,27 +261,24 @@ func (s *State) Compact() {
 	for i := range s.records {
 		o, p := &s.records[i], &recs[i]
 		*p = *o
-		p.id = place(s.str(o.id), false)
-		p.component = place(s.str(o.component), true)
-		p.object = place(s.str(o.object), true)
-		p.checksum = place(s.str(o.checksum), true)
-		p.err = place(s.str(o.err), true)
-	}
-	// Second pass: write each string where its first use put it.
-	arena := make([]byte, 0, size)
-	write := func(r ref, v string) {
-		if r != 0 && int(r) == len(arena)+1 {
-			arena = binary.AppendUvarint(arena, uint64(len(v)))
-			arena = append(arena, v...)
+		for f, r := range o.strs {
+			p.strs[f] = place(s.str(r), f != sID)
 		}
 	}
+	// Second pass: the key, then each string where its first use put it.
+	arena := make([]byte, 0, size)
+	if s.keyLen > 0 {
+		n := len(s.key.Pipeline)
+		arena = append(append(arena, s.key.Pipeline...), s.key.BatchID...)
+		both := unsafe.String(unsafe.SliceData(arena), len(arena))
+		s.key.Pipeline, s.key.BatchID = both[:n], both[n:]
+	}
 	for i := range s.records {
-		o, p := &s.records[i], &recs[i]
-		write(p.id, s.str(o.id))
-		write(p.component, s.str(o.component))
-		write(p.object, s.str(o.object))
-		write(p.checksum, s.str(o.checksum))
-		write(p.err, s.str(o.err))
+		for f, r := range recs[i].strs {
+			if r != 0 && int(r) == len(arena)+1 {
+				arena = appendStr(arena, s.str(s.records[i].strs[f]))
+			}
+		}
 	}
 	s.records, s.arena, s.garbage = recs, arena, false
 	if len(s.arena) == 0 {

@@ -39,10 +39,10 @@ func TestCompactStoresRepeatedNamesOnce(t *testing.T) {
 	}
 	for i := range s.records {
 		r := &s.records[i]
-		if got := s.str(r.checksum); got != sum {
+		if got := s.str(r.strs[sChecksum]); got != sum {
 			t.Errorf("record %d: checksum %q, want %q", i, got, sum)
 		}
-		if got, want := s.str(r.id), "event-"+string(rune('a'+i)); got != want {
+		if got, want := s.str(r.strs[sID]), "event-"+string(rune('a'+i)); got != want {
 			t.Errorf("record %d: id %q, want %q", i, got, want)
 		}
 	}

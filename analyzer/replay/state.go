@@ -96,11 +96,17 @@ type State struct {
 	records []record
 	arena   []byte
 	index   map[string]int32 // event_id -> position, once len(records) >= indexThreshold
+	// keyLen is the length of the key's strings at the start of the arena
+	// (0: the key is not in the arena).
+	keyLen int32
 	// garbage: the arena holds strings of a replaced record.
 	garbage bool
 }
 
 // Key returns the batch key of the state (zero before the first Step).
+// When the key came from the first event (not NewState), its strings share
+// the state's arena: a caller that keeps the key longer than the state, or
+// across Compact, keeps that arena alive too.
 func (s *State) Key() model.BatchKey { return s.key }
 
 // Len returns the number of distinct events folded in.
@@ -128,29 +134,30 @@ func (s *State) Step(e *model.Event) bool {
 		// never passes validation).
 		return false
 	}
+	side := sideIndex(e.System)
 	if len(s.records) == 0 && s.key.IsZero() {
-		s.key = cloneKey(e.Key())
+		s.keyInArena(e)
 	} else if e.Pipeline != s.key.Pipeline || e.BusinessDate != s.key.BusinessDate || e.BatchID != s.key.BatchID {
 		return false
 	}
-	r := fields{
-		id: e.ID, ms: e.Time.UnixMilli(),
-		component: e.Component, object: e.Object, checksum: e.Checksum, err: e.Error,
-		rows: e.Rows, bytes: e.Bytes, attempt: e.Attempt,
-		hasRows: e.HasRows, hasBytes: e.HasBytes, hasAttempt: e.HasAttempt,
-		ti: int8(ti), side: int8(sideIndex(e.System)),
-	}
-	if i, ok := s.find(r.id); ok {
+	if i, ok := s.find(e.ID); ok {
+		in := fields{
+			id: e.ID, ms: e.Time.UnixMilli(),
+			component: e.Component, object: e.Object, checksum: e.Checksum, err: e.Error,
+			rows: e.Rows, bytes: e.Bytes, attempt: e.Attempt,
+			hasRows: e.HasRows, hasBytes: e.HasBytes, hasAttempt: e.HasAttempt,
+			ti: int8(ti), side: int8(side),
+		}
 		var old fields
 		s.unpack(&s.records[i], &old)
-		if r.less(&old) {
+		if in.less(&old) {
 			// The old record's strings stay in the arena until Compact.
-			s.records[i] = s.pack(&r)
+			s.records[i] = s.pack(e, ti, side)
 			s.garbage = true
 		}
 		return true
 	}
-	p := s.pack(&r)
+	p := s.pack(e, ti, side)
 	if len(s.records) == cap(s.records) {
 		// Most batches have 10 to 15 events; grow in small steps rather than
 		// doubling, since diagnose holds every batch's records at once.
@@ -160,7 +167,7 @@ func (s *State) Step(e *model.Event) bool {
 	}
 	s.records = append(s.records, p)
 	if s.index != nil {
-		s.index[r.id] = int32(len(s.records) - 1)
+		s.index[s.str(p.strs[sID])] = int32(len(s.records) - 1)
 	} else if len(s.records) >= indexThreshold {
 		s.buildIndex()
 	}
@@ -172,7 +179,7 @@ func (s *State) Step(e *model.Event) bool {
 func (s *State) buildIndex() {
 	s.index = make(map[string]int32, 2*len(s.records))
 	for i := range s.records {
-		s.index[s.str(s.records[i].id)] = int32(i)
+		s.index[s.str(s.records[i].strs[sID])] = int32(i)
 	}
 }
 
@@ -182,7 +189,7 @@ func (s *State) find(id string) (int, bool) {
 		return int(i), ok
 	}
 	for i := range s.records {
-		if s.str(s.records[i].id) == id {
+		if s.str(s.records[i].strs[sID]) == id {
 			return i, true
 		}
 	}
