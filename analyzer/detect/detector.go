@@ -135,17 +135,35 @@ type batch struct {
 }
 
 // tracked is what the detector remembers of one fingerprint between
-// evaluations: enough to know what was published, not the diagnosis.
+// evaluations: enough to know what was published, not the diagnosis. Times
+// are Unix milliseconds (0: none), the precision of a finding's JSON: 104
+// bytes rather than 152, in every open batch with a finding.
 type tracked struct {
 	fp       uint64
 	kind     Kind
 	name     string
 	state    State
 	status   replay.Status
-	seq      int
-	raised   time.Time
-	resolved time.Time
-	deadline time.Time
+	raised   int64
+	resolved int64
+	deadline int64
+	seq      int32
+}
+
+// msOf is t in Unix milliseconds, 0 for the zero time.
+func msOf(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// timeOf is the UTC time of Unix milliseconds ms, the zero time for 0.
+func timeOf(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
 }
 
 // closedBatch is what remains of a delivered batch with no open finding:
@@ -245,7 +263,7 @@ func (d *Detector) reopen(k model.BatchKey, cb closedBatch) *batch {
 	b := d.newBatch(k)
 	b.suspended, b.delivered = true, true
 	for _, f := range cb.done {
-		b.findings = append(b.findings, tracked{fp: f.fp, state: Resolved, seq: int(f.seq)})
+		b.findings = append(b.findings, tracked{fp: f.fp, state: Resolved, seq: f.seq})
 	}
 	return b
 }
@@ -353,8 +371,8 @@ func (d *Detector) Restore(fs ...Finding) error {
 				b.suspended = true
 			}
 		}
-		t := tracked{fp: fp, kind: f.Kind, name: f.Name, state: f.State, status: f.Status, seq: f.Seq,
-			raised: f.RaisedAt, resolved: f.ResolvedAt, deadline: f.Deadline}
+		t := tracked{fp: fp, kind: f.Kind, name: f.Name, state: f.State, status: f.Status, seq: int32(f.Seq),
+			raised: msOf(f.RaisedAt), resolved: msOf(f.ResolvedAt), deadline: msOf(f.Deadline)}
 		if j := b.find(fp); j >= 0 {
 			if b.findings[j].seq >= t.seq {
 				continue
