@@ -98,6 +98,12 @@ type Detector struct {
 
 	timers timers
 	dirty  []*batch
+	// evaluated lists the batches evaluated at the last Advance; those
+	// that got no event since have gone quiet, and the next Advance
+	// compacts their state (their records and arena grew for events that
+	// kept coming; compacting after every evaluation would shrink and
+	// regrow a busy batch at every event).
+	evaluated []*batch
 	// calendar is the last business date expanded per pipeline.
 	calendar map[string]model.Date
 	horizon  model.Date // closed batches before it are forgotten
@@ -468,6 +474,7 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 		safe = d.safe
 	}
 	d.safe = safe
+	d.compactQuiet()
 	d.moveHorizon(safe)
 	d.expand(safe)
 	for b := d.timers.pop(safe.UnixMilli()); b != nil; b = d.timers.pop(safe.UnixMilli()) {
@@ -490,9 +497,25 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 			continue // released meanwhile
 		}
 		out = d.evaluate(b, now, safe, out)
+		d.evaluated = append(d.evaluated, b)
 	}
 	d.verdicts = nil
 	return out
+}
+
+// compactQuiet compacts the state of every batch evaluated at the last
+// Advance that has had no event since and is still open: an open batch
+// waits for its next event or deadline, often for hours, at the size of
+// what it holds.
+func (d *Detector) compactQuiet() {
+	for _, b := range d.evaluated {
+		if !b.dirty && d.open[b.state.Key()] == b {
+			b.state.Compact()
+		}
+	}
+	// Dropped rather than cleared: a round can evaluate every open batch,
+	// and the next one a few.
+	d.evaluated = nil
 }
 
 // reach folds the early heartbeats the safe time has reached and marks

@@ -225,9 +225,6 @@ func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 		}
 	}
 	d.timers.arm(b, next)
-	// The batch stays open and may stay quiet for hours: give back what
-	// its state grew for the events just folded.
-	b.state.Compact()
 }
 
 // expand puts the batches the contracts' schedules expect, from the
