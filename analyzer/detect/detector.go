@@ -129,7 +129,7 @@ type batch struct {
 	state    replay.State
 	findings []tracked
 	due      int64 // next timer, Unix ms; 0 when not armed
-	slot     int32 // position in the timer heap, -1 when not armed
+	slot     int32 // position in the timer heap, -1 when not armed, slotGone once closed or released
 	dirty    bool
 	expected bool // put there by the calendar, not by an event
 	// suspended: the batch was closed, an event reopened it, and its
@@ -139,6 +139,11 @@ type batch struct {
 	// is its verdict for continuity.
 	delivered bool
 }
+
+// slotGone marks a batch no longer open (closed or released): a flag in
+// the slot rather than a field, which would take the batch struct past 160
+// bytes, a size class up, for every open batch.
+const slotGone = -2
 
 // tracked is what the detector remembers of one fingerprint between
 // evaluations: enough to know what was published, not the diagnosis. Times
@@ -409,7 +414,7 @@ func (d *Detector) Release(pred func(model.BatchKey) bool) int {
 	for k, b := range d.open {
 		if pred(k) {
 			d.timers.disarm(b)
-			b.dirty = false
+			b.dirty, b.slot = false, slotGone
 			delete(d.open, k)
 			d.forgetDate(k)
 			n++
@@ -509,7 +514,7 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 // what it holds.
 func (d *Detector) compactQuiet() {
 	for _, b := range d.evaluated {
-		if !b.dirty && d.open[b.state.Key()] == b {
+		if !b.dirty && b.slot != slotGone {
 			b.state.Compact()
 		}
 	}

@@ -189,6 +189,7 @@ func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 	k := b.state.Key()
 	if !openFindings && diag.Events == b.state.Len() && (diag.Delivered() || rerun) {
 		d.timers.disarm(b)
+		b.slot = slotGone
 		delete(d.open, k)
 		if rerun {
 			return

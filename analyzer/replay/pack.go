@@ -214,76 +214,75 @@ func (s *State) unpack(p *record, r *fields) {
 	}
 }
 
-// maxShared bounds the distinct strings Compact looks up when it shares
-// equal names between records: a batch has a handful (a component per
-// side, the artifact and signal names, one checksum), and a linear search
-// beyond a few dozen would cost more than it saves.
-const maxShared = 32
-
-// Compact trims the state to what it holds: the records to their number,
-// the arena to the strings they refer to, each distinct component, object,
-// checksum and error text stored once (a batch repeats its file name and
-// checksum across hops). Call it when a batch goes quiet (the detector
-// does after each evaluation): the next Step grows it again. It changes
-// nothing a diagnosis reads, and costs nothing when there is nothing to
-// trim. Strings of diagnoses evaluated before stay valid: the old arena is
-// left as it was.
+// Compact trims the state to what it holds: the records to their number
+// and the arena to the strings they refer to. Call it when a batch goes
+// quiet (the detector does once a batch has had no event for an Advance):
+// the next Step grows it again. It changes nothing a diagnosis reads, and
+// costs nothing when there is nothing to trim. Strings of diagnoses
+// evaluated before stay valid: the old arena is left as it was.
 func (s *State) Compact() {
-	if cap(s.records) == len(s.records) && cap(s.arena) == len(s.arena) && !s.garbage {
-		return
+	if cap(s.records) > len(s.records) {
+		// make, not append: its capacity is exactly the length, so a
+		// compact state is recognised as one.
+		s.records = append(make([]record, 0, len(s.records)), s.records...)
 	}
-	recs := make([]record, len(s.records))
-	var seen [maxShared]struct {
-		v string
-		r ref
-	}
-	nSeen, size := 0, int(s.keyLen)
-	// First pass: new refs, laid out in order of first use.
-	place := func(v string, shared bool) ref {
-		if v == "" {
-			return 0
+	switch {
+	case s.garbage:
+		s.rebuild()
+	case cap(s.arena) > len(s.arena):
+		// Every string in the arena is referred to: copied as it is, the
+		// refs stay valid.
+		arena := append(make([]byte, 0, len(s.arena)), s.arena...)
+		if s.keyLen > 0 {
+			s.key = keyAt(arena, s.key)
 		}
-		if shared {
-			for _, x := range seen[:nSeen] {
-				if x.v == v {
-					return x.r
-				}
+		s.arena = arena
+		if s.index != nil {
+			s.buildIndex()
+		}
+	}
+}
+
+// keyAt returns k with its strings moved to the start of arena, where
+// keyInArena put them.
+func keyAt(arena []byte, k model.BatchKey) model.BatchKey {
+	n, m := len(k.Pipeline), len(k.BatchID)
+	both := unsafe.String(unsafe.SliceData(arena), n+m)
+	k.Pipeline, k.BatchID = both[:n], both[n:]
+	return k
+}
+
+// rebuild builds a new arena with only the strings the records refer to,
+// once each: the strings of replaced records are dropped.
+func (s *State) rebuild() {
+	moved := make(map[ref]ref, nStrs*len(s.records))
+	size := int(s.keyLen)
+	for i := range s.records {
+		for _, r := range s.records[i].strs {
+			if _, ok := moved[r]; r != 0 && !ok {
+				moved[r] = ref(size + 1)
+				size += sizeOf(s.str(r))
 			}
 		}
-		r := ref(size + 1)
-		size += sizeOf(v)
-		if shared && nSeen < maxShared {
-			seen[nSeen].v, seen[nSeen].r = v, r
-			nSeen++
-		}
-		return r
 	}
-	for i := range s.records {
-		o, p := &s.records[i], &recs[i]
-		*p = *o
-		for f, r := range o.strs {
-			p.strs[f] = place(s.str(r), f != sID)
-		}
-	}
-	// Second pass: the key, then each string where its first use put it.
 	arena := make([]byte, 0, size)
 	if s.keyLen > 0 {
-		n := len(s.key.Pipeline)
 		arena = append(append(arena, s.key.Pipeline...), s.key.BatchID...)
-		both := unsafe.String(unsafe.SliceData(arena), len(arena))
-		s.key.Pipeline, s.key.BatchID = both[:n], both[n:]
+		s.key = keyAt(arena, s.key)
 	}
 	for i := range s.records {
-		for f, r := range recs[i].strs {
-			if r != 0 && int(r) == len(arena)+1 {
-				arena = appendStr(arena, s.str(s.records[i].strs[f]))
+		p := &s.records[i]
+		for f, r := range p.strs {
+			if r == 0 {
+				continue
 			}
+			if to := moved[r]; int(to) == len(arena)+1 {
+				arena = appendStr(arena, s.str(r))
+			}
+			p.strs[f] = moved[r]
 		}
 	}
-	s.records, s.arena, s.garbage = recs, arena, false
-	if len(s.arena) == 0 {
-		s.arena = nil
-	}
+	s.arena, s.garbage = arena, false
 	if s.index != nil {
 		s.buildIndex()
 	}

@@ -159,9 +159,11 @@ func (s *State) Step(e *model.Event) bool {
 	}
 	p := s.pack(e, ti, side)
 	if len(s.records) == cap(s.records) {
-		// Most batches have 10 to 15 events; grow in small steps rather than
-		// doubling, since diagnose holds every batch's records at once.
-		grown := make([]record, len(s.records), len(s.records)+12)
+		// Most batches have 10 to 15 events: grow in small steps rather
+		// than doubling, since diagnose holds every batch's records at
+		// once, and a compacted batch of the detector grows again by an
+		// event or two.
+		grown := make([]record, len(s.records), len(s.records)+growBy(len(s.records)))
 		copy(grown, s.records)
 		s.records = grown
 	}
@@ -172,6 +174,16 @@ func (s *State) Step(e *model.Event) bool {
 		s.buildIndex()
 	}
 	return true
+}
+
+// growBy is how many records a full slice of n makes room for: 12 for a
+// new batch, then 4, or a quarter for a long batch (so a batch of
+// thousands is not copied at every fourth event).
+func growBy(n int) int {
+	if n == 0 {
+		return 12
+	}
+	return max(4, n/4)
 }
 
 // buildIndex indexes every record's event id. The keys are strings over
