@@ -120,7 +120,7 @@ func (s *State) put(v string) ref {
 // pack copies e's strings into the arena and returns its record. A name
 // one of the last few records carries in the same field (a component, a
 // file name, a checksum repeat along the chain) is not stored again: the
-// arena of a typical batch is then half its size, one allocation.
+// arena of a typical batch is a quarter smaller, one allocation.
 func (s *State) pack(e *model.Event, ti, side int) record {
 	vals := [nStrs]string{sID: e.ID, sComponent: e.Component, sObject: e.Object, sChecksum: e.Checksum, sErr: e.Error}
 	p := record{ms: e.Time.UnixMilli(), rows: e.Rows, bytes: e.Bytes, attempt: e.Attempt, ti: int8(ti), side: int8(side)}
@@ -222,8 +222,9 @@ func (s *State) unpack(p *record, r *fields) {
 // evaluated before stay valid: the old arena is left as it was.
 func (s *State) Compact() {
 	if cap(s.records) > len(s.records) {
-		// make, not append: its capacity is exactly the length, so a
-		// compact state is recognised as one.
+		// Into a slice made with exactly the length as capacity (append
+		// alone rounds up to a size class), so that the next Compact sees
+		// nothing to trim.
 		s.records = append(make([]record, 0, len(s.records)), s.records...)
 	}
 	switch {
