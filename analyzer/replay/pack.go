@@ -22,6 +22,16 @@ type record struct {
 	strs                     [nStrs]ref // by sID, sComponent, ...
 	ti, side                 int8
 	flags                    uint8
+	tag                      uint8 // idTag of the event id: most ids a Step looks for differ in it
+}
+
+// idTag is a byte of the event id that find compares before the id
+// itself, so that a scan reads the arena only for the id it is after.
+func idTag(id string) uint8 {
+	if id == "" {
+		return 0
+	}
+	return byte(len(id)) ^ id[len(id)-1] ^ id[len(id)/2]<<3
 }
 
 // The string fields of a record, in the order of record.strs.
@@ -123,7 +133,7 @@ func (s *State) put(v string) ref {
 // arena of a typical batch is a quarter smaller, one allocation.
 func (s *State) pack(e *model.Event, ti, side int) record {
 	vals := [nStrs]string{sID: e.ID, sComponent: e.Component, sObject: e.Object, sChecksum: e.Checksum, sErr: e.Error}
-	p := record{ms: e.Time.UnixMilli(), rows: e.Rows, bytes: e.Bytes, attempt: e.Attempt, ti: int8(ti), side: int8(side)}
+	p := record{ms: e.Time.UnixMilli(), rows: e.Rows, bytes: e.Bytes, attempt: e.Attempt, ti: int8(ti), side: int8(side), tag: idTag(e.ID)}
 	need := sizeOf(e.ID)
 	for f := sComponent; f < nStrs; f++ {
 		if p.strs[f] = s.recent(f, vals[f]); p.strs[f] == 0 {
@@ -192,11 +202,13 @@ const recentWindow = 4
 // recent returns the ref of v in field f of one of the latest records, or
 // 0 when v is empty or not there.
 func (s *State) recent(f int, v string) ref {
-	if v == "" {
+	if v == "" || len(v) >= longLen {
 		return 0
 	}
+	a := s.arena
 	for i := len(s.records) - 1; i >= 0 && i >= len(s.records)-recentWindow; i-- {
-		if r := s.records[i].strs[f]; r != 0 && s.str(r) == v {
+		// The length byte first: names of other lengths are not read.
+		if r := s.records[i].strs[f]; r != 0 && int(a[r-1]) == len(v) && string(a[r:int(r)+len(v)]) == v {
 			return r
 		}
 	}

@@ -200,8 +200,9 @@ func (s *State) find(id string) (int, bool) {
 		i, ok := s.index[id]
 		return int(i), ok
 	}
+	tag := idTag(id)
 	for i := range s.records {
-		if s.str(s.records[i].strs[sID]) == id {
+		if r := &s.records[i]; r.tag == tag && s.str(r.strs[sID]) == id {
 			return i, true
 		}
 	}
