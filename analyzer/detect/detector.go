@@ -98,6 +98,12 @@ type Detector struct {
 
 	timers timers
 	dirty  []*batch
+	// evaluated lists the batches evaluated at the last Advance; those
+	// that got no event since have gone quiet, and the next Advance
+	// compacts their state (their records and arena grew for events that
+	// kept coming; compacting after every evaluation would shrink and
+	// regrow a busy batch at every event).
+	evaluated []*batch
 	// calendar is the last business date expanded per pipeline.
 	calendar map[string]model.Date
 	horizon  model.Date // closed batches before it are forgotten
@@ -123,7 +129,7 @@ type batch struct {
 	state    replay.State
 	findings []tracked
 	due      int64 // next timer, Unix ms; 0 when not armed
-	slot     int32 // position in the timer heap, -1 when not armed
+	slot     int32 // position in the timer heap, -1 when not armed, slotGone once closed or released
 	dirty    bool
 	expected bool // put there by the calendar, not by an event
 	// suspended: the batch was closed, an event reopened it, and its
@@ -134,18 +140,41 @@ type batch struct {
 	delivered bool
 }
 
+// slotGone marks a batch no longer open (closed or released): a flag in
+// the slot rather than a field, which would take the batch struct past 160
+// bytes, a size class up, for every open batch.
+const slotGone = -2
+
 // tracked is what the detector remembers of one fingerprint between
-// evaluations: enough to know what was published, not the diagnosis.
+// evaluations: enough to know what was published, not the diagnosis. Times
+// are Unix milliseconds (0: none), the precision of a finding's JSON: 104
+// bytes rather than 152, in every open batch with a finding.
 type tracked struct {
 	fp       uint64
 	kind     Kind
 	name     string
 	state    State
 	status   replay.Status
-	seq      int
-	raised   time.Time
-	resolved time.Time
-	deadline time.Time
+	raised   int64
+	resolved int64
+	deadline int64
+	seq      int32
+}
+
+// msOf is t in Unix milliseconds, 0 for the zero time.
+func msOf(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// timeOf is the UTC time of Unix milliseconds ms, the zero time for 0.
+func timeOf(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
 }
 
 // closedBatch is what remains of a delivered batch with no open finding:
@@ -245,14 +274,16 @@ func (d *Detector) reopen(k model.BatchKey, cb closedBatch) *batch {
 	b := d.newBatch(k)
 	b.suspended, b.delivered = true, true
 	for _, f := range cb.done {
-		b.findings = append(b.findings, tracked{fp: f.fp, state: Resolved, seq: int(f.seq)})
+		b.findings = append(b.findings, tracked{fp: f.fp, state: Resolved, seq: f.seq})
 	}
 	return b
 }
 
 func (d *Detector) newBatch(k model.BatchKey) *batch {
 	b := &batch{state: replay.NewState(k), slot: -1}
-	d.open[k] = b
+	// Keyed by the state's own copy of k: k may point into a decoded
+	// event's buffer, which the batch would then keep alive.
+	d.open[b.state.Key()] = b
 	return b
 }
 
@@ -351,8 +382,8 @@ func (d *Detector) Restore(fs ...Finding) error {
 				b.suspended = true
 			}
 		}
-		t := tracked{fp: fp, kind: f.Kind, name: f.Name, state: f.State, status: f.Status, seq: f.Seq,
-			raised: f.RaisedAt, resolved: f.ResolvedAt, deadline: f.Deadline}
+		t := tracked{fp: fp, kind: f.Kind, name: f.Name, state: f.State, status: f.Status, seq: int32(f.Seq),
+			raised: msOf(f.RaisedAt), resolved: msOf(f.ResolvedAt), deadline: msOf(f.Deadline)}
 		if j := b.find(fp); j >= 0 {
 			if b.findings[j].seq >= t.seq {
 				continue
@@ -383,7 +414,7 @@ func (d *Detector) Release(pred func(model.BatchKey) bool) int {
 	for k, b := range d.open {
 		if pred(k) {
 			d.timers.disarm(b)
-			b.dirty = false
+			b.dirty, b.slot = false, slotGone
 			delete(d.open, k)
 			d.forgetDate(k)
 			n++
@@ -448,6 +479,7 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 		safe = d.safe
 	}
 	d.safe = safe
+	d.compactQuiet()
 	d.moveHorizon(safe)
 	d.expand(safe)
 	for b := d.timers.pop(safe.UnixMilli()); b != nil; b = d.timers.pop(safe.UnixMilli()) {
@@ -470,9 +502,25 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 			continue // released meanwhile
 		}
 		out = d.evaluate(b, now, safe, out)
+		d.evaluated = append(d.evaluated, b)
 	}
 	d.verdicts = nil
 	return out
+}
+
+// compactQuiet compacts the state of every batch evaluated at the last
+// Advance that has had no event since and is still open: an open batch
+// waits for its next event or deadline, often for hours, at the size of
+// what it holds.
+func (d *Detector) compactQuiet() {
+	for _, b := range d.evaluated {
+		if !b.dirty && b.slot != slotGone {
+			b.state.Compact()
+		}
+	}
+	// Dropped rather than cleared: a round can evaluate every open batch,
+	// and the next one a few.
+	d.evaluated = nil
 }
 
 // reach folds the early heartbeats the safe time has reached and marks

@@ -41,8 +41,8 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 	emit := func(t *tracked, lateness time.Duration) {
 		f := Finding{
 			Fingerprint: fmtFingerprint(t.fp), State: t.state, Kind: t.kind, Name: t.name, Batch: k,
-			Status: diag.Status, Verdict: diag.Verdict.String(), Seq: t.seq,
-			RaisedAt: t.raised, ResolvedAt: t.resolved, Deadline: t.deadline, Lateness: lateness,
+			Status: diag.Status, Verdict: diag.Verdict.String(), Seq: int(t.seq),
+			RaisedAt: timeOf(t.raised), ResolvedAt: timeOf(t.resolved), Deadline: timeOf(t.deadline), Lateness: lateness,
 			EvidenceAsOf: safe, Diagnosis: diag,
 		}
 		f.Severity, f.Owner, f.Labels = routing(c)
@@ -67,7 +67,7 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 			// fingerprint and seq: the condition names it again.)
 			t.kind, t.name = cd.kind, cd.name
 			t.state, t.status, t.seq = Open, diag.Status, t.seq+1
-			t.raised, t.resolved, t.deadline = now, time.Time{}, cd.deadline
+			t.raised, t.resolved, t.deadline = msOf(now), 0, msOf(cd.deadline)
 			emit(t, lateSince(safe, t.deadline))
 		case t.status != diag.Status:
 			// Still open, the batch's status changed: an update.
@@ -80,7 +80,7 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 		if active[j] || t.state != Open {
 			continue
 		}
-		t.state, t.status, t.seq, t.resolved = Resolved, diag.Status, t.seq+1, now
+		t.state, t.status, t.seq, t.resolved = Resolved, diag.Status, t.seq+1, msOf(now)
 		emit(t, resolvedLateness(t, &diag, safe))
 	}
 	// A boundary proven after its deadline leaves a resolved overdue
@@ -97,7 +97,7 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 			continue
 		}
 		b.findings = append(b.findings, tracked{fp: fp, kind: Overdue, name: bs.Name, state: Resolved,
-			status: diag.Status, seq: 1, raised: now, resolved: now, deadline: bs.Due})
+			status: diag.Status, seq: 1, raised: msOf(now), resolved: msOf(now), deadline: msOf(bs.Due)})
 		emit(&b.findings[len(b.findings)-1], bs.At.Sub(bs.Due))
 	}
 	slices.SortFunc(out[start:], func(x, y Finding) int {
@@ -149,11 +149,11 @@ func conditions(b *batch, diag *replay.Diagnosis, rerun bool) []condition {
 	return out
 }
 
-func lateSince(asOf, deadline time.Time) time.Duration {
-	if deadline.IsZero() {
+func lateSince(asOf time.Time, deadline int64) time.Duration {
+	if deadline == 0 {
 		return 0
 	}
-	return asOf.Sub(deadline)
+	return asOf.Sub(timeOf(deadline))
 }
 
 // resolvedLateness is how late the batch was when finding t ends: until
@@ -161,22 +161,23 @@ func lateSince(asOf, deadline time.Time) time.Duration {
 // until the evidence time when the condition ended otherwise (a deadline
 // that moved, a re-run under another batch id).
 func resolvedLateness(t *tracked, diag *replay.Diagnosis, safe time.Time) time.Duration {
-	if t.deadline.IsZero() {
+	if t.deadline == 0 {
 		return 0
 	}
+	deadline := timeOf(t.deadline)
 	switch t.kind {
 	case Overdue:
 		for i := range diag.Boundaries {
 			if bs := &diag.Boundaries[i]; bs.Name == t.name && bs.Proven {
-				return bs.At.Sub(t.deadline)
+				return bs.At.Sub(deadline)
 			}
 		}
 	case Missing:
 		if diag.Events > 0 {
-			return diag.FirstEventAt.Sub(t.deadline)
+			return diag.FirstEventAt.Sub(deadline)
 		}
 	}
-	return safe.Sub(t.deadline)
+	return safe.Sub(deadline)
 }
 
 // settle re-arms b's timer after an evaluation, or closes b: a delivered
@@ -188,6 +189,7 @@ func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 	k := b.state.Key()
 	if !openFindings && diag.Events == b.state.Len() && (diag.Delivered() || rerun) {
 		d.timers.disarm(b)
+		b.slot = slotGone
 		delete(d.open, k)
 		if rerun {
 			return
@@ -199,7 +201,7 @@ func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 		slices.Sort(ids)
 		cb := closedBatch{ids: slices.Compact(ids)}
 		for _, t := range b.findings {
-			cb.done = append(cb.done, doneFinding{fp: t.fp, seq: int32(t.seq)})
+			cb.done = append(cb.done, doneFinding{fp: t.fp, seq: t.seq})
 		}
 		d.closed[k] = cb
 		return

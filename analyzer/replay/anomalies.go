@@ -23,11 +23,11 @@ func (v *view) anomalies(d *Diagnosis, first model.Boundary, cont Previous) {
 	v.checksums(add)
 	v.signalBeforeFinal(add)
 	if cs := v.of(model.ConsumeSucceeded); len(cs) > 1 {
-		add(DuplicateConsumption, strconv.Itoa(len(cs))+" distinct consume.succeeded events for one batch: downstream may hold the data more than once", ids(cs))
+		add(DuplicateConsumption, strconv.Itoa(len(cs))+" distinct consume.succeeded events for one batch: downstream may hold the data more than once", v.ids(cs))
 	}
 	if v.orphan() {
 		add(OrphanConsumption, "consumption recorded with no producer or exchange evidence at all for this batch",
-			ids(v.of(model.ConsumeStarted), v.of(model.ConsumeSucceeded), v.of(model.ConsumeFailed)))
+			v.ids(v.of(model.ConsumeStarted), v.of(model.ConsumeSucceeded), v.of(model.ConsumeFailed)))
 	}
 	if cont.Checked && !cont.Delivered {
 		if cont.Seen {
@@ -40,9 +40,9 @@ func (v *view) anomalies(d *Diagnosis, first model.Boundary, cont Previous) {
 		v.c.Requires(model.Finalized) && d.Boundaries[model.Finalized-1].Overdue {
 		detail := "the job reported SUCCESS but no final artifact was recorded by its deadline " + fmtTime(d.Boundaries[model.Finalized-1].Due)
 		if st := v.of(model.ArtifactStaged); len(st) > 0 {
-			detail += "; only the temporary file " + strconv.Quote(st[len(st)-1].object) + " was staged"
+			detail += "; only the temporary file " + strconv.Quote(v.object(st[len(st)-1])) + " was staged"
 		}
-		add(SuccessWithoutArtifact, detail, ids(v.proven[model.Produced], v.of(model.ArtifactStaged)))
+		add(SuccessWithoutArtifact, detail, v.ids(v.proven[model.Produced], v.of(model.ArtifactStaged)))
 	}
 	for i, bs := range d.Boundaries {
 		b := model.Boundary(i + 1)
@@ -84,7 +84,7 @@ func baseName(s string) string {
 // identity under its contract.
 func (v *view) identity(add addFunc) {
 	if want, ok := v.wantBatchID, v.hasBatchID; ok && want != v.key.BatchID {
-		add(IdentityMismatch, "batch_id "+strconv.Quote(v.key.BatchID)+" does not derive from business_date "+v.key.BusinessDate.String()+" (want "+strconv.Quote(want)+")", ids(v.recs))
+		add(IdentityMismatch, "batch_id "+strconv.Quote(v.key.BatchID)+" does not derive from business_date "+v.key.BusinessDate.String()+" (want "+strconv.Quote(want)+")", v.ids(v.recs))
 	}
 	check := func(what string, want string, ok bool, isKind func(model.EventType) bool) {
 		if !ok {
@@ -94,16 +94,16 @@ func (v *view) identity(add addFunc) {
 		var order []string
 		var bad map[string][]string
 		for _, r := range v.recs {
-			if !isKind(r.typ()) || r.object == "" || baseName(r.object) == want {
+			if !isKind(r.typ()) || v.object(r) == "" || baseName(v.object(r)) == want {
 				continue
 			}
 			if bad == nil {
 				bad = map[string][]string{}
 			}
-			if _, seen := bad[r.object]; !seen {
-				order = append(order, r.object)
+			if _, seen := bad[v.object(r)]; !seen {
+				order = append(order, v.object(r))
 			}
-			bad[r.object] = append(bad[r.object], r.id)
+			bad[v.object(r)] = append(bad[v.object(r)], v.id(r))
 		}
 		for _, obj := range order {
 			add(IdentityMismatch, what+" "+strconv.Quote(obj)+" does not derive from "+v.key.BusinessDate.String()+"/"+v.key.BatchID+" (want "+strconv.Quote(want)+")", bad[obj])
@@ -128,7 +128,7 @@ func (v *view) rowChecks(add addFunc) {
 	counts := countBuf[:0]
 	collect := func(what string, t model.EventType) {
 		for _, r := range v.of(t) {
-			if r.hasRows {
+			if r.hasRows() {
 				counts = append(counts, count{what, r})
 			}
 		}
@@ -142,8 +142,8 @@ func (v *view) rowChecks(add addFunc) {
 	collect("consumed", model.ConsumeSucceeded)
 	if rr := v.c.Rows; rr.HasMin {
 		for _, r := range v.of(model.ArtifactFinalized) {
-			if r.hasRows && r.rows < rr.Min {
-				add(RowMismatch, "finalized "+strconv.FormatInt(r.rows, 10)+" rows, below the contract minimum of "+strconv.FormatInt(rr.Min, 10), []string{r.id})
+			if r.hasRows() && r.rows < rr.Min {
+				add(RowMismatch, "finalized "+strconv.FormatInt(r.rows, 10)+" rows, below the contract minimum of "+strconv.FormatInt(rr.Min, 10), []string{v.id(r)})
 			}
 		}
 	}
@@ -152,11 +152,11 @@ func (v *view) rowChecks(add addFunc) {
 	}
 	ref := counts[0]
 	var diff []string
-	ev := []string{ref.r.id}
+	ev := []string{v.id(ref.r)}
 	for _, c := range counts[1:] {
 		if c.r.rows != ref.r.rows {
 			diff = append(diff, c.what+" "+strconv.FormatInt(c.r.rows, 10))
-			ev = append(ev, c.r.id)
+			ev = append(ev, v.id(c.r))
 		}
 	}
 	if len(diff) > 0 {
@@ -175,21 +175,21 @@ func (v *view) checksums(add addFunc) {
 	var diff []string
 	var ev []string
 	for _, r := range all {
-		if r.checksum == "" {
+		if v.checksum(r) == "" {
 			continue
 		}
 		if ref == nil {
 			ref = r
 			continue
 		}
-		if r.checksum != ref.checksum {
-			diff = append(diff, string(r.typ())+" checksum "+r.checksum)
-			ev = append(ev, r.id)
+		if v.checksum(r) != v.checksum(ref) {
+			diff = append(diff, string(r.typ())+" checksum "+v.checksum(r))
+			ev = append(ev, v.id(r))
 		}
 	}
 	var bref *record
 	for _, r := range all {
-		if !r.hasBytes {
+		if !r.hasBytes() {
 			continue
 		}
 		if bref == nil {
@@ -198,7 +198,7 @@ func (v *view) checksums(add addFunc) {
 		}
 		if r.bytes != bref.bytes {
 			diff = append(diff, string(r.typ())+" "+strconv.FormatInt(r.bytes, 10)+" bytes")
-			ev = append(ev, r.id)
+			ev = append(ev, v.id(r))
 		}
 	}
 	if len(diff) == 0 {
@@ -206,19 +206,19 @@ func (v *view) checksums(add addFunc) {
 	}
 	var first []string
 	if ref != nil {
-		first = append(first, string(ref.typ())+" checksum "+ref.checksum)
-		ev = append(ev, ref.id)
+		first = append(first, string(ref.typ())+" checksum "+v.checksum(ref))
+		ev = append(ev, v.id(ref))
 	}
 	if bref != nil {
 		first = append(first, string(bref.typ())+" "+strconv.FormatInt(bref.bytes, 10)+" bytes")
-		ev = append(ev, bref.id)
+		ev = append(ev, v.id(bref))
 	}
 	// Evidence in time order, each event once: one event can carry both a
 	// changed checksum and a changed size.
 	var out []string
 	for _, r := range v.recs {
-		if slices.Contains(ev, r.id) {
-			out = append(out, r.id)
+		if slices.Contains(ev, v.id(r)) {
+			out = append(out, v.id(r))
 		}
 	}
 	add(ChecksumMismatch, "the artifact changed across the transfer: first "+strings.Join(first, ", ")+"; then "+strings.Join(diff, ", "), out)
@@ -232,9 +232,9 @@ func (v *view) signalBeforeFinal(add addFunc) {
 		for _, r := range v.of(t) {
 			switch {
 			case len(fin) == 0:
-				add(SignalBeforeFinal, string(t)+" "+strconv.Quote(r.object)+" at "+fmtTime(r.at())+" but no final artifact is recorded: completion declared for data that is not final", []string{r.id})
+				add(SignalBeforeFinal, string(t)+" "+strconv.Quote(v.object(r))+" at "+fmtTime(r.at())+" but no final artifact is recorded: completion declared for data that is not final", []string{v.id(r)})
 			case r.ms < fin[0].ms:
-				add(SignalBeforeFinal, string(t)+" "+strconv.Quote(r.object)+" at "+fmtTime(r.at())+", "+FormatDuration(fin[0].at().Sub(r.at()))+" before the artifact was final at "+fmtTime(fin[0].at()), []string{r.id, fin[0].id})
+				add(SignalBeforeFinal, string(t)+" "+strconv.Quote(v.object(r))+" at "+fmtTime(r.at())+", "+FormatDuration(fin[0].at().Sub(r.at()))+" before the artifact was final at "+fmtTime(fin[0].at()), []string{v.id(r), v.id(fin[0])})
 			}
 		}
 	}

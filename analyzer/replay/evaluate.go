@@ -64,6 +64,8 @@ type view struct {
 	byType [len(model.EventTypes)][]*record
 	proven [model.Consumed + 1][]*record
 	latest int64 // ms of the latest boundary event, or of the latest event
+	// arena is the state's: the records' strings (see the accessors).
+	arena []byte
 	// provenIDs holds the ids of every proving event, boundary by boundary
 	// in ladder order; provenFrom[b] is where boundary b's ids start. Every
 	// evidence list of boundaries and exclusions is a subslice of it.
@@ -87,10 +89,18 @@ type view struct {
 
 func (v *view) of(t model.EventType) []*record { return v.byType[t.Index()] }
 
+// The strings of a record, shared with the state's arena: no copy.
+
+func (v *view) id(r *record) string        { return str(v.arena, r.strs[sID]) }
+func (v *view) component(r *record) string { return str(v.arena, r.strs[sComponent]) }
+func (v *view) object(r *record) string    { return str(v.arena, r.strs[sObject]) }
+func (v *view) checksum(r *record) string  { return str(v.arena, r.strs[sChecksum]) }
+func (v *view) errText(r *record) string   { return str(v.arena, r.strs[sErr]) }
+
 // init fills v from s. A view lives on its caller's stack: it is a
 // kilobyte, and a replay makes one per batch.
 func (v *view) init(s *State, c *contract.Contract, asOf time.Time) {
-	*v = view{key: s.key, c: c, asOf: asOf}
+	*v = view{key: s.key, c: c, asOf: asOf, arena: s.arena}
 	v.wantBatchID, v.hasBatchID = c.ExpectedBatchID(s.key.Pipeline, s.key.BusinessDate)
 	v.wantArtifact, v.hasArtifact = c.ArtifactName(s.key)
 	v.wantSignal, v.hasSignal = c.SignalName(s.key)
@@ -105,7 +115,7 @@ func (v *view) init(s *State, c *contract.Contract, asOf time.Time) {
 		if a.ms != b.ms {
 			return cmp.Compare(a.ms, b.ms)
 		}
-		return strings.Compare(a.id, b.id)
+		return strings.Compare(v.id(a), v.id(b))
 	})
 	// Carve the per-type and per-boundary lists out of one backing array:
 	// a batch has a dozen events, and a dozen small growing slices would
@@ -156,7 +166,7 @@ func (v *view) init(s *State, c *contract.Contract, asOf time.Time) {
 	for b := model.Produced; b <= model.Consumed; b++ {
 		v.provenFrom[b] = len(all)
 		for _, r := range v.proven[b] {
-			all = append(all, r.id)
+			all = append(all, v.id(r))
 		}
 	}
 	v.provenFrom[model.Consumed+1] = len(all)
@@ -166,7 +176,7 @@ func (v *view) init(s *State, c *contract.Contract, asOf time.Time) {
 		v.dataFrom[b] = len(data)
 		if b.OnDataPath() {
 			for _, r := range v.proven[b] {
-				data = append(data, r.id)
+				data = append(data, v.id(r))
 			}
 		}
 	}
@@ -187,7 +197,7 @@ func (v *view) provenOf(b model.Boundary) []string {
 
 var noIDs = []string{}
 
-func ids(rs ...[]*record) []string {
+func (v *view) ids(rs ...[]*record) []string {
 	n := 0
 	for _, l := range rs {
 		n += len(l)
@@ -195,7 +205,7 @@ func ids(rs ...[]*record) []string {
 	out := make([]string, 0, n)
 	for _, l := range rs {
 		for _, r := range l {
-			out = append(out, r.id)
+			out = append(out, v.id(r))
 		}
 	}
 	return out
@@ -369,7 +379,7 @@ func (v *view) support(h model.Hypothesis) ([]string, string) {
 	ev := make([]string, 0, 4)
 	for _, r := range v.recs {
 		if want(r) {
-			ev = append(ev, r.id)
+			ev = append(ev, v.id(r))
 		}
 	}
 	if h == model.NotProduced {
@@ -509,7 +519,7 @@ func (v *view) stalledOnFailure(verdict model.Hypothesis) bool {
 	var last *record
 	for _, t := range step {
 		for _, r := range v.of(t) {
-			if last == nil || last.ms < r.ms || (last.ms == r.ms && last.id < r.id) {
+			if last == nil || last.ms < r.ms || (last.ms == r.ms && v.id(last) < v.id(r)) {
 				last = r
 			}
 		}

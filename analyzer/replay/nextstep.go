@@ -53,7 +53,7 @@ func (v *view) nextStep(d *Diagnosis, verdict model.Hypothesis, first model.Boun
 	case model.NotProduced:
 		ns.Action = ActionInvestigateProducer
 		if f := v.of(model.JobFailed); len(f) > 0 && d.Status == StatusFailed {
-			ns.Summary = "the producer job failed (" + f[len(f)-1].err + "): fix the cause, then re-run the producer for business_date " + v.key.BusinessDate.String()
+			ns.Summary = "the producer job failed (" + v.errText(f[len(f)-1]) + "): fix the cause, then re-run the producer for business_date " + v.key.BusinessDate.String()
 		} else {
 			ns.Summary = "no job SUCCESS is recorded for business_date " + v.key.BusinessDate.String() + ": check whether the producer job ran"
 		}
@@ -64,7 +64,7 @@ func (v *view) nextStep(d *Diagnosis, verdict model.Hypothesis, first model.Boun
 		ns.Action = ActionTransferArtifact
 		name := ""
 		if fin := v.proven[model.Finalized]; len(fin) > 0 {
-			name = " " + strconv.Quote(fin[0].object)
+			name = " " + strconv.Quote(v.object(fin[0]))
 		}
 		ns.Summary = "the final artifact" + name + " exists at the source but not at the receiver: re-run the transfer of that same file (do not regenerate it), then check size and checksum at the receiver"
 	case model.NotIdentified:
@@ -80,7 +80,7 @@ func (v *view) nextStep(d *Diagnosis, verdict model.Hypothesis, first model.Boun
 	case model.NotConsumed:
 		ns.Action = ActionInvestigateConsumer
 		if f := v.of(model.ConsumeFailed); len(f) > 0 && d.Status == StatusFailed {
-			ns.Summary = "the consumer failed (" + f[len(f)-1].err + "): fix the cause, then re-run the consumer for this batch once and verify it consumed exactly once"
+			ns.Summary = "the consumer failed (" + v.errText(f[len(f)-1]) + "): fix the cause, then re-run the consumer for this batch once and verify it consumed exactly once"
 		} else {
 			ns.Summary = "the batch was identified but no consumption is recorded: check the consumer's trigger and logs, re-run it for this batch once, and verify it consumed exactly once"
 		}
@@ -113,8 +113,8 @@ func (v *view) restoreSignal(d *Diagnosis, key string) NextStep {
 	}
 	fin, tr := v.proven[model.Finalized], v.proven[model.Transferred]
 	checks := []Check{
-		check("artifact_final", len(fin) > 0, "final name in place at the source", "no artifact.finalized event", ids(fin)),
-		check("artifact_readable_at_receiver", len(tr) > 0, "data file present and readable at the receiver", "no artifact.transferred event", ids(tr)),
+		check("artifact_final", len(fin) > 0, "final name in place at the source", "no artifact.finalized event", v.ids(fin)),
+		check("artifact_readable_at_receiver", len(tr) > 0, "data file present and readable at the receiver", "no artifact.transferred event", v.ids(tr)),
 	}
 	_, hasTemplates := v.c.ArtifactName(v.key)
 	if ev := has(IdentityMismatch); ev != nil {
@@ -123,15 +123,15 @@ func (v *view) restoreSignal(d *Diagnosis, key string) NextStep {
 		checks = append(checks, Check{Name: "identity_matches", State: CheckUnknown, Evidence: []string{},
 			Detail: "the contract has no name templates: check by hand that the file's business_date and batch_id are " + key})
 	} else {
-		checks = append(checks, check("identity_matches", true, "object names derive from "+key, "", ids(fin, tr)))
+		checks = append(checks, check("identity_matches", true, "object names derive from "+key, "", v.ids(fin, tr)))
 	}
 	// Every count stated on the way: finalized, declared by the signal,
 	// transferred, identified.
 	var rowEv, counts []string
 	for _, t := range []model.EventType{model.ArtifactFinalized, model.SignalPublished, model.ArtifactTransferred, model.SignalTransferred, model.BatchIdentified} {
 		for _, r := range v.of(t) {
-			if r.hasRows {
-				rowEv = append(rowEv, r.id)
+			if r.hasRows() {
+				rowEv = append(rowEv, v.id(r))
 				counts = append(counts, string(t)+" "+strconv.FormatInt(r.rows, 10))
 			}
 		}
@@ -149,8 +149,8 @@ func (v *view) restoreSignal(d *Diagnosis, key string) NextStep {
 	}
 	var sumEv []string
 	for _, r := range append(append([]*record{}, fin...), tr...) {
-		if r.checksum != "" || r.hasBytes {
-			sumEv = append(sumEv, r.id)
+		if v.checksum(r) != "" || r.hasBytes() {
+			sumEv = append(sumEv, v.id(r))
 		}
 	}
 	switch {
@@ -162,7 +162,7 @@ func (v *view) restoreSignal(d *Diagnosis, key string) NextStep {
 		checks = append(checks, check("checksum_unchanged", true, "checksum and size unchanged across the transfer", "", sumEv))
 	}
 	sd := v.proven[model.SignalDelivered]
-	checks = append(checks, check("no_signal_present", len(sd) == 0, "no completion signal recorded at the receiver", "a completion signal is already recorded at the receiver", ids(sd)))
+	checks = append(checks, check("no_signal_present", len(sd) == 0, "no completion signal recorded at the receiver", "a completion signal is already recorded at the receiver", v.ids(sd)))
 
 	ns := NextStep{Action: ActionRestoreSignal, Checks: checks}
 	name, ok := v.c.SignalName(v.key)

@@ -18,10 +18,10 @@ func (v *view) context(d *Diagnosis, ctx Context) {
 	d.Timeline = make([]Entry, len(v.recs))
 	for i, r := range v.recs {
 		d.Timeline[i] = Entry{
-			EventID: r.id, Type: r.typ(), Time: r.at(), System: sideOrder[r.side],
-			Component: r.component, Object: r.object, Checksum: r.checksum, Error: r.err,
+			EventID: v.id(r), Type: r.typ(), Time: r.at(), System: sideOrder[r.side],
+			Component: v.component(r), Object: v.object(r), Checksum: v.checksum(r), Error: v.errText(r),
 			Rows: r.rows, Bytes: r.bytes, Attempt: r.attempt,
-			HasRows: r.hasRows, HasBytes: r.hasBytes, HasAttempt: r.hasAttempt,
+			HasRows: r.hasRows(), HasBytes: r.hasBytes(), HasAttempt: r.hasAttempt(),
 		}
 	}
 	d.Expected = Expected{BatchID: v.wantBatchID, Artifact: v.wantArtifact, Signal: v.wantSignal}

@@ -17,13 +17,15 @@ package replay
 
 import (
 	"time"
+	"unsafe"
 
 	"github.com/handoff-dev/handoff/model"
 )
 
-// record is the part of an event the replay reads. Attrs are left out: no
-// rule reads them, and a batch's state should stay small.
-type record struct {
+// fields is the part of an event the replay reads, as Step gets it; the
+// State stores it as a record (pack.go). Attrs are left out: no rule reads
+// them, and a batch's state should stay small.
+type fields struct {
 	id         string
 	ms         int64 // event time, Unix milliseconds
 	ti         int8  // index of the event type in model.EventTypes
@@ -40,16 +42,10 @@ type record struct {
 	hasAttempt bool
 }
 
-func (r *record) at() time.Time { return time.UnixMilli(r.ms).UTC() }
-
-// typ returns the record's event type. Types and systems are kept as small
-// indexes: a month of history is millions of records.
-func (r *record) typ() model.EventType { return model.EventTypes[r.ti] }
-
-// less is a total order on records. Two records with one event_id but other
-// contents (a producer bug) must resolve to the same survivor whatever order
-// they arrived in, so the state keeps the least.
-func (r *record) less(o *record) bool {
+// less is a total order on events' fields. Two events with one event_id
+// but other contents (a producer bug) must resolve to the same survivor
+// whatever order they arrived in, so the state keeps the least.
+func (r *fields) less(o *fields) bool {
 	switch {
 	case r.ms != o.ms:
 		return r.ms < o.ms
@@ -87,14 +83,30 @@ const indexThreshold = 24
 
 // State is the folded evidence of one batch: each distinct event once. The
 // zero State is empty and ready; its key is taken from the first event.
-// A State is not safe for concurrent use.
+// A State is not safe for concurrent use, and must not be copied once it
+// holds events: copies would share one arena (see pack.go).
+//
+// The state is kept compact, because the streaming detector holds one per
+// open batch (issue 7: under 2 KiB each): records are 56 bytes with no
+// pointers, and their strings live in one arena per batch, copied out of
+// the events, so that a decoder's per-event buffers are not kept alive by
+// the state. Compact trims both to their length.
 type State struct {
 	key     model.BatchKey
 	records []record
-	index   map[string]int // event_id -> position, once len(records) >= indexThreshold
+	arena   []byte
+	index   map[string]int32 // event_id -> position, once len(records) >= indexThreshold
+	// keyLen is the length of the key's strings at the start of the arena
+	// (0: the key is not in the arena).
+	keyLen int32
+	// garbage: the arena holds strings of a replaced record.
+	garbage bool
 }
 
 // Key returns the batch key of the state (zero before the first Step).
+// When the key came from the first event (not NewState), its strings share
+// the state's arena: a caller that keeps the key longer than the state, or
+// across Compact, keeps that arena alive too.
 func (s *State) Key() model.BatchKey { return s.key }
 
 // Len returns the number of distinct events folded in.
@@ -122,52 +134,93 @@ func (s *State) Step(e *model.Event) bool {
 		// never passes validation).
 		return false
 	}
+	side := sideIndex(e.System)
 	if len(s.records) == 0 && s.key.IsZero() {
-		s.key = e.Key()
+		s.keyInArena(e)
 	} else if e.Pipeline != s.key.Pipeline || e.BusinessDate != s.key.BusinessDate || e.BatchID != s.key.BatchID {
 		return false
 	}
-	r := record{
-		id: e.ID, ms: e.Time.UnixMilli(),
-		component: e.Component, object: e.Object, checksum: e.Checksum, err: e.Error,
-		rows: e.Rows, bytes: e.Bytes, attempt: e.Attempt,
-		hasRows: e.HasRows, hasBytes: e.HasBytes, hasAttempt: e.HasAttempt,
-		ti: int8(ti), side: int8(sideIndex(e.System)),
-	}
-	if i, ok := s.find(r.id); ok {
-		if r.less(&s.records[i]) {
-			s.records[i] = r
+	if i, ok := s.find(e.ID); ok {
+		in := fields{
+			id: e.ID, ms: e.Time.UnixMilli(),
+			component: e.Component, object: e.Object, checksum: e.Checksum, err: e.Error,
+			rows: e.Rows, bytes: e.Bytes, attempt: e.Attempt,
+			hasRows: e.HasRows, hasBytes: e.HasBytes, hasAttempt: e.HasAttempt,
+			ti: int8(ti), side: int8(side),
+		}
+		var old fields
+		s.unpack(&s.records[i], &old)
+		if in.less(&old) {
+			// The old record's strings stay in the arena until Compact.
+			s.records[i] = s.pack(e, ti, side)
+			s.garbage = true
 		}
 		return true
 	}
+	p := s.pack(e, ti, side)
 	if len(s.records) == cap(s.records) {
-		// Most batches have 10 to 15 events; grow in small steps rather than
-		// doubling, since diagnose holds every batch's records at once.
-		grown := make([]record, len(s.records), len(s.records)+12)
+		// Most batches have 10 to 15 events: grow in small steps rather
+		// than doubling, since diagnose holds every batch's records at
+		// once, and a compacted batch of the detector grows again by an
+		// event or two.
+		grown := make([]record, len(s.records), len(s.records)+growBy(len(s.records)))
 		copy(grown, s.records)
 		s.records = grown
 	}
-	s.records = append(s.records, r)
+	s.records = append(s.records, p)
 	if s.index != nil {
-		s.index[r.id] = len(s.records) - 1
+		s.index[s.str(p.strs[sID])] = int32(len(s.records) - 1)
 	} else if len(s.records) >= indexThreshold {
-		s.index = make(map[string]int, 2*len(s.records))
-		for i := range s.records {
-			s.index[s.records[i].id] = i
-		}
+		s.buildIndex()
 	}
 	return true
+}
+
+// growBy is how many records a full slice of n makes room for: 12 for a
+// new batch, then 4, or a quarter for a long batch (so a batch of
+// thousands is not copied at every fourth event).
+func growBy(n int) int {
+	if n == 0 {
+		return 12
+	}
+	return max(4, n/4)
+}
+
+// buildIndex indexes every record's event id. The keys are strings over
+// the arena, so Compact, which moves the arena, builds it again.
+func (s *State) buildIndex() {
+	s.index = make(map[string]int32, 2*len(s.records))
+	for i := range s.records {
+		s.index[s.str(s.records[i].strs[sID])] = int32(i)
+	}
 }
 
 func (s *State) find(id string) (int, bool) {
 	if s.index != nil {
 		i, ok := s.index[id]
-		return i, ok
+		return int(i), ok
 	}
+	tag := idTag(id)
 	for i := range s.records {
-		if s.records[i].id == id {
+		if r := &s.records[i]; r.tag == tag && s.str(r.strs[sID]) == id {
 			return i, true
 		}
 	}
 	return 0, false
+}
+
+// cloneKey copies k's strings into one allocation of the state's own: a
+// key taken from a decoded event would keep that event's whole string
+// buffer alive for as long as the batch is open.
+func cloneKey(k model.BatchKey) model.BatchKey {
+	n := len(k.Pipeline)
+	if n+len(k.BatchID) == 0 {
+		return k
+	}
+	b := make([]byte, n+len(k.BatchID))
+	copy(b, k.Pipeline)
+	copy(b[n:], k.BatchID)
+	both := unsafe.String(&b[0], len(b))
+	k.Pipeline, k.BatchID = both[:n], both[n:]
+	return k
 }
