@@ -15,6 +15,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/ingest/consumer"
 	"github.com/handoff-dev/handoff/ingest/detection"
 	"github.com/handoff-dev/handoff/ingest/results"
@@ -32,17 +33,22 @@ type env struct {
 	conn    driver.Conn
 	db      string
 	cfg     detection.Config
+	// contracts are the detector's (the seed's unless a test sets them).
+	contracts detect.Contracts
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvParts(t, 3) }
+
+// newEnvParts is newEnv with topics of the given number of partitions.
+func newEnvParts(t *testing.T, parts int) *env {
 	t.Helper()
-	e := &env{brokers: testenv.KafkaBrokers(t), conn: testenv.ClickHouse(t)}
+	e := &env{brokers: testenv.KafkaBrokers(t), conn: testenv.ClickHouse(t), contracts: seedContracts(t)}
 	e.db = testenv.Database(t, e.conn, "detect")
 	pre := "test." + e.db + "."
 	e.cfg = detection.Config{
 		Brokers: e.brokers, Topic: pre + "events", FindingsTopic: pre + "findings",
 		Group: e.db + "-detect", IngestGroup: e.db + "-ingest", ResultsGroup: e.db + "-results",
-		Partitions: 3, Replication: 1, ClickHouseAddr: testenv.ClickHouseAddr(t), Database: e.db, User: "default",
+		Partitions: parts, Replication: 1, ClickHouseAddr: testenv.ClickHouseAddr(t), Database: e.db, User: "default",
 		ExpectFrom: "2026-09-29", RetainDays: 35, Tick: 100 * time.Millisecond, Heartbeat: time.Hour,
 		Instance: "test", SessionTimeout: 6 * time.Second,
 	}
@@ -54,7 +60,7 @@ func newEnv(t *testing.T) *env {
 	all := []string{e.cfg.Topic, e.cfg.FindingsTopic, pre + "dlq", pre + "diagnoses"}
 	var specs []topics.Spec
 	for _, n := range all {
-		specs = append(specs, topics.Spec{Name: n, Partitions: 3})
+		specs = append(specs, topics.Spec{Name: n, Partitions: parts})
 	}
 	if err := topics.Ensure(ctx, e.brokers, specs...); err != nil {
 		t.Fatal(err)
@@ -74,7 +80,7 @@ func (e *env) startIngest(t *testing.T, pre string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ccfg := consumer.Config{
 		Brokers: e.brokers, Topic: e.cfg.Topic, DLQTopic: pre + "dlq", Group: e.cfg.IngestGroup,
-		Partitions: 3, ReplicationFactor: 1, ClickHouseAddr: e.cfg.ClickHouseAddr, Database: e.db, User: "default",
+		Partitions: e.cfg.Partitions, ReplicationFactor: 1, ClickHouseAddr: e.cfg.ClickHouseAddr, Database: e.db, User: "default",
 		Compression: "none", BatchSize: 1000, BatchBytes: 16 << 20, FlushInterval: 100 * time.Millisecond,
 		RetryMax: time.Second, SessionTimeout: 6 * time.Second, ShutdownTimeout: 20 * time.Second,
 	}
@@ -86,7 +92,7 @@ func (e *env) startIngest(t *testing.T, pre string) {
 	rcfg := results.Config{
 		FindingsTopic: e.cfg.FindingsTopic, DiagnosesTopic: pre + "diagnoses", Group: e.cfg.ResultsGroup,
 		BatchSize: 500, BatchBytes: results.MaxRecordBytes, FlushInterval: 100 * time.Millisecond,
-		Brokers: e.brokers, DLQTopic: pre + "dlq", Database: e.db, Partitions: 3, ReplicationFactor: 1,
+		Brokers: e.brokers, DLQTopic: pre + "dlq", Database: e.db, Partitions: e.cfg.Partitions, ReplicationFactor: 1,
 		RetryMax: time.Second, SessionTimeout: 6 * time.Second, ShutdownTimeout: 20 * time.Second,
 	}
 	rc, err := results.New(ctx, rcfg, results.Options{Conn: e.conn})
@@ -193,7 +199,7 @@ func (e *env) startDetector(t *testing.T, now time.Time) *detector {
 	}
 	go func() {
 		done <- detection.Run(ctx, e.cfg, detection.RunOptions{
-			Contracts: seedContracts(t), Logger: log, Now: func() time.Time { return now },
+			Contracts: e.contracts, Logger: log, Now: func() time.Time { return now },
 			Started: func(r *detection.Runner) { started <- r },
 		})
 	}()
