@@ -42,6 +42,15 @@ func newEnv(t *testing.T) *env { return newEnvParts(t, 3) }
 // newEnvParts is newEnv with topics of the given number of partitions.
 func newEnvParts(t *testing.T, parts int) *env {
 	t.Helper()
+	e := newEnvNoIngest(t, parts)
+	e.startIngest(t, "test."+e.db+".")
+	return e
+}
+
+// newEnvNoIngest is newEnvParts without handoff ingest: nothing reaches
+// ClickHouse, as when ingest is behind.
+func newEnvNoIngest(t *testing.T, parts int) *env {
+	t.Helper()
 	e := &env{brokers: testenv.KafkaBrokers(t), conn: testenv.ClickHouse(t), contracts: seedContracts(t)}
 	e.db = testenv.Database(t, e.conn, "detect")
 	pre := "test." + e.db + "."
@@ -70,7 +79,6 @@ func newEnvParts(t *testing.T, parts int) *env {
 		defer cancel()
 		(&kafka.Client{Addr: kafka.TCP(e.brokers...)}).DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: all})
 	})
-	e.startIngest(t, pre)
 	return e
 }
 
@@ -190,6 +198,12 @@ type detector struct {
 
 func (e *env) startDetector(t *testing.T, now time.Time) *detector {
 	t.Helper()
+	return e.startDetectorClock(t, func() time.Time { return now })
+}
+
+// startDetectorClock runs one handoff detect instance with the clock now.
+func (e *env) startDetectorClock(t *testing.T, now func() time.Time) *detector {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan *detection.Runner, 1)
 	done := make(chan error, 1)
@@ -199,7 +213,7 @@ func (e *env) startDetector(t *testing.T, now time.Time) *detector {
 	}
 	go func() {
 		done <- detection.Run(ctx, e.cfg, detection.RunOptions{
-			Contracts: e.contracts, Logger: log, Now: func() time.Time { return now },
+			Contracts: e.contracts, Logger: log, Now: now,
 			Started: func(r *detection.Runner) { started <- r },
 		})
 	}()
