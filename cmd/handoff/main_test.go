@@ -21,7 +21,7 @@ var commandFlags = map[string][]string{
 	"broker": {"port", "data-dir", "partitions"},
 	"detect": {"kafka-brokers", "topic", "findings-topic", "group", "ingest-group", "results-group", "clickhouse-addr",
 		"clickhouse-database", "clickhouse-user", "clickhouse-password", "contract", "expect-from", "retain-days", "tick",
-		"heartbeat", "instance", "session-timeout", "metrics-addr", "log-level", "log-format"},
+		"heartbeat", "instance", "session-timeout", "metrics-addr", "now", "log-level", "log-format"},
 }
 
 // TestCommandHelp checks -h of every command as the README documents it:
