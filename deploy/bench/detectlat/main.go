@@ -236,7 +236,9 @@ func percentiles(ds []time.Duration) string {
 		i := int(q*float64(len(ds))+0.999999) - 1
 		return ds[min(max(i, 0), len(ds)-1)]
 	}
-	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 0, 64) + " ms" }
+	ms := func(d time.Duration) string {
+		return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 0, 64) + " ms"
+	}
 	return fmt.Sprintf("p50 %s  p90 %s  p99 %s  max %s  (n=%d)", ms(at(0.5)), ms(at(0.9)), ms(at(0.99)), ms(ds[len(ds)-1]), len(ds))
 }
 
