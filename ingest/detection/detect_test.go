@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
@@ -35,6 +36,8 @@ type env struct {
 	cfg     detection.Config
 	// contracts are the detector's (the seed's unless a test sets them).
 	contracts detect.Contracts
+	// reg, when set, receives the detectors' metrics.
+	reg prometheus.Registerer
 }
 
 func newEnv(t *testing.T) *env { return newEnvParts(t, 3) }
@@ -213,7 +216,7 @@ func (e *env) startDetectorClock(t *testing.T, now func() time.Time) *detector {
 	}
 	go func() {
 		done <- detection.Run(ctx, e.cfg, detection.RunOptions{
-			Contracts: e.contracts, Logger: log, Now: now,
+			Contracts: e.contracts, Logger: log, Now: now, Registry: e.reg,
 			Started: func(r *detection.Runner) { started <- r },
 		})
 	}()

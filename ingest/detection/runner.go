@@ -189,13 +189,16 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 	}
 	from := r.horizon()
 	n := 0
-	err := r.o.History.PartitionEvents(ctx, r.s.EventsTopic, fresh, from, func(e *model.Event) error {
-		n++
-		r.o.Detector.Observe(e)
-		return nil
+	err := r.retry(ctx, fmt.Sprintf("read the stored history of partitions %v since %s", fresh, from), func() error {
+		n = 0 // a retry observes some events again: the detector deduplicates them
+		return r.o.History.PartitionEvents(ctx, r.s.EventsTopic, fresh, from, func(e *model.Event) error {
+			n++
+			r.o.Detector.Observe(e)
+			return nil
+		})
 	})
 	if err != nil {
-		return fmt.Errorf("detect: read the stored history of partitions %v since %s: %w", fresh, from, err)
+		return err
 	}
 	// The findings published before (by this process or the partitions'
 	// previous owner) must be stored too, or they would be raised again.
@@ -206,9 +209,13 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 	if err := r.waitCommitted(ctx, r.s.ResultsGroup, r.s.FindingsTopic, ends); err != nil {
 		return err
 	}
-	fs, err := r.o.History.Findings(ctx, from)
+	var fs []detect.Finding
+	err = r.retry(ctx, fmt.Sprintf("read the stored findings since %s", from), func() (err error) {
+		fs, err = r.o.History.Findings(ctx, from)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("detect: read the stored findings since %s: %w", from, err)
+		return err
 	}
 	if err := r.o.Detector.Restore(fs...); err != nil {
 		return fmt.Errorf("detect: restore %d stored findings: %w", len(fs), err)
@@ -238,6 +245,40 @@ func (r *Runner) horizon() model.Date {
 	}
 	y, m, d := s.UTC().Date()
 	return model.Date{Year: y, Month: m, Day: d}.AddDays(-r.s.Retain)
+}
+
+// retry runs read until it succeeds or ctx is done, saying every 10 s why
+// it waits. A history read fails when ClickHouse is down, or when handoff
+// ingest has not created its tables yet (both started at once on a fresh
+// install): neither should stop the detector.
+func (r *Runner) retry(ctx context.Context, what string, read func() error) error {
+	started := time.Now()
+	lastLog := time.Time{}
+	for {
+		err := read()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Since(lastLog) >= 10*time.Second {
+			lastLog = time.Now()
+			r.log.Warn("detect: "+what+" failed; retrying (is ClickHouse up, and has `handoff ingest` created its tables?)",
+				"err", err, "waited", time.Since(started).Round(time.Second).String())
+		}
+		if r.o.Metrics != nil {
+			r.o.Metrics.waiting.Set(1)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(r.s.WaitPoll):
+		}
+		if r.o.Metrics != nil {
+			r.o.Metrics.waiting.Set(0)
+		}
+	}
 }
 
 // waitCommitted waits until group has committed at least want[p] on every
