@@ -37,7 +37,7 @@ type Config struct {
 	Contracts      string        `env:"HANDOFF_CONTRACTS"`
 	ExpectFrom     string        `env:"HANDOFF_DETECT_EXPECT_FROM" envDefault:"yesterday"`
 	RetainDays     int           `env:"HANDOFF_DETECT_RETAIN_DAYS" envDefault:"35"`
-	Tick           time.Duration `env:"HANDOFF_DETECT_TICK" envDefault:"1s"`
+	Tick           time.Duration `env:"HANDOFF_DETECT_TICK" envDefault:"250ms"`
 	Heartbeat      time.Duration `env:"HANDOFF_DETECT_HEARTBEAT" envDefault:"30s"`
 	Instance       string        `env:"HANDOFF_DETECT_INSTANCE"`
 	SessionTimeout time.Duration `env:"HANDOFF_SESSION_TIMEOUT" envDefault:"10s"`

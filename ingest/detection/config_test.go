@@ -16,7 +16,7 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Topic != "handoff.events" || c.FindingsTopic != "handoff.findings" || c.Group != "handoff-detect" ||
-		c.IngestGroup != "handoff-ingest" || c.ResultsGroup != "handoff-ingest-results" || c.Tick != time.Second || c.Instance == "" {
+		c.IngestGroup != "handoff-ingest" || c.ResultsGroup != "handoff-ingest-results" || c.Tick != 250*time.Millisecond || c.Instance == "" {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if err := c.Validate(); err != nil {
