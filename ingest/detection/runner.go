@@ -189,7 +189,7 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 	}
 	from := r.horizon()
 	n := 0
-	err := r.retry(ctx, fmt.Sprintf("read the stored history of partitions %v since %s", fresh, from), func() error {
+	err := r.retry(ctx, fmt.Sprintf("reading the stored history of partitions %v since %s failed; retrying (is ClickHouse up, and has `handoff ingest` created its tables?)", fresh, from), func() error {
 		n = 0 // a retry observes some events again: the detector deduplicates them
 		return r.o.History.PartitionEvents(ctx, r.s.EventsTopic, fresh, from, func(e *model.Event) error {
 			n++
@@ -210,7 +210,7 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 		return err
 	}
 	var fs []detect.Finding
-	err = r.retry(ctx, fmt.Sprintf("read the stored findings since %s", from), func() (err error) {
+	err = r.retry(ctx, fmt.Sprintf("reading the stored findings since %s failed; retrying (is ClickHouse up, and has `handoff ingest` created its tables?)", from), func() (err error) {
 		fs, err = r.o.History.Findings(ctx, from)
 		return err
 	})
@@ -247,15 +247,17 @@ func (r *Runner) horizon() model.Date {
 	return model.Date{Year: y, Month: m, Day: d}.AddDays(-r.s.Retain)
 }
 
-// retry runs read until it succeeds or ctx is done, saying every 10 s why
-// it waits. A history read fails when ClickHouse is down, or when handoff
-// ingest has not created its tables yet (both started at once on a fresh
-// install): neither should stop the detector.
-func (r *Runner) retry(ctx context.Context, what string, read func() error) error {
+// retry runs attempt until it succeeds or ctx is done, saying every 10 s
+// why it waits (hint) and setting handoff_detect_waiting_for_ingest
+// meanwhile. The detector waits this way for handoff ingest to store what
+// it reads back, and for history reads that fail: ClickHouse down, or
+// ingest's tables not created yet (both started at once on a fresh
+// install). Neither should stop the detector.
+func (r *Runner) retry(ctx context.Context, hint string, attempt func() error) error {
 	started := time.Now()
-	lastLog := time.Time{}
+	lastLog := started
 	for {
-		err := read()
+		err := attempt()
 		if err == nil {
 			return nil
 		}
@@ -264,8 +266,7 @@ func (r *Runner) retry(ctx context.Context, what string, read func() error) erro
 		}
 		if time.Since(lastLog) >= 10*time.Second {
 			lastLog = time.Now()
-			r.log.Warn("detect: "+what+" failed; retrying (is ClickHouse up, and has `handoff ingest` created its tables?)",
-				"err", err, "waited", time.Since(started).Round(time.Second).String())
+			r.log.Warn("detect: "+hint, "err", err, "waited", time.Since(started).Round(time.Second).String())
 		}
 		if r.o.Metrics != nil {
 			r.o.Metrics.waiting.Set(1)
@@ -294,38 +295,23 @@ func (r *Runner) waitCommitted(ctx context.Context, group, topic string, want ma
 		return nil
 	}
 	slices.Sort(parts)
-	started := time.Now()
-	lastLog := started
-	for {
+	hint := fmt.Sprintf("waiting for handoff ingest (group %s on %s) to store what the detector reads back; is `handoff ingest` running?", group, topic)
+	return r.retry(ctx, hint, func() error {
 		got, err := r.o.Offsets.Committed(ctx, group, topic, parts)
+		if err != nil {
+			return err
+		}
 		behind := map[int]int64{}
-		if err == nil {
-			for _, p := range parts {
-				if got[p] < want[p] {
-					behind[p] = want[p] - max(got[p], 0)
-				}
-			}
-			if len(behind) == 0 {
-				return nil
+		for _, p := range parts {
+			if got[p] < want[p] {
+				behind[p] = want[p] - max(got[p], 0)
 			}
 		}
-		if time.Since(lastLog) >= 10*time.Second {
-			lastLog = time.Now()
-			r.log.Warn("detect: waiting for handoff ingest to store what the detector reads back; is `handoff ingest` running?",
-				"group", group, "topic", topic, "behind", fmt.Sprint(behind), "err", err, "waited", time.Since(started).Round(time.Second).String())
+		if len(behind) > 0 {
+			return fmt.Errorf("messages not yet committed, per partition: %v", behind)
 		}
-		if r.o.Metrics != nil {
-			r.o.Metrics.waiting.Set(1)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(r.s.WaitPoll):
-		}
-		if r.o.Metrics != nil {
-			r.o.Metrics.waiting.Set(0)
-		}
-	}
+		return nil
+	})
 }
 
 // Fold observes one message. A message that is not a valid event is
