@@ -59,6 +59,9 @@ bench: build
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./model/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./model/contract/
+	$(GO) test -run '^$$' -fuzz FuzzParams -fuzztime 60s ./query/dash/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./model/manifest/
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./model/openlineage/
 
 clean:
 	rm -rf bin

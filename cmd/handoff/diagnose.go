@@ -90,20 +90,12 @@ func diagnose(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 
 	// Check every option before reading anything.
-	switch cfg.Format {
-	case "":
-		cfg.Format = "text"
-	case "text", "json":
-	default:
-		return usageError("--format %q: want text or json", cfg.Format)
+	if err := checkFormat(&cfg.Format); err != nil {
+		return err
 	}
-	asOf := now
-	if cfg.AsOf != "" {
-		t, err := time.Parse(time.RFC3339Nano, cfg.AsOf)
-		if err != nil {
-			return usageError("--as-of %q: want an RFC 3339 time such as 2026-10-03T00:00:00Z", cfg.AsOf)
-		}
-		asOf = t
+	asOf, err := parseAsOf(cfg.AsOf, now)
+	if err != nil {
+		return err
 	}
 	var only model.BatchKey
 	if cfg.Batch != "" {

@@ -6,6 +6,10 @@
 //	handoff ingest   [flags]   Kafka -> ClickHouse
 //	handoff emit     [flags]   publish delivery events
 //	handoff broker   [flags]   embedded Kafka-protocol broker for the demo
+//	handoff restore-signal --batch KEY --dir DIR --contract F [--apply --reason R]   the seed case's fix
+//	handoff verify   --batch KEY --dir DIR --contract F [--wait D]   end-to-end checks after a fix
+//	handoff watch    --role R --dir DIR --contract F   files -> boundary events
+//	handoff openlineage --contract F (--kafka-brokers B | --file F)   OpenLineage run events in
 //
 // Run "handoff COMMAND -h" for a command's flags (printed on standard
 // error, exit 0). Deployment settings (addresses, topics, tuning) also read
@@ -97,7 +101,13 @@ func commands() []command {
 		}},
 		{"detect", "watch the events topic and publish findings when deliveries stall", runDetect},
 		{"emit", "publish delivery events to Kafka (from flags or JSON lines)", runEmit},
+		{"backfill", "diagnose every stored batch of a range of dates and publish the diagnoses", runBackfill},
 		{"broker", "run the embedded Kafka-protocol broker (demo default)", runBroker},
+		{"notify", "deliver findings to Alertmanager and webhooks", runNotify},
+		{"restore-signal", "prove a batch's artifact safe, then restore its missing completion signal", runRestoreSignal},
+		{"verify", "check a batch end to end after a fix", runVerify},
+		{"watch", "emit the boundary events that files arriving in a directory prove", runWatch},
+		{"openlineage", "map OpenLineage run events (Kafka or a file) to delivery events", runOpenLineage},
 	}
 }
 

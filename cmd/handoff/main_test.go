@@ -19,9 +19,18 @@ var commandFlags = map[string][]string{
 	"emit": {"kafka-brokers", "topic", "timeout", "stdin", "type", "pipeline", "business-date", "batch-id", "system",
 		"component", "object", "rows", "bytes", "checksum", "attempt", "error", "event-id", "time", "attr"},
 	"broker": {"port", "data-dir", "partitions"},
+	"notify": {"kafka-brokers", "findings-topic", "dlq-topic", "group", "topic-partitions", "alertmanager-url", "webhook-url",
+		"webhook-secret", "serve-url", "lease", "resend", "retry-for", "retry-max", "request-timeout", "metrics-addr", "log-level", "log-format"},
 	"detect": {"kafka-brokers", "topic", "findings-topic", "group", "ingest-group", "results-group", "clickhouse-addr",
 		"clickhouse-database", "clickhouse-user", "clickhouse-password", "contract", "expect-from", "retain-days", "tick",
 		"heartbeat", "instance", "session-timeout", "metrics-addr", "now", "log-level", "log-format"},
+	"restore-signal": {"batch", "dir", "contract", "events", "clickhouse", "database", "as-of", "format", "settle",
+		"apply", "reason", "kafka-brokers", "topic", "timeout"},
+	"openlineage": {"file", "contract", "kafka-brokers", "openlineage-topic", "group", "topic", "dlq-topic", "timeout", "print"},
+	"watch":       {"role", "dir", "contract", "settle", "rescan", "component", "ledger", "once", "kafka-brokers", "topic", "timeout", "log-level"},
+	"verify":      {"batch", "dir", "contract", "events", "clickhouse", "database", "as-of", "format", "wait", "poll"},
+	"backfill": {"from", "to", "pipeline", "as-of", "contract", "publish", "dry-run", "format", "clickhouse-addr",
+		"clickhouse-database", "kafka-brokers", "diagnoses-topic", "workers", "unit-rows", "progress-interval"},
 }
 
 // TestCommandHelp checks -h of every command as the README documents it:

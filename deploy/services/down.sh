@@ -12,7 +12,9 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$HERE/lib.sh"
 
 rc=0
+"$HERE/alertmanager.sh" stop || rc=1
 "$HERE/kafka.sh" stop || rc=1
 "$HERE/clickhouse.sh" stop || rc=1
+"$HERE/chdb.sh" stop || rc=1
 rm -f "$DATA_DIR/services.env"
 exit "$rc"

@@ -18,6 +18,8 @@ started=$SECONDS
 "$HERE/kafka.sh" install
 "$HERE/clickhouse.sh" start
 "$HERE/kafka.sh" start
+"$HERE/chdb.sh" start # no server: installs chdb-core (current ClickHouse in-process) for query/dash
+"$HERE/alertmanager.sh" start # also installs promtool (deploy/prometheus rule tests)
 
 env_file="$DATA_DIR/services.env"
 ch_host="${HANDOFF_CLICKHOUSE_HOST:-127.0.0.1}"
@@ -28,6 +30,8 @@ export HANDOFF_DATA_DIR=$DATA_DIR
 export HANDOFF_CLICKHOUSE_ADDR=$ch_host:${HANDOFF_CLICKHOUSE_PORT:-19000}
 export HANDOFF_CLICKHOUSE_HTTP_ADDR=$ch_host:${HANDOFF_CLICKHOUSE_HTTP_PORT:-18123}
 export HANDOFF_KAFKA_BROKERS=$k_host:${HANDOFF_KAFKA_PORT:-19092}
+export HANDOFF_CHDB_PYTHON=$("$HERE/chdb.sh" python)
+export HANDOFF_ALERTMANAGER_URLS=http://${HANDOFF_ALERTMANAGER_HOST:-127.0.0.1}:${HANDOFF_ALERTMANAGER_PORT:-19095}
 EOT
 mv "$env_file.tmp" "$env_file"
 log "services up in $((SECONDS - started))s; environment: $env_file"

@@ -13,6 +13,7 @@ import (
 
 	"github.com/handoff-dev/handoff/ingest/schema"
 	"github.com/handoff-dev/handoff/ingest/topics"
+	"github.com/handoff-dev/handoff/internal/cliflag"
 )
 
 // Config configures the ingester. Every field has an environment variable
@@ -77,30 +78,10 @@ func envError(err error) error {
 	return fmt.Errorf("ingest configuration from the environment: %s: %w", strings.Join(msgs, "; "), err)
 }
 
-type listFlag struct{ p *[]string }
-
-func (l listFlag) String() string {
-	if l.p == nil {
-		return ""
-	}
-	return strings.Join(*l.p, ",")
-}
-
-func (l listFlag) Set(s string) error {
-	var out []string
-	for _, x := range strings.Split(s, ",") {
-		if x = strings.TrimSpace(x); x != "" {
-			out = append(out, x)
-		}
-	}
-	*l.p = out
-	return nil
-}
-
 // RegisterFlags defines one flag per field on fs, with the current values
 // (from the environment) as defaults, so parsing fs overrides them.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.Var(listFlag{&c.Brokers}, "kafka-brokers", "Kafka brokers, host:port[,host:port...] (HANDOFF_KAFKA_BROKERS)")
+	fs.Var(cliflag.List{P: &c.Brokers}, "kafka-brokers", "Kafka brokers, host:port[,host:port...] (HANDOFF_KAFKA_BROKERS)")
 	fs.StringVar(&c.Topic, "topic", c.Topic, "events topic (HANDOFF_TOPIC)")
 	fs.StringVar(&c.DLQTopic, "dlq-topic", c.DLQTopic, "dead-letter topic (HANDOFF_DLQ_TOPIC)")
 	fs.StringVar(&c.Group, "group", c.Group, "Kafka consumer group (HANDOFF_GROUP)")

@@ -6,7 +6,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/handoff-dev/handoff/ingest/sink"
+	"github.com/handoff-dev/handoff/ingest/schema"
 	"github.com/handoff-dev/handoff/model"
 )
 
@@ -36,7 +36,7 @@ func (c *Consumer) decode(d *decoded, nowMS int64) (valid, rejected int) {
 			eb := &d.evb[i]
 			for j := range part {
 				m := &part[j]
-				src := sink.Source{Topic: m.Topic, Partition: int32(m.Partition), Offset: m.Offset}
+				src := schema.Source{Topic: m.Topic, Partition: int32(m.Partition), Offset: m.Offset}
 				e, err := dec.Decode(m.Value)
 				if err == nil {
 					eb.Add(&e, src, nowMS)
@@ -47,7 +47,7 @@ func (c *Consumer) decode(d *decoded, nowMS int64) (valid, rejected int) {
 				if errors.As(err, &ve) && ve.Kind != "" {
 					kind = ve.Kind
 				}
-				d.dead[i] = append(d.dead[i], sink.DeadLetter{
+				d.dead[i] = append(d.dead[i], schema.DeadLetter{
 					ReceivedMS: nowMS, Source: src, Key: string(m.Key), Reason: kind, Error: err.Error(), Payload: m.Value,
 				})
 			}

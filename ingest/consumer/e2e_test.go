@@ -10,6 +10,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/handoff-dev/handoff/ingest/consumer"
+	"github.com/handoff-dev/handoff/ingest/deadletter"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/query/store"
@@ -121,7 +122,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("dead letter %s not on topic %s", key, s.dlq)
 			continue
 		}
-		if h[consumer.HeaderReason] != string(kind) || h[consumer.HeaderSourceTopic] != s.topic || h[consumer.HeaderSourceOffset] == "" || h[consumer.HeaderError] == "" {
+		if h[deadletter.HeaderReason] != string(kind) || h[deadletter.HeaderSourceTopic] != s.topic || h[deadletter.HeaderSourceOffset] == "" || h[deadletter.HeaderError] == "" {
 			t.Errorf("dead letter %s headers: %v", key, h)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/handoff-dev/handoff/ingest/sink"
+	"github.com/handoff-dev/handoff/ingest/schema"
 )
 
 // pending is a cut batch of fetched messages on its way from the fetch
@@ -29,8 +29,8 @@ type decoded struct {
 	// messages themselves are dropped once decoded.
 	n               int
 	last            []kafka.Message
-	evb             []sink.EventBatch
-	dead            [][]sink.DeadLetter
+	evb             []schema.EventBatch
+	dead            [][]schema.DeadLetter
 	valid, rejected int
 	start           time.Time
 	decodeTime      time.Duration
@@ -67,7 +67,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	// into the next INSERT, one handed over, one being decoded.
 	free := make(chan *decoded, 2*coalesce+2)
 	for i := 0; i < cap(free); i++ {
-		free <- &decoded{evb: make([]sink.EventBatch, c.workers), dead: make([][]sink.DeadLetter, c.workers)}
+		free <- &decoded{evb: make([]schema.EventBatch, c.workers), dead: make([][]schema.DeadLetter, c.workers)}
 	}
 	go c.decodeStage(batches, free, decodedCh, spare)
 	flushDone := make(chan error, 1)

@@ -93,8 +93,8 @@ func (c *Consumer) storeStage(ctx context.Context, in <-chan *decoded, free chan
 	return failed
 }
 
-func eventBatches(group []*decoded) []*sink.EventBatch {
-	var bs []*sink.EventBatch
+func eventBatches(group []*decoded) []*schema.EventBatch {
+	var bs []*schema.EventBatch
 	for _, d := range group {
 		for i := range d.evb {
 			bs = append(bs, &d.evb[i])

@@ -11,7 +11,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/handoff-dev/handoff/ingest/sink"
+	"github.com/handoff-dev/handoff/ingest/schema"
 	"github.com/handoff-dev/handoff/ingest/topics"
 )
 
@@ -34,7 +34,7 @@ const maxValue = topics.MaxMessageBytes - 64<<10
 // Messages returns the dead-letter topic message of each rejection, keyed by
 // the original key. An empty original value stays an empty value (not a
 // tombstone): the dead letter must show what was received.
-func Messages(dead []sink.DeadLetter) []kafka.Message {
+func Messages(dead []schema.DeadLetter) []kafka.Message {
 	out := make([]kafka.Message, len(dead))
 	for i, d := range dead {
 		value := d.Payload

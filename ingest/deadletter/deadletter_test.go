@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/handoff-dev/handoff/ingest/sink"
+	"github.com/handoff-dev/handoff/ingest/schema"
 	"github.com/handoff-dev/handoff/model"
 )
 
@@ -12,20 +12,20 @@ func TestMessages(t *testing.T) {
 	big := bytes.Repeat([]byte("x"), maxValue+10)
 	tests := []struct {
 		name      string
-		in        sink.DeadLetter
+		in        schema.DeadLetter
 		wantKey   []byte // nil: no key
 		wantValue []byte
 		truncated bool
 	}{
-		{"plain", sink.DeadLetter{ReceivedMS: 1700000000123, Source: sink.Source{Topic: "handoff.findings", Partition: 2, Offset: 41},
+		{"plain", schema.DeadLetter{ReceivedMS: 1700000000123, Source: schema.Source{Topic: "handoff.findings", Partition: 2, Offset: 41},
 			Key: "p/2026-09-30/20260930", Reason: model.RejectBadValue, Error: `state "firing": want open or resolved`, Payload: []byte(`{"state":"firing"}`)},
 			[]byte("p/2026-09-30/20260930"), []byte(`{"state":"firing"}`), false},
-		{"empty value stays a value", sink.DeadLetter{Reason: model.RejectBadJSON, Error: "not a JSON object"}, nil, []byte{}, false},
-		{"oversized is cut and marked", sink.DeadLetter{Reason: model.RejectTooLarge, Error: "too large", Payload: big}, nil, big[:maxValue], true},
+		{"empty value stays a value", schema.DeadLetter{Reason: model.RejectBadJSON, Error: "not a JSON object"}, nil, []byte{}, false},
+		{"oversized is cut and marked", schema.DeadLetter{Reason: model.RejectTooLarge, Error: "too large", Payload: big}, nil, big[:maxValue], true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := Messages([]sink.DeadLetter{tt.in})[0]
+			m := Messages([]schema.DeadLetter{tt.in})[0]
 			if !bytes.Equal(m.Key, tt.wantKey) || (m.Key == nil) != (tt.wantKey == nil) {
 				t.Errorf("key %q, want %q", m.Key, tt.wantKey)
 			}

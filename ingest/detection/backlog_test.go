@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/handoff-dev/handoff/ingest/detection"
 	"github.com/handoff-dev/handoff/ingest/schema"
 	"github.com/handoff-dev/handoff/internal/testenv"
@@ -24,8 +22,14 @@ import (
 // would have raised signal_delivered overdue before reading the proof:
 // analyzer/detect's TestBacklogRaisesNothingFalse.)
 func TestKafkaBacklogRaisesNothing(t *testing.T) {
-	e := newEnvNoIngest(t, 3)
+	e := newEnvWithoutIngest(t)
 	e.cfg.Tick = 20 * time.Millisecond // many chances to judge too early
+	// The tables exist (ingest created them earlier), empty: ingest is behind.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := schema.Ensure(ctx, e.conn, e.db); err != nil {
+		t.Fatal(err)
+	}
 	const backlog = 100_000
 	lines := seedLines(t)
 	// The backlog sits in the seed batch's partition, before the proof.
@@ -75,56 +79,4 @@ func TestKafkaBacklogRaisesNothing(t *testing.T) {
 		}
 	}
 	t.Logf("the test saw %d polls with the detector advancing behind its clock (the backlog)", behind)
-}
-
-// TestDetectWaitsForIngestTables: started before handoff ingest has
-// created its tables (both started at once on a fresh install), the
-// detector waits and says so, instead of stopping; once the tables exist
-// it reads the history and goes on.
-func TestDetectWaitsForIngestTables(t *testing.T) {
-	e := newEnvNoIngest(t, 3)
-	e.cfg.Database = e.db + "_later"
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		e.conn.Exec(ctx, "DROP DATABASE IF EXISTS "+e.cfg.Database)
-	})
-	reg := prometheus.NewRegistry()
-	e.reg = reg
-	e.publishLines(t, seedLines(t)...)
-	now := time.Date(2026, 10, 2, 12, 0, 0, 0, time.UTC)
-	d := e.startDetector(t, now)
-	testenv.Eventually(t, time.Minute, "the detector waits for the tables", func() (bool, string) {
-		w := gauge(t, reg, "handoff_detect_waiting_for_ingest")
-		return w == 1, fmt.Sprintf("handoff_detect_waiting_for_ingest %v", w)
-	})
-	if n, _, _ := d.r.Progress(); n != 0 {
-		t.Fatalf("advanced %d times without its history", n)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := schema.Ensure(ctx, e.conn, e.cfg.Database); err != nil {
-		t.Fatal(err)
-	}
-	d.caughtUp(t, now)
-	// The seed's two findings: 2026-09-30 overdue, 2026-10-01 missing.
-	testenv.Eventually(t, time.Minute, "the seed's findings published", func() (bool, string) {
-		_, _, pub := d.r.Progress()
-		return pub == 2, fmt.Sprintf("published %d, want 2", pub)
-	})
-}
-
-// gauge reads one gauge of reg (0 when absent).
-func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	return 0
 }

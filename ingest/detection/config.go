@@ -13,6 +13,7 @@ import (
 
 	"github.com/handoff-dev/handoff/ingest/schema"
 	"github.com/handoff-dev/handoff/ingest/topics"
+	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/model"
 )
 
@@ -66,30 +67,10 @@ func LoadConfig(environ map[string]string) (Config, error) {
 	return c, nil
 }
 
-type listFlag struct{ p *[]string }
-
-func (l listFlag) String() string {
-	if l.p == nil {
-		return ""
-	}
-	return strings.Join(*l.p, ",")
-}
-
-func (l listFlag) Set(s string) error {
-	var out []string
-	for _, x := range strings.Split(s, ",") {
-		if x = strings.TrimSpace(x); x != "" {
-			out = append(out, x)
-		}
-	}
-	*l.p = out
-	return nil
-}
-
 // RegisterFlags defines one flag per field on fs, defaulting to the
 // current values.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.Var(listFlag{&c.Brokers}, "kafka-brokers", "Kafka brokers, host:port[,host:port...] (HANDOFF_KAFKA_BROKERS)")
+	fs.Var(cliflag.List{P: &c.Brokers}, "kafka-brokers", "Kafka brokers, host:port[,host:port...] (HANDOFF_KAFKA_BROKERS)")
 	fs.StringVar(&c.Topic, "topic", c.Topic, "events topic (HANDOFF_TOPIC)")
 	fs.StringVar(&c.FindingsTopic, "findings-topic", c.FindingsTopic, "topic the findings are published to (HANDOFF_FINDINGS_TOPIC)")
 	fs.StringVar(&c.Group, "group", c.Group, "the detectors' consumer group on the events topic (HANDOFF_DETECT_GROUP)")

@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
@@ -33,11 +33,10 @@ type env struct {
 	brokers []string
 	conn    driver.Conn
 	db      string
+	pre     string // prefix of the test's topic names
 	cfg     detection.Config
 	// contracts are the detector's (the seed's unless a test sets them).
 	contracts detect.Contracts
-	// reg, when set, receives the detectors' metrics.
-	reg prometheus.Registerer
 }
 
 func newEnv(t *testing.T) *env { return newEnvParts(t, 3) }
@@ -45,14 +44,18 @@ func newEnv(t *testing.T) *env { return newEnvParts(t, 3) }
 // newEnvParts is newEnv with topics of the given number of partitions.
 func newEnvParts(t *testing.T, parts int) *env {
 	t.Helper()
-	e := newEnvNoIngest(t, parts)
-	e.startIngest(t, "test."+e.db+".")
+	e := newEnvWithoutIngestParts(t, parts)
+	e.startIngest(t, e.pre)
 	return e
 }
 
-// newEnvNoIngest is newEnvParts without handoff ingest: nothing reaches
-// ClickHouse, as when ingest is behind.
-func newEnvNoIngest(t *testing.T, parts int) *env {
+// newEnvWithoutIngest is newEnv before handoff ingest starts: the topics
+// exist, the database does not.
+func newEnvWithoutIngest(t *testing.T) *env { return newEnvWithoutIngestParts(t, 3) }
+
+// newEnvWithoutIngestParts is newEnvWithoutIngest with topics of the given
+// number of partitions.
+func newEnvWithoutIngestParts(t *testing.T, parts int) *env {
 	t.Helper()
 	e := &env{brokers: testenv.KafkaBrokers(t), conn: testenv.ClickHouse(t), contracts: seedContracts(t)}
 	e.db = testenv.Database(t, e.conn, "detect")
@@ -64,11 +67,9 @@ func newEnvNoIngest(t *testing.T, parts int) *env {
 		ExpectFrom: "2026-09-29", RetainDays: 35, Tick: 100 * time.Millisecond, Heartbeat: time.Hour,
 		Instance: "test", SessionTimeout: 6 * time.Second,
 	}
+	e.pre = pre
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := schema.Ensure(ctx, e.conn, e.db); err != nil {
-		t.Fatal(err)
-	}
 	all := []string{e.cfg.Topic, e.cfg.FindingsTopic, pre + "dlq", pre + "diagnoses"}
 	var specs []topics.Spec
 	for _, n := range all {
@@ -201,11 +202,41 @@ type detector struct {
 
 func (e *env) startDetector(t *testing.T, now time.Time) *detector {
 	t.Helper()
-	return e.startDetectorClock(t, func() time.Time { return now })
+	return e.startDetectorLog(t, now, nil)
+}
+
+// syncBuffer is a log destination tests can read while the detector writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (e *env) startDetectorLog(t *testing.T, now time.Time, logTo *syncBuffer) *detector {
+	t.Helper()
+	return e.startDetectorClockLog(t, func() time.Time { return now }, logTo)
 }
 
 // startDetectorClock runs one handoff detect instance with the clock now.
 func (e *env) startDetectorClock(t *testing.T, now func() time.Time) *detector {
+	t.Helper()
+	return e.startDetectorClockLog(t, now, nil)
+}
+
+// startDetectorClockLog runs one handoff detect instance with the clock
+// now, logging to logTo when it is set.
+func (e *env) startDetectorClockLog(t *testing.T, now func() time.Time, logTo *syncBuffer) *detector {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan *detection.Runner, 1)
@@ -214,9 +245,12 @@ func (e *env) startDetectorClock(t *testing.T, now func() time.Time) *detector {
 	if os.Getenv("HANDOFF_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	if logTo != nil {
+		log = slog.New(slog.NewTextHandler(logTo, nil))
+	}
 	go func() {
 		done <- detection.Run(ctx, e.cfg, detection.RunOptions{
-			Contracts: e.contracts, Logger: log, Now: now, Registry: e.reg,
+			Contracts: e.contracts, Logger: log, Now: now,
 			Started: func(r *detection.Runner) { started <- r },
 		})
 	}()
@@ -366,5 +400,26 @@ func assertRows(t *testing.T, got, want []row) {
 		if g != want[i] {
 			t.Fatalf("finding %d:\n got %+v\nwant %+v", i, got[i], want[i])
 		}
+	}
+}
+
+// TestDetectWaitsForIngest: started before handoff ingest has created its
+// database, the detector waits and retries instead of exiting, and raises
+// the seed's findings once ingest runs.
+func TestDetectWaitsForIngest(t *testing.T) {
+	e := newEnvWithoutIngest(t)
+	e.publishLines(t, seedLines(t)...)
+	now := time.Date(2026, 10, 2, 12, 0, 0, 0, time.UTC)
+	var logs syncBuffer
+	d := e.startDetectorLog(t, now, &logs)
+	testenv.Eventually(t, time.Minute, "the detector retries reading a history that is not there yet", func() (bool, string) {
+		l := logs.String()
+		return strings.Contains(l, "retrying") && strings.Contains(l, "read the stored history"), l
+	})
+	e.startIngest(t, e.pre)
+	d.caughtUp(t, now)
+	got := e.waitFindings(t, "the seed's findings stored", 2)
+	if got[0].name != "signal_delivered" || got[1].kind != "missing" {
+		t.Fatalf("findings: %v", got)
 	}
 }

@@ -24,6 +24,8 @@ import (
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
+	"github.com/handoff-dev/handoff/query/backfill"
+	"github.com/handoff-dev/handoff/query/store"
 )
 
 // genHistory writes a generated history (internal/gen) and its contracts
@@ -150,8 +152,9 @@ func batchOf(j []byte) string {
 // handoff detect (fixed clock) folds it. Once the detector has caught up,
 // its diagnosis of every batch equals, byte for byte, what `handoff
 // diagnose` gives on the same file as of the same time (a batch it closed
-// is delivered there), and the batches that never sent an event, and only
-// they, have a stored `missing` finding.
+// is delivered there), `handoff backfill` over what ingest stored gives
+// the same answer byte for byte, and the batches that never sent an event,
+// and only they, have a stored `missing` finding.
 func TestDetectEqualsDiagnoseAtScale(t *testing.T) {
 	testenv.Integration(t)
 	end := time.Date(2026, 9, 30, 0, 0, 0, 0, time.UTC)
@@ -210,6 +213,24 @@ func TestDetectEqualsDiagnoseAtScale(t *testing.T) {
 		t.Fatalf("open %d, closed %d: the comparison must cover both", open, closed)
 	}
 
+	// handoff backfill over what ingest stored gives the same answers.
+	testenv.Eventually(t, 2*time.Minute, "ingest has stored every event", func() (bool, string) {
+		n := testenv.Uncommitted(t, e.brokers, e.cfg.IngestGroup, e.cfg.Topic)
+		return n == 0, fmt.Sprintf("%d events not committed by ingest", n)
+	})
+	bf := backfillAll(t, e, contracts, res.First, end, now)
+	if len(bf) != len(want) {
+		t.Errorf("backfill diagnosed %d batches, diagnose %d", len(bf), len(want))
+	}
+	for k, w := range want {
+		if b, ok := bf[k]; !ok {
+			t.Errorf("%s: not in backfill's answer", k)
+		} else if !bytes.Equal(b, w) {
+			t.Errorf("%s: backfill and diagnose disagree:\n%s", k, firstDiff(b, w))
+		}
+	}
+	t.Logf("backfill from ClickHouse: %d batches, each byte-equal to diagnose's", len(bf))
+
 	// The batches that never sent an event: a missing not_produced finding
 	// each, and no other batch has one. The hourly calendar runs past the
 	// generated dates: the 24 hours of the day after End are due (start +
@@ -244,6 +265,39 @@ func TestDetectEqualsDiagnoseAtScale(t *testing.T) {
 			t.Errorf("no %s finding: the generated history does not exercise it (kinds: %v)", k, kindsOf(stored))
 		}
 	}
+}
+
+// backfillAll runs `handoff backfill --from first --to last --as-of asOf`
+// (query/backfill over query/store) on the test's database and returns
+// each batch's diagnosis JSON.
+func backfillAll(t *testing.T, e *env, contracts *contract.Set, first, last, asOf time.Time) map[model.BatchKey][]byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, err := store.New(e.conn, e.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := func(t time.Time) model.Date { return model.Date{Year: t.Year(), Month: t.Month(), Day: t.Day()} }
+	out := map[model.BatchKey][]byte{}
+	_, err = backfill.Run(ctx, st, backfill.Config{From: day(first), To: day(last), AsOf: asOf, Contracts: contracts},
+		backfill.Hooks{Chunk: func(c *backfill.Chunk) error {
+			for i := range c.Len() {
+				k, err := model.ParseBatchKey(c.Keys[i])
+				if err != nil {
+					return err
+				}
+				if _, dup := out[k]; dup {
+					return fmt.Errorf("backfill gave %s twice", k)
+				}
+				out[k] = bytes.Clone(c.Diagnosis(i))
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // findingKinds reads the stored findings: for each kind, the batches with

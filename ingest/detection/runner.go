@@ -25,6 +25,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
+	"github.com/handoff-dev/handoff/ingest/retry"
 	"github.com/handoff-dev/handoff/ingest/stream"
 	"github.com/handoff-dev/handoff/model"
 )
@@ -109,6 +110,7 @@ type Runner struct {
 	caughtUp   bool
 	// Published counts the findings published, for tests and logs.
 	published int
+	retry     retry.Retrier
 	// progress is read by other goroutines (Progress).
 	advances, safeMs, publishedTotal atomic.Int64
 }
@@ -138,7 +140,7 @@ func New(s Settings, o Options) (*Runner, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{s: s, o: o, log: log, owned: map[int]bool{}}, nil
+	return &Runner{s: s, o: o, log: log, owned: map[int]bool{}, retry: retry.Retrier{Log: log, Max: 10 * time.Second}}, nil
 }
 
 // Progress reports how many times the runner advanced, the detector's
@@ -189,8 +191,10 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 	}
 	from := r.horizon()
 	n := 0
-	err := r.retry(ctx, fmt.Sprintf("reading the stored history of partitions %v since %s failed; retrying (is ClickHouse up, and has `handoff ingest` created its tables?)", fresh, from), func() error {
-		n = 0 // a retry observes some events again: the detector deduplicates them
+	// ClickHouse may not be ready (or ingest may not have created the
+	// database yet): wait and retry rather than exit. Observing a history
+	// twice is harmless: the replay ignores duplicates.
+	err := r.retry.Do(ctx, "restore", fmt.Sprintf("read the stored history of partitions %v since %s", fresh, from), 0, func(ctx context.Context) error {
 		return r.o.History.PartitionEvents(ctx, r.s.EventsTopic, fresh, from, func(e *model.Event) error {
 			n++
 			r.o.Detector.Observe(e)
@@ -198,24 +202,30 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 		})
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("detect: %w", err)
 	}
 	// The findings published before (by this process or the partitions'
 	// previous owner) must be stored too, or they would be raised again.
-	ends, err := r.o.Offsets.Ends(ctx, r.s.FindingsTopic)
+	var ends map[int]int64
+	err = r.retry.Do(ctx, "restore", "read the end offsets of "+r.s.FindingsTopic, 0, func(ctx context.Context) error {
+		var err error
+		ends, err = r.o.Offsets.Ends(ctx, r.s.FindingsTopic)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("detect: end offsets of %s: %w", r.s.FindingsTopic, err)
+		return fmt.Errorf("detect: %w", err)
 	}
 	if err := r.waitCommitted(ctx, r.s.ResultsGroup, r.s.FindingsTopic, ends); err != nil {
 		return err
 	}
 	var fs []detect.Finding
-	err = r.retry(ctx, fmt.Sprintf("reading the stored findings since %s failed; retrying (is ClickHouse up, and has `handoff ingest` created its tables?)", from), func() (err error) {
+	err = r.retry.Do(ctx, "restore", fmt.Sprintf("read the stored findings since %s", from), 0, func(ctx context.Context) error {
+		var err error
 		fs, err = r.o.History.Findings(ctx, from)
 		return err
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("detect: %w", err)
 	}
 	if err := r.o.Detector.Restore(fs...); err != nil {
 		return fmt.Errorf("detect: restore %d stored findings: %w", len(fs), err)
@@ -225,8 +235,8 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 		if fs[i].State != detect.Open || !r.owns(fs[i].Batch) {
 			continue
 		}
-		// The first 20, so that a restart says what is open
-		// without flooding the log.
+		// The first 20, so that a restart says what is open without
+		// flooding the log.
 		if open++; open <= 20 {
 			r.log.Info("detect: open finding restored (published before, not again)", "batch", fs[i].Batch.String(),
 				"kind", string(fs[i].Kind), "name", fs[i].Name, "status", string(fs[i].Status), "verdict", fs[i].Verdict,
@@ -247,41 +257,6 @@ func (r *Runner) horizon() model.Date {
 	return model.Date{Year: y, Month: m, Day: d}.AddDays(-r.s.Retain)
 }
 
-// retry runs attempt until it succeeds or ctx is done, saying every 10 s
-// why it waits (hint) and setting handoff_detect_waiting_for_ingest
-// meanwhile. The detector waits this way for handoff ingest to store what
-// it reads back, and for history reads that fail: ClickHouse down, or
-// ingest's tables not created yet (both started at once on a fresh
-// install). Neither should stop the detector.
-func (r *Runner) retry(ctx context.Context, hint string, attempt func() error) error {
-	started := time.Now()
-	lastLog := started
-	for {
-		err := attempt()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if time.Since(lastLog) >= 10*time.Second {
-			lastLog = time.Now()
-			r.log.Warn("detect: "+hint, "err", err, "waited", time.Since(started).Round(time.Second).String())
-		}
-		if r.o.Metrics != nil {
-			r.o.Metrics.waiting.Set(1)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(r.s.WaitPoll):
-		}
-		if r.o.Metrics != nil {
-			r.o.Metrics.waiting.Set(0)
-		}
-	}
-}
-
 // waitCommitted waits until group has committed at least want[p] on every
 // partition p of topic. A partition where want is 0 needs nothing.
 func (r *Runner) waitCommitted(ctx context.Context, group, topic string, want map[int]int64) error {
@@ -295,23 +270,38 @@ func (r *Runner) waitCommitted(ctx context.Context, group, topic string, want ma
 		return nil
 	}
 	slices.Sort(parts)
-	hint := fmt.Sprintf("waiting for handoff ingest (group %s on %s) to store what the detector reads back; is `handoff ingest` running?", group, topic)
-	return r.retry(ctx, hint, func() error {
+	started := time.Now()
+	lastLog := started
+	for {
 		got, err := r.o.Offsets.Committed(ctx, group, topic, parts)
-		if err != nil {
-			return err
-		}
 		behind := map[int]int64{}
-		for _, p := range parts {
-			if got[p] < want[p] {
-				behind[p] = want[p] - max(got[p], 0)
+		if err == nil {
+			for _, p := range parts {
+				if got[p] < want[p] {
+					behind[p] = want[p] - max(got[p], 0)
+				}
+			}
+			if len(behind) == 0 {
+				return nil
 			}
 		}
-		if len(behind) > 0 {
-			return fmt.Errorf("messages not yet committed, per partition: %v", behind)
+		if time.Since(lastLog) >= 10*time.Second {
+			lastLog = time.Now()
+			r.log.Warn("detect: waiting for handoff ingest to store what the detector reads back; is `handoff ingest` running?",
+				"group", group, "topic", topic, "behind", fmt.Sprint(behind), "err", err, "waited", time.Since(started).Round(time.Second).String())
 		}
-		return nil
-	})
+		if r.o.Metrics != nil {
+			r.o.Metrics.waiting.Set(1)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(r.s.WaitPoll):
+		}
+		if r.o.Metrics != nil {
+			r.o.Metrics.waiting.Set(0)
+		}
+	}
 }
 
 // Fold observes one message. A message that is not a valid event is
@@ -335,12 +325,14 @@ func (r *Runner) Fold(ctx context.Context, m kafka.Message) error {
 // detector and publishes its findings, then the heartbeat when due.
 func (r *Runner) Advance(ctx context.Context, now, safe time.Time) error {
 	for _, k := range r.o.Detector.Suspended() {
-		err := r.o.History.BatchEvents(ctx, k, func(e *model.Event) error {
-			r.o.Detector.Observe(e)
-			return nil
+		err := r.retry.Do(ctx, "reopen", "read the stored history of reopened batch "+k.String(), 0, func(ctx context.Context) error {
+			return r.o.History.BatchEvents(ctx, k, func(e *model.Event) error {
+				r.o.Detector.Observe(e)
+				return nil
+			})
 		})
 		if err != nil {
-			return fmt.Errorf("detect: read the stored history of reopened batch %s: %w", k, err)
+			return fmt.Errorf("detect: %w", err)
 		}
 		r.o.Detector.Resume(k)
 	}

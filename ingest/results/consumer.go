@@ -148,9 +148,9 @@ func (c *Consumer) Close() error {
 
 // batch is the records read since the last flush, decoded into rows.
 type batch struct {
-	findings  findingRows
-	diagnoses diagnosisRows
-	dead      []sink.DeadLetter
+	findings  schema.FindingRows
+	diagnoses schema.DiagnosisRows
+	dead      []schema.DeadLetter
 	// last is the last message read of every partition (what to commit).
 	last           []kafka.Message
 	n, bytes       int
@@ -247,18 +247,18 @@ func (c *Consumer) add(b *batch, m *kafka.Message, nowMS int64) {
 	l.hwm = max(l.hwm, m.HighWaterMark)
 	c.m.Lag.WithLabelValues(m.Topic).Set(float64(c.topicLag(m.Topic)))
 
-	src := sink.Source{Topic: m.Topic, Partition: int32(m.Partition), Offset: m.Offset}
+	src := schema.Source{Topic: m.Topic, Partition: int32(m.Partition), Offset: m.Offset}
 	var err error
 	switch m.Topic {
 	case c.cfg.FindingsTopic:
 		var f Finding
 		if f, err = ParseFinding(m.Value); err == nil {
-			b.findings.add(&f, src, nowMS)
+			b.findings.Add(f.row(), src, nowMS)
 		}
 	case c.cfg.DiagnosesTopic:
 		var d Diagnosis
 		if d, err = ParseDiagnosis(m.Value); err == nil {
-			b.diagnoses.add(&d, src, nowMS)
+			b.diagnoses.Add(d.row(), src, nowMS)
 		}
 	default:
 		err = &model.ValidationError{Reason: "read from unexpected topic " + m.Topic, Kind: model.RejectBadValue}
@@ -272,7 +272,7 @@ func (c *Consumer) add(b *batch, m *kafka.Message, nowMS int64) {
 	if errors.As(err, &ve) && ve.Kind != "" {
 		kind = ve.Kind
 	}
-	b.dead = append(b.dead, sink.DeadLetter{ReceivedMS: nowMS, Source: src, Key: string(m.Key), Reason: kind, Error: err.Error(), Payload: m.Value})
+	b.dead = append(b.dead, schema.DeadLetter{ReceivedMS: nowMS, Source: src, Key: string(m.Key), Reason: kind, Error: err.Error(), Payload: m.Value})
 }
 
 // lastOffsets keeps in dst the message of the highest offset of every
@@ -321,8 +321,8 @@ func (c *Consumer) store(ctx context.Context, b *batch, trigger string) error {
 		n              int
 		cols           func() []any
 	}{
-		{schema.Findings, FindingColumns, b.findings.len(), b.findings.columns},
-		{schema.Diagnoses, DiagnosisColumns, b.diagnoses.len(), b.diagnoses.columns},
+		{schema.Findings, schema.FindingColumns, b.findings.Len(), b.findings.Columns},
+		{schema.Diagnoses, schema.DiagnosisColumns, b.diagnoses.Len(), b.diagnoses.Columns},
 	} {
 		if t.n == 0 {
 			continue
@@ -364,8 +364,8 @@ func (c *Consumer) store(ctx context.Context, b *batch, trigger string) error {
 			c.m.Lag.WithLabelValues(t).Set(float64(c.topicLag(t)))
 		}
 	}
-	c.log.Debug("results flushed", "trigger", trigger, "records", b.n, "bytes", b.bytes, "findings", b.findings.len(),
-		"diagnoses", b.diagnoses.len(), "rejected", len(b.dead), "took", time.Since(start))
+	c.log.Debug("results flushed", "trigger", trigger, "records", b.n, "bytes", b.bytes, "findings", b.findings.Len(),
+		"diagnoses", b.diagnoses.Len(), "rejected", len(b.dead), "took", time.Since(start))
 	return nil
 }
 

@@ -1,6 +1,7 @@
 // Package schema owns handoff's ClickHouse schema: the database, the raw
-// events table (deduplicated by event_id), dead letters, diagnoses and
-// findings. The SQL lives in schema.sql (embedded) and is applied
+// events table (deduplicated by event_id), dead letters, diagnoses,
+// findings, and the dashboard views over them. The tables' SQL lives in
+// schema.sql (embedded), the views' in views.go; both are applied
 // idempotently by Ensure; it runs on ClickHouse 18.16 and on current
 // releases.
 package schema
@@ -30,6 +31,21 @@ const (
 	Diagnoses = "diagnoses_v2"
 	Findings  = "findings_v2"
 )
+
+// View names: dashboard views created by Ensure after the tables
+// (views.go says what each shows; docs/dashboards.md has examples).
+const (
+	BatchProgress   = "batch_progress"
+	DiagnosisLatest = "diagnosis_latest"
+	BatchStatus     = "batch_status"
+	FindingState    = "finding_state"
+)
+
+// AllTables returns the names of every table and view Ensure creates, in
+// creation order.
+func AllTables() []string {
+	return append([]string{Events, DeadLetters, Diagnoses, Findings}, Views()...)
+}
 
 var dbName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -71,7 +87,7 @@ func Statements(db string) ([]string, error) {
 		}
 		out = append(out, strings.ReplaceAll(strings.Join(lines, "\n"), "{db}", db))
 	}
-	return out, nil
+	return append(out, viewStatements(db)...), nil
 }
 
 // Ensure creates the database db and its tables when missing. It is safe to

@@ -7,7 +7,10 @@
 -- Millisecond times are Int64 (*_ms); DateTime columns are MATERIALIZED from
 -- them, so INSERTs name only the stored columns.
 --
--- Statements are separated by a line holding only ";".
+-- Statements are separated by a line holding only ";". The dashboard views
+-- follow these statements; they are in views.go, because query/dash reads
+-- them with its filter inside (ClickHouse does not push a filter into the
+-- right side of a JOIN).
 
 CREATE DATABASE IF NOT EXISTS {db}
 ;

@@ -15,8 +15,8 @@ func TestStatements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(stmts) != 5 {
-		t.Fatalf("got %d statements, want 5: %q", len(stmts), stmts)
+	if len(stmts) != 9 {
+		t.Fatalf("got %d statements, want 9: %q", len(stmts), stmts)
 	}
 	if _, err := schema.Statements("bad-name"); err == nil {
 		t.Fatal("bad database name accepted")
@@ -64,7 +64,7 @@ func TestEnsureIdempotent(t *testing.T) {
 			t.Fatalf("run %d: %v", i+1, err)
 		}
 	}
-	for _, table := range []string{schema.Events, schema.DeadLetters, schema.Diagnoses, schema.Findings} {
+	for _, table := range schema.AllTables() {
 		var n uint64
 		if err := conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name = ?", db, table).Scan(&n); err != nil {
 			t.Fatal(err)

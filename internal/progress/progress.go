@@ -36,6 +36,10 @@ type Options struct {
 	Now func() time.Time
 	// Width is the bar's width in characters on a terminal (default 30).
 	Width int
+	// Detail, when set, adds what it returns after the count (for
+	// example "12,345 batches": a second count beside the unit the rate
+	// and ETA are computed in). It is called at every draw.
+	Detail func() string
 }
 
 // Reporter reports the progress of one piece of work.
@@ -160,6 +164,11 @@ func (r *Reporter) Line() string {
 	b.WriteString(" " + r.unit)
 	if total > 0 {
 		fmt.Fprintf(&b, " (%d%%)", min(done, total)*100/total)
+	}
+	if r.opts.Detail != nil {
+		if d := r.opts.Detail(); d != "" {
+			b.WriteString(", " + d)
+		}
 	}
 	if elapsed > 0 {
 		rate := float64(done) / elapsed.Seconds()

@@ -135,3 +135,21 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+// TestDetail: a second count is drawn after the first, and an empty one
+// leaves the line as it was.
+func TestDetail(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	c := &clock{t0}
+	detail := "1,234 batches"
+	r := New(&bytes.Buffer{}, "backfill", "events", 1000, Options{Now: c.now, Detail: func() string { return detail }})
+	r.Add(250)
+	c.t = t0.Add(time.Second)
+	if got, want := r.Line(), "backfill: 250/1,000 events (25%), 1,234 batches, 250 events/s, ETA 3s"; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	detail = ""
+	if got, want := r.Line(), "backfill: 250/1,000 events (25%), 250 events/s, ETA 3s"; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}

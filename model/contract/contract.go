@@ -65,7 +65,15 @@ type Contract struct {
 	BatchID  Template
 	Artifact Template // name of the data file, e.g. "x_{batch_id}.csv"
 	Signal   Template // name of the completion signal, e.g. "x_{batch_id}.flag"
-	Required model.BoundarySet
+	// SignalContent says what the completion signal file holds: nothing
+	// (SignalEmpty, the default) or a manifest of the batch's files, rows
+	// and checksums (SignalManifest). Watchers read a manifest and compare
+	// it with the files; restore-signal writes what the contract says.
+	SignalContent SignalContent
+	// OpenLineage maps a scheduler's OpenLineage run events to batches of
+	// this pipeline; nil when the contract has no openlineage block.
+	OpenLineage *OpenLineage
+	Required    model.BoundarySet
 	// Deadlines is indexed by boundary; a zero Deadline means the default
 	// rule applies to that boundary.
 	Deadlines [model.Consumed + 1]Deadline
@@ -96,16 +104,33 @@ type RowRule struct {
 	// identification) and consumed row counts to agree. It is on by default:
 	// a delivery that loses rows is not a delivery.
 	Equal bool
+	// Header says the artifact's first line is a header, not a row: file
+	// probes (watch, restore-signal, verify) do not count it.
+	Header bool
 }
+
+// SignalContent is what a completion signal file holds.
+type SignalContent string
+
+// Signal contents.
+const (
+	// SignalEmpty: the signal's existence is the declaration; it holds
+	// nothing (a .flag or _SUCCESS file).
+	SignalEmpty SignalContent = "empty"
+	// SignalManifest: the signal holds a manifest (package model/manifest)
+	// naming the batch, its files, rows and checksums.
+	SignalManifest SignalContent = "manifest"
+)
 
 // Default returns the contract of a pipeline that has no contract file.
 func Default(pipeline string) *Contract {
 	return &Contract{
-		Pipeline: pipeline,
-		Location: time.UTC,
-		Required: model.AllBoundaries,
-		Rows:     RowRule{Equal: true},
-		Severity: DefaultSeverity,
+		Pipeline:      pipeline,
+		Location:      time.UTC,
+		Required:      model.AllBoundaries,
+		Rows:          RowRule{Equal: true},
+		Severity:      DefaultSeverity,
+		SignalContent: SignalEmpty,
 	}
 }
 

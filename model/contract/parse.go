@@ -251,7 +251,7 @@ func (p *parser) str(n *yaml.Node, key string) (string, bool) {
 
 func isTemplateKey(key string) bool { return key == "batch_id" || key == "artifact" || key == "signal" }
 
-var topKeys = []string{"pipeline", "schedule", "timezone", "holidays", "batch_id", "artifact", "signal", "required", "deadlines", "rows", "owner", "severity", "labels"}
+var topKeys = []string{"pipeline", "schedule", "timezone", "holidays", "batch_id", "artifact", "signal", "required", "deadlines", "rows", "owner", "severity", "labels", "signal_content", "openlineage"}
 
 func (p *parser) contract(root *yaml.Node) *Contract {
 	c := Default("")
@@ -339,6 +339,19 @@ func (p *parser) contract(root *yaml.Node) *Contract {
 			}
 		case "labels":
 			c.Labels = p.labels(e.v)
+		case "openlineage":
+			p.openLineage(e.v, c)
+		case "signal_content":
+			s, ok := p.str(e.v, e.key)
+			if !ok {
+				continue
+			}
+			switch SignalContent(s) {
+			case SignalEmpty, SignalManifest:
+				c.SignalContent = SignalContent(s)
+			default:
+				p.fail(e.v, e.key, "unknown signal content %q (want empty or manifest)", s)
+			}
 		case "required":
 			if set, ok := p.required(e.v); ok {
 				c.Required = set
@@ -517,7 +530,7 @@ func (p *parser) deadlines(n *yaml.Node, c *Contract) {
 }
 
 func (p *parser) rows(n *yaml.Node, r *RowRule) {
-	for _, e := range p.mapping(n, "rows", []string{"min", "equal"}) {
+	for _, e := range p.mapping(n, "rows", []string{"min", "equal", "header"}) {
 		key := "rows." + e.key
 		v := e.v
 		switch e.key {
@@ -539,6 +552,13 @@ func (p *parser) rows(n *yaml.Node, r *RowRule) {
 				continue
 			}
 			r.Equal = eq
+		case "header":
+			var h bool
+			if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" || v.Decode(&h) != nil {
+				p.fail(v, key, "want true or false, got %s", describe(v))
+				continue
+			}
+			r.Header = h
 		}
 	}
 }

@@ -48,6 +48,11 @@ type Store struct {
 	db   string
 	// WindowRows overrides DefaultWindowRows when positive.
 	WindowRows int
+	// ReplayOnly leaves out of every read what the replay never reads:
+	// spec (always handoff/v1 when stored) and attrs. The events read
+	// then carry no attrs. Backfill sets it: the two attrs arrays were a
+	// tenth of its decoding.
+	ReplayOnly bool
 }
 
 // New returns a Store reading database db over conn. db is checked by
@@ -59,8 +64,13 @@ func New(conn driver.Conn, db string) (*Store, error) {
 	return &Store{conn: conn, db: db}, nil
 }
 
-const selectColumns = "pipeline, business_date, batch_id, event_id, spec, type, time_ms, system, component, object, " +
-	"rows, has_rows, bytes, has_bytes, checksum, attempt, has_attempt, error, `attrs.key`, `attrs.value`"
+// columns returns the columns a read selects, in the order each scans.
+func (s *Store) columns() string {
+	if s.ReplayOnly {
+		return schema.EventReplayColumns
+	}
+	return schema.EventReadColumns
+}
 
 // query is one SELECT with its arguments.
 type query struct {
@@ -80,6 +90,16 @@ func (w *where) add(cond string, args ...any) {
 }
 
 func (w *where) String() string { return strings.Join(w.conds, " AND ") }
+
+// in adds "col IN (?, ?, ...)": the driver binds a slice as an array
+// literal, which 18.16's IN refuses ("Type mismatch in IN").
+func (w *where) in(col string, vals []string) {
+	args := make([]any, len(vals))
+	for i, v := range vals {
+		args[i] = v
+	}
+	w.add(col+" IN ("+strings.TrimSuffix(strings.Repeat("?, ", len(vals)), ", ")+")", args...)
+}
 
 // batchWhere selects the batch events of pipeline in [from, to].
 func batchWhere(pipeline string, from, to model.Date) *where {
@@ -101,7 +121,7 @@ func batchWhere(pipeline string, from, to model.Date) *where {
 // in key order; for heartbeats (event_date) it is by day. Either way the
 // copies of an event are adjacent.
 func (s *Store) selectWhere(w *where, dateCol string) query {
-	return query{sql: "SELECT " + selectColumns + " FROM " + s.db + ".events WHERE " + w.String() +
+	return query{sql: "SELECT " + s.columns() + " FROM " + s.db + "." + schema.Events + " WHERE " + w.String() +
 		" ORDER BY " + dateCol + ", batch_id, event_id", args: w.args}
 }
 
@@ -227,7 +247,7 @@ func (s *Store) EachEvent(ctx context.Context, f Filter, fn func(model.Event) er
 // rowKey is a row's sort key: copies of one event share it.
 type rowKey struct {
 	pipeline, batchID, eventID string
-	businessDate               int64 // Unix seconds
+	businessDate               model.Date
 }
 
 func (s *Store) each(ctx context.Context, q query, prev *rowKey, fn func(model.Event) error) error {
@@ -236,40 +256,17 @@ func (s *Store) each(ctx context.Context, q query, prev *rowKey, fn func(model.E
 		return fmt.Errorf("read events from %s.events: %w", s.db, err)
 	}
 	defer rows.Close()
-	var (
-		bd                            time.Time
-		typ, system                   string
-		hasRows, hasBytes, hasAttempt uint8
-		keys, vals                    []string
-		ms                            int64
-	)
+	sc := schema.EventScanner{ReplayOnly: s.ReplayOnly}
 	for rows.Next() {
 		var e model.Event
-		keys, vals = keys[:0], vals[:0]
-		if err := rows.Scan(&e.Pipeline, &bd, &e.BatchID, &e.ID, &e.Spec, &typ, &ms, &system, &e.Component, &e.Object,
-			&e.Rows, &hasRows, &e.Bytes, &hasBytes, &e.Checksum, &e.Attempt, &hasAttempt, &e.Error, &keys, &vals); err != nil {
-			return fmt.Errorf("read events from %s.events: scan: %w", s.db, err)
+		if err := sc.Scan(rows, &e); err != nil {
+			return fmt.Errorf("read events from %s.events: %w", s.db, err)
 		}
-		k := rowKey{pipeline: e.Pipeline, batchID: e.BatchID, eventID: e.ID, businessDate: bd.Unix()}
+		k := rowKey{pipeline: e.Pipeline, batchID: e.BatchID, eventID: e.ID, businessDate: e.BusinessDate}
 		if k == *prev {
 			continue // a copy merges have not collapsed yet
 		}
 		*prev = k
-		e.Time = time.UnixMilli(ms).UTC()
-		e.Type = model.EventType(typ)
-		e.System = model.System(system)
-		e.HasRows, e.HasBytes, e.HasAttempt = hasRows != 0, hasBytes != 0, hasAttempt != 0
-		if bd.Year() != 1970 || bd.YearDay() != 1 {
-			e.BusinessDate = model.Date{Year: bd.Year(), Month: bd.Month(), Day: bd.Day()}
-		}
-		if len(keys) > 0 {
-			e.Attrs = make(map[string]string, len(keys))
-			for i, k := range keys {
-				if i < len(vals) {
-					e.Attrs[k] = vals[i]
-				}
-			}
-		}
 		if err := fn(e); err != nil {
 			return err
 		}
@@ -278,4 +275,182 @@ func (s *Store) each(ctx context.Context, q query, prev *rowKey, fn func(model.E
 		return fmt.Errorf("read events from %s.events: %w", s.db, err)
 	}
 	return nil
+}
+
+// CensusFilter selects the pipelines Census counts: Pipelines (nil: every
+// pipeline with a batch event in [From, To]), their stored rows in
+// [ReadFrom, To] (ReadFrom <= From: the dates read for context only).
+type CensusFilter struct {
+	Pipelines      []string
+	ReadFrom, From model.Date
+	To             model.Date
+}
+
+// PipelineRows is what Census knows of one pipeline.
+type PipelineRows struct {
+	Pipeline string
+	// First is the pipeline's earliest business date with a batch event
+	// (up to To), before ReadFrom too: where its history starts.
+	First model.Date
+	// Rows counts the stored rows of batch events in [ReadFrom, To], and
+	// InRange those in [From, To]. Stored rows include the copies of an
+	// event that merges have not collapsed yet, so they are an upper
+	// bound of the events read.
+	Rows, InRange uint64
+}
+
+// Census returns, in pipeline order, the pipelines with batch events in
+// [From, To] and their row counts. One GROUP BY over the primary key
+// columns (pipeline, business_date) and batch_id.
+func (s *Store) Census(ctx context.Context, f CensusFilter) ([]PipelineRows, error) {
+	if f.From.IsZero() || f.To.IsZero() || f.ReadFrom.IsZero() {
+		return nil, fmt.Errorf("store census: from, to and read-from dates are required")
+	}
+	w := &where{}
+	w.add("batch_id != ''")
+	w.add("business_date <= toDate(?)", f.To.String())
+	if len(f.Pipelines) > 0 {
+		w.in("pipeline", f.Pipelines)
+	}
+	args := append([]any{f.ReadFrom.String(), f.From.String()}, w.args...)
+	rows, err := s.conn.Query(ctx, "SELECT pipeline, min(business_date), countIf(business_date >= toDate(?)), countIf(business_date >= toDate(?)) FROM "+
+		s.db+".events WHERE "+w.String()+" GROUP BY pipeline ORDER BY pipeline", args...)
+	if err != nil {
+		return nil, fmt.Errorf("count the events of %s.events by pipeline: %w", s.db, err)
+	}
+	defer rows.Close()
+	var out []PipelineRows
+	for rows.Next() {
+		var (
+			p     PipelineRows
+			first time.Time
+		)
+		if err := rows.Scan(&p.Pipeline, &first, &p.Rows, &p.InRange); err != nil {
+			return nil, fmt.Errorf("count the events of %s.events by pipeline: scan: %w", s.db, err)
+		}
+		if p.InRange == 0 {
+			continue
+		}
+		p.First = model.Date{Year: first.Year(), Month: first.Month(), Day: first.Day()}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count the events of %s.events by pipeline: %w", s.db, err)
+	}
+	return out, nil
+}
+
+// EachBatchEvent streams the batch events of pipelines with business dates
+// in [from, to] to fn in the table's sort key order (pipeline, business
+// date, batch id, event id), each event_id once. It reads them in one
+// query and holds them all: the caller sizes the read (Census counts it;
+// EachEvent windows one pipeline).
+//
+// The rows are sorted here, not by the server: on 18.16 an ORDER BY of
+// these columns took three times as long as the read itself (0.68 s
+// against 0.21 s for 49,000 rows of twelve pipelines), and the server's
+// cores are the ones the fold needs; sorting the row indices in Go costs
+// a few milliseconds.
+func (s *Store) EachBatchEvent(ctx context.Context, pipelines []string, from, to model.Date, fn func(model.Event) error) error {
+	if len(pipelines) == 0 {
+		return nil
+	}
+	w := &where{}
+	w.in("pipeline", pipelines)
+	w.add("batch_id != ''")
+	w.add("business_date >= toDate(?)", from.String())
+	w.add("business_date <= toDate(?)", to.String())
+	q := query{sql: "SELECT " + s.columns() + " FROM " + s.db + ".events WHERE " + w.String(), args: w.args}
+	// The rows are kept in blocks: one growing slice of events copied
+	// itself over and over (a fifth of the CPU of a backfill).
+	const block = 4096
+	var (
+		blocks [][]model.Event
+		n      int
+		prev   rowKey
+	)
+	if err := s.each(ctx, q, &prev, func(e model.Event) error {
+		if n%block == 0 {
+			blocks = append(blocks, make([]model.Event, 0, block))
+		}
+		blocks[len(blocks)-1] = append(blocks[len(blocks)-1], e)
+		n++
+		return nil
+	}); err != nil {
+		return err
+	}
+	at := func(i int32) *model.Event { return &blocks[i/block][i%block] }
+	order := make([]int32, n)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return compareRows(at(a), at(b)) })
+	var last *model.Event
+	for _, i := range order {
+		e := at(i)
+		if last != nil && compareRows(last, e) == 0 {
+			continue // a copy merges have not collapsed yet
+		}
+		last = e
+		if err := fn(*e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compareRows orders events as the table's sort key does.
+func compareRows(a, b *model.Event) int {
+	if c := strings.Compare(a.Pipeline, b.Pipeline); c != 0 {
+		return c
+	}
+	if c := a.BusinessDate.Compare(b.BusinessDate); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.BatchID, b.BatchID); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// LatestHeartbeats returns the latest heartbeat of each process (pipeline,
+// system, component) up to asOf, of pipelines (nil: all): every stored row
+// at that process's latest time, so that the caller breaks ties by event id
+// as batches.Processes does. A diagnosis names only the latest heartbeat
+// of each process, so this is all of them it needs, however long the
+// history.
+func (s *Store) LatestHeartbeats(ctx context.Context, pipelines []string, asOf time.Time) ([]model.Event, error) {
+	w := &where{}
+	w.add("business_date = toDate('1970-01-01')")
+	w.add("batch_id = ''")
+	w.add("type = 'process.heartbeat'")
+	w.add("time_ms <= ?", asOf.UnixMilli())
+	if len(pipelines) > 0 {
+		w.in("pipeline", pipelines)
+	}
+	args := append(slices.Clone(w.args), w.args...)
+	rows, err := s.conn.Query(ctx, "SELECT pipeline, system, component, time_ms, event_id FROM "+s.db+".events WHERE "+w.String()+
+		" AND (pipeline, system, component, time_ms) IN (SELECT pipeline, system, component, max(time_ms) FROM "+s.db+".events WHERE "+w.String()+
+		" GROUP BY pipeline, system, component) ORDER BY pipeline, system, component, event_id", args...)
+	if err != nil {
+		return nil, fmt.Errorf("read the latest heartbeats from %s.events: %w", s.db, err)
+	}
+	defer rows.Close()
+	var out []model.Event
+	for rows.Next() {
+		var (
+			e      model.Event
+			system string
+			ms     int64
+		)
+		if err := rows.Scan(&e.Pipeline, &system, &e.Component, &ms, &e.ID); err != nil {
+			return nil, fmt.Errorf("read the latest heartbeats from %s.events: scan: %w", s.db, err)
+		}
+		e.Spec, e.Type, e.System, e.Time = model.SpecV1, model.ProcessHeartbeat, model.System(system), time.UnixMilli(ms).UTC()
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the latest heartbeats from %s.events: %w", s.db, err)
+	}
+	return out, nil
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/handoff-dev/handoff/ingest/schema"
 	"github.com/handoff-dev/handoff/ingest/sink"
 	"github.com/handoff-dev/handoff/internal/testenv"
@@ -16,17 +18,7 @@ import (
 )
 
 func TestStoreRoundTrip(t *testing.T) {
-	conn := testenv.ClickHouse(t)
-	db := testenv.Database(t, conn, "store_test")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := schema.Ensure(ctx, conn, db); err != nil {
-		t.Fatal(err)
-	}
-	s, err := sink.New(conn, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, conn, db, s := newDatabase(t, "store_test")
 	events := testenv.Events(3000, "pipe.roundtrip", 1)
 	// Insert everything twice, in two different orders: reads must show
 	// each event once.
@@ -176,4 +168,143 @@ func assertSameSet(t *testing.T, got, want []model.Event) {
 	if len(got) != len(want) {
 		t.Fatalf("read %d events, want %d", len(got), len(want))
 	}
+}
+
+// TestCensusBatchEventsAndHeartbeats: the reads backfill plans with.
+// Census counts stored rows (copies included) per pipeline and finds each
+// pipeline's first date in the whole table; EachBatchEvent gives several
+// pipelines' events once each in sort key order; LatestHeartbeats gives
+// every row at each process's latest time up to the as-of time, and no
+// earlier or later one.
+func TestCensusBatchEventsAndHeartbeats(t *testing.T) {
+	ctx, conn, db, s := newDatabase(t, "store_census")
+	a := testenv.Events(600, "census.a", 1) // business dates 2026-08-01..2026-09-29
+	b := testenv.Events(300, "census.b", 2)
+	if err := s.Events(ctx, append(append([]model.Event(nil), a...), b...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Events(ctx, a); err != nil { // copies of census.a
+		t.Fatal(err)
+	}
+	at := func(ts string) time.Time { return time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC).Add(mustDur(t, ts)) }
+	hb := func(id, comp, ts string) model.Event {
+		return model.Event{Spec: model.SpecV1, ID: id, Type: model.ProcessHeartbeat, Time: at(ts), Pipeline: "census.hb", System: model.Consumer, Component: comp}
+	}
+	hbs := []model.Event{hb("h1", "w1", "1h"), hb("h2", "w1", "2h"), hb("h3", "w1", "2h"), hb("h4", "w1", "5h"), hb("h5", "w2", "30m")}
+	if err := s.Events(ctx, hbs); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.New(conn, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	from, to := model.MustParseDate("2026-09-01"), model.MustParseDate("2026-09-10")
+	readFrom := model.MustParseDate("2026-08-31")
+	census, err := st.Census(ctx, store.CensusFilter{ReadFrom: readFrom, From: from, To: to})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := func(evs []model.Event, copies uint64, lo model.Date) (n uint64, first model.Date) {
+		for _, e := range evs {
+			if !e.Type.HasBatch() {
+				continue
+			}
+			if first.IsZero() || e.BusinessDate.Compare(first) < 0 {
+				first = e.BusinessDate
+			}
+			if e.BusinessDate.Compare(lo) >= 0 && e.BusinessDate.Compare(to) <= 0 {
+				n += copies
+			}
+		}
+		return n, first
+	}
+	rowsA, firstA := want(a, 2, readFrom)
+	inA, _ := want(a, 2, from)
+	rowsB, firstB := want(b, 1, readFrom)
+	inB, _ := want(b, 1, from)
+	wantCensus := []store.PipelineRows{{Pipeline: "census.a", First: firstA, Rows: rowsA, InRange: inA}, {Pipeline: "census.b", First: firstB, Rows: rowsB, InRange: inB}}
+	if !reflect.DeepEqual(census, wantCensus) {
+		t.Fatalf("census %+v\nwant     %+v", census, wantCensus)
+	}
+	only, err := st.Census(ctx, store.CensusFilter{Pipelines: []string{"census.b", "census.none"}, ReadFrom: readFrom, From: from, To: to})
+	if err != nil || len(only) != 1 || only[0].Pipeline != "census.b" {
+		t.Fatalf("census of census.b: %+v, %v", only, err)
+	}
+
+	var got []model.Event
+	if err := st.EachBatchEvent(ctx, []string{"census.a", "census.b"}, readFrom, to, func(e model.Event) error {
+		got = append(got, e)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var wantEvents []model.Event
+	for _, e := range append(append([]model.Event(nil), a...), b...) {
+		if e.Type.HasBatch() && e.BusinessDate.Compare(readFrom) >= 0 && e.BusinessDate.Compare(to) <= 0 {
+			wantEvents = append(wantEvents, e)
+		}
+	}
+	assertSameSet(t, got, wantEvents)
+	for i := 1; i < len(got); i++ {
+		p, q := got[i-1], got[i]
+		if c := p.Key().Compare(q.Key()); c > 0 || c == 0 && p.ID >= q.ID {
+			t.Fatalf("events %d and %d out of the sort key order: %s %s then %s %s", i-1, i, p.Key(), p.ID, q.Key(), q.ID)
+		}
+	}
+
+	tests := []struct {
+		asOf string
+		want []string // event ids
+	}{
+		{"3h", []string{"h2", "h3", "h5"}}, // w1's two rows at 2h (the caller breaks the tie), w2's only one
+		{"10h", []string{"h4", "h5"}},
+		{"45m", []string{"h5"}},
+		{"10m", nil},
+	}
+	for _, tt := range tests {
+		hs, err := st.LatestHeartbeats(ctx, []string{"census.hb"}, at(tt.asOf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, h := range hs {
+			ids = append(ids, h.ID)
+			if h.Type != model.ProcessHeartbeat || h.Pipeline != "census.hb" || h.System != model.Consumer {
+				t.Errorf("heartbeat %+v: wrong fields", h)
+			}
+		}
+		sort.Strings(ids)
+		if strings.Join(ids, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("as of +%s: heartbeats %v, want %v", tt.asOf, ids, tt.want)
+		}
+	}
+}
+
+func mustDur(t *testing.T, s string) time.Duration {
+	t.Helper()
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// newDatabase creates a test database with handoff's schema and returns a
+// context bounding the test, the connection, the database and a sink
+// writing into it.
+func newDatabase(t *testing.T, prefix string) (context.Context, driver.Conn, string, *sink.Sink) {
+	t.Helper()
+	conn := testenv.ClickHouse(t)
+	db := testenv.Database(t, conn, prefix)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	if err := schema.Ensure(ctx, conn, db); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sink.New(conn, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, conn, db, s
 }

@@ -1,36 +1,64 @@
-package sink
+package schema
 
 import (
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/handoff-dev/handoff/model"
 )
 
-func TestColumnsMatchColumnList(t *testing.T) {
+func TestEventBatch(t *testing.T) {
 	var b EventBatch
 	e := model.Event{Spec: model.SpecV1, ID: "1", Type: model.ProcessHeartbeat, Time: time.UnixMilli(1234).UTC(),
 		Pipeline: "p", System: model.Consumer, Component: "c", Attrs: map[string]string{"z": "1", "a": "2"}}
 	b.Add(&e, Source{Topic: "t", Partition: 3, Offset: 9}, 5)
-	cols := b.columns()
-	if n := len(strings.Split(EventColumns, ",")); n != len(cols) {
-		t.Fatalf("EventColumns names %d columns, batch has %d", n, len(cols))
-	}
 	if got := b.attrKeys[0]; len(got) != 2 || got[0] != "a" || got[1] != "z" {
 		t.Errorf("attr keys not sorted: %v", got)
 	}
-	if !DateColumn(e.BusinessDate).Equal(time.Unix(0, 0)) || !DateFromColumn(DateColumn(e.BusinessDate)).IsZero() {
+	if v := b.attrValues[0]; len(v) != 2 || v[0] != "2" || v[1] != "1" {
+		t.Errorf("attr values not in the keys' order: %v", v)
+	}
+	b.Reset()
+	if b.Len() != 0 {
+		t.Error("Reset kept rows")
+	}
+}
+
+func TestDateColumn(t *testing.T) {
+	if !DateColumn(model.Date{}).Equal(time.Unix(0, 0)) || !DateFromColumn(DateColumn(model.Date{})).IsZero() {
 		t.Error("zero business date does not map to 1970-01-01 and back")
 	}
 	d := model.MustParseDate("2026-09-30")
 	if DateFromColumn(DateColumn(d)) != d {
 		t.Error("date round trip")
 	}
-	b.Reset()
-	if b.Len() != 0 {
-		t.Error("Reset kept rows")
+}
+
+// TestRowsColumnCount: every row type has as many columns as its list
+// names (the order and names are checked against the DDL by
+// TestColumnsMatchDDL, and on the server by TestRowsInsert).
+func TestRowsColumnCount(t *testing.T) {
+	var (
+		e EventBatch
+		d DiagnosisRows
+		f FindingRows
+	)
+	for _, tt := range []struct {
+		table string
+		cols  []any
+	}{
+		{Events, e.Columns()},
+		{DeadLetters, DeadLetterColumnsOf(nil)},
+		{Diagnoses, d.Columns()},
+		{Findings, f.Columns()},
+	} {
+		if n := len(InsertColumns(tt.table)); n != len(tt.cols) {
+			t.Errorf("%s: the column list names %d columns, the row type has %d", tt.table, n, len(tt.cols))
+		}
+	}
+	if got, want := len(SplitColumns(EventReadColumns)), 20; got != want {
+		t.Errorf("EventReadColumns names %d columns; ScanEvent scans %d", got, want)
 	}
 }
 
@@ -64,7 +92,7 @@ func TestAddSortsManyAttrs(t *testing.T) {
 // attrs (a valid 256 KiB event): the attrs are sorted per event, so this
 // is quadratic with an insertion sort and n log n with slices.Sort:
 // 443 ms against 4.2 ms per event on the 2-core development machine
-// (go test ./ingest/sink -run '^$' -bench AddManyAttrs -benchtime 20x).
+// (go test ./ingest/schema -run '^$' -bench AddManyAttrs -benchtime 20x).
 func BenchmarkAddManyAttrs(b *testing.B) {
 	e := manyAttrs(22000)
 	var eb EventBatch

@@ -1,0 +1,219 @@
+package batches
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/handoff-dev/handoff/analyzer/replay"
+	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/model/contract"
+)
+
+// Ordered diagnoses the batches of one pipeline from events that arrive in
+// business-date order (every event of a date before the first of a later
+// date; within a date any order), as ClickHouse's sort key gives them. It
+// holds the folded states of one business date only: when an event of a
+// later date arrives, the batches of the earlier one are diagnosed, handed
+// to the caller and dropped, and only their verdicts stay (a few bytes a
+// batch), because continuity needs nothing else of a past batch. So a
+// pipeline of years of history is diagnosed in the memory of one day.
+//
+// Its diagnoses equal those of a Set holding every event of the pipeline,
+// given the same first business date and the same heartbeats: the Set
+// answers continuity from its states, Ordered from the verdicts it kept;
+// both through PreviousOf, which looks only backwards in time.
+type Ordered struct {
+	c        *contract.Contract
+	pipeline string
+	asOf     time.Time
+	opts     OrderedOptions
+	yield    func(*replay.Diagnosis) error
+
+	cur     model.Date
+	started bool
+	open    map[string]*replay.State // batch id -> state, of cur
+	// past holds the verdicts of the dates already diagnosed, batch ids
+	// sorted within a date.
+	past   map[model.Date][]pastBatch
+	events int
+	count  int
+}
+
+type pastBatch struct {
+	id      string
+	verdict model.Hypothesis
+}
+
+// OrderedOptions says what an Ordered knows beyond its events.
+type OrderedOptions struct {
+	// First is the pipeline's earliest business date with a batch event in
+	// the whole history (not only in what is read): continuity is checked
+	// from it on, as a Set over the whole history would. Zero: the first
+	// date read.
+	First model.Date
+	// From: batches of earlier dates are folded for continuity only; they
+	// are not evaluated nor handed to yield. Zero: every batch is.
+	From model.Date
+	// Alive is the latest heartbeat of each process of the pipeline up to
+	// the as-of time (Processes.Alive), given to every diagnosis.
+	Alive []replay.Heartbeat
+}
+
+// NewOrdered returns an Ordered for pipeline under contracts, diagnosing
+// as of asOf; yield receives each diagnosis, in batch key order, and may
+// keep nothing of it after returning (the caller renders it).
+func NewOrdered(contracts Contracts, pipeline string, asOf time.Time, opts OrderedOptions, yield func(*replay.Diagnosis) error) *Ordered {
+	return &Ordered{
+		c: contracts.For(pipeline), pipeline: pipeline, asOf: asOf.UTC().Truncate(time.Millisecond), opts: opts, yield: yield,
+		open: make(map[string]*replay.State), past: make(map[model.Date][]pastBatch),
+	}
+}
+
+// Add folds one batch event in. The first event of a later business date
+// diagnoses the batches of the current one first. An event of another
+// pipeline, a heartbeat, or an event of an earlier date is an error: the
+// input is not what Ordered needs, and a diagnosis built on it would be
+// wrong.
+func (o *Ordered) Add(e *model.Event) error {
+	if e.Pipeline != o.pipeline || !e.Type.HasBatch() {
+		return fmt.Errorf("ordered fold of pipeline %q: event %s (%s of pipeline %q) does not belong here: give it batch events of this pipeline only",
+			o.pipeline, e.ID, e.Type, e.Pipeline)
+	}
+	if !o.started || e.BusinessDate != o.cur {
+		if o.started && e.BusinessDate.Compare(o.cur) < 0 {
+			return fmt.Errorf("ordered fold of pipeline %q: event %s of business date %s comes after date %s: the input is not in business-date order",
+				o.pipeline, e.ID, e.BusinessDate, o.cur)
+		}
+		if err := o.flush(); err != nil {
+			return err
+		}
+		o.cur, o.started = e.BusinessDate, true
+		if o.opts.First.IsZero() {
+			o.opts.First = e.BusinessDate
+		}
+	}
+	st := o.open[e.BatchID]
+	if st == nil {
+		st = new(replay.State)
+		o.open[e.BatchID] = st
+	}
+	st.Step(e)
+	o.events++
+	return nil
+}
+
+// Finish diagnoses the batches of the last date. Call it once, after the
+// last Add.
+func (o *Ordered) Finish() error { return o.flush() }
+
+// Events returns how many events were added.
+func (o *Ordered) Events() int { return o.events }
+
+// Diagnosed returns how many batches were handed to yield.
+func (o *Ordered) Diagnosed() int { return o.count }
+
+// flush diagnoses the open date in batch id order, keeps the verdicts and
+// drops the states.
+func (o *Ordered) flush() error {
+	if len(o.open) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(o.open))
+	for id := range o.open {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	emit := o.opts.From.IsZero() || o.cur.Compare(o.opts.From) >= 0
+	if emit {
+		n := orderedNeighbours{o}
+		for _, id := range ids {
+			k := model.BatchKey{Pipeline: o.pipeline, BusinessDate: o.cur, BatchID: id}
+			d := o.open[id].Evaluate(o.c, o.asOf, replay.Context{Previous: PreviousOf(k, o.c, n), Alive: o.opts.Alive})
+			if err := o.yield(&d); err != nil {
+				return err
+			}
+			o.count++
+		}
+	}
+	past := make([]pastBatch, len(ids))
+	for i, id := range ids {
+		past[i] = pastBatch{id: id, verdict: o.open[id].Verdict(o.c, o.asOf)}
+	}
+	o.past[o.cur] = past
+	clear(o.open)
+	return nil
+}
+
+// orderedNeighbours answers Neighbours from the open date's states and the
+// verdicts of the dates before it.
+type orderedNeighbours struct{ o *Ordered }
+
+func (n orderedNeighbours) First(pipeline string) (model.Date, bool) {
+	return n.o.opts.First, pipeline == n.o.pipeline && !n.o.opts.First.IsZero()
+}
+
+func (n orderedNeighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
+	if k.Pipeline != n.o.pipeline {
+		return 0, false
+	}
+	if k.BusinessDate == n.o.cur {
+		st := n.o.open[k.BatchID]
+		if st == nil {
+			return 0, false
+		}
+		return st.Verdict(n.o.c, n.o.asOf), true
+	}
+	for _, b := range n.o.past[k.BusinessDate] {
+		if b.id == k.BatchID {
+			return b.verdict, true
+		}
+	}
+	return 0, false
+}
+
+func (n orderedNeighbours) SameDate(k model.BatchKey) []model.BatchKey {
+	if k.Pipeline != n.o.pipeline {
+		return nil
+	}
+	var out []model.BatchKey
+	if k.BusinessDate == n.o.cur {
+		for id := range n.o.open {
+			out = append(out, model.BatchKey{Pipeline: k.Pipeline, BusinessDate: k.BusinessDate, BatchID: id})
+		}
+		slices.SortFunc(out, func(a, b model.BatchKey) int { return a.Compare(b) })
+		return out
+	}
+	for _, b := range n.o.past[k.BusinessDate] {
+		out = append(out, model.BatchKey{Pipeline: k.Pipeline, BusinessDate: k.BusinessDate, BatchID: b.id})
+	}
+	return out
+}
+
+// ContextStart returns the earliest business date whose batches the
+// diagnoses of the batches on or after from may need: the date of the
+// schedule's last firing before from (holidays skipped), where the
+// previous batch of the first batch in range lives. A read that starts
+// there and an Ordered with From = from give the same diagnoses as a Set
+// over the whole history. Without a schedule (no continuity check) it is
+// from itself.
+func ContextStart(c *contract.Contract, pipeline string, from model.Date) model.Date {
+	// A schedule that fires once a day: the key of from itself leads back
+	// to the last firing before it, whether from fires or not.
+	if k, ok := c.Previous(model.BatchKey{Pipeline: pipeline, BusinessDate: from, BatchID: from.Compact()}); ok && k.BusinessDate.Compare(from) < 0 {
+		return k.BusinessDate
+	}
+	// Several firings a day: the first batch of the first firing date
+	// from on, whose previous batch is the last one before that date.
+	for d, n := from, 0; n < 400; d, n = d.AddDays(1), n+1 {
+		keys := c.Expected(d, d)
+		if len(keys) == 0 {
+			continue
+		}
+		if k, ok := c.Previous(keys[0]); ok && k.BusinessDate.Compare(from) < 0 {
+			return k.BusinessDate
+		}
+		break
+	}
+	return from
+}

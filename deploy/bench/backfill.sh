@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Benchmark `handoff backfill` over a year of history stored in ClickHouse:
+# build handoff, generate a deterministic event file (deploy/bench/gen:
+# PIPELINES daily pipelines with contracts, about 12 lines a batch, 0 bad
+# lines) into .data/bench/ if it is not there yet, store it into a PRIVATE
+# database of the shared ClickHouse (deploy/bench/chload; reused while it
+# holds the file's rows), then run
+#   1. handoff backfill --dry-run --format json > /dev/null   (read + fold + render;
+#      the summary is on stderr)
+#   2. handoff backfill --publish                              (the same + Kafka, acks=all, LZ4)
+# under /usr/bin/time -v, RUNS times each, and print events/s and peak RSS.
+#
+#   deploy/bench/backfill.sh                          # 4,400,000 lines: 1,000 pipelines x 365 days
+#   EVENTS=1000000 PIPELINES=250 RUNS=1 deploy/bench/backfill.sh
+#   LEGS=dry deploy/bench/backfill.sh                 # only the dry run
+#   KEEP=1 deploy/bench/backfill.sh                   # keep the database (and reuse it next time)
+#
+# Needs the services of `make services` (HANDOFF_CLICKHOUSE_ADDR and, for the
+# publish leg, HANDOFF_KAFKA_BROKERS; read from .data/services.env when
+# unset). The publish leg writes to a new topic handoff.bench.diagnoses.<id>,
+# deleted at the end. Environment: EVENTS (4400000), PIPELINES (1000),
+# SEED (1), RUNS (2), LEGS ("dry publish"), AS_OF (2026-10-03T00:00:00Z),
+# FROM (2025-10-01), TO (2026-09-30), KEEP (0).
+set -euo pipefail
+
+cd "$(dirname "$0")/../.."
+EVENTS=${EVENTS:-4400000}
+PIPELINES=${PIPELINES:-1000}
+SEED=${SEED:-1}
+RUNS=${RUNS:-2}
+LEGS=${LEGS:-dry publish}
+AS_OF=${AS_OF:-2026-10-03T00:00:00Z}
+FROM=${FROM:-2025-10-01}
+TO=${TO:-2026-09-30}
+KEEP=${KEEP:-0}
+DIR=.data/bench
+FILE=$DIR/backfill-$EVENTS-p$PIPELINES-seed$SEED.jsonl
+CONTRACTS=$DIR/backfill-contracts-$EVENTS-p$PIPELINES-seed$SEED
+DB=handoff_bench_backfill_${EVENTS}_p${PIPELINES}_s${SEED}
+
+if [ -z "${HANDOFF_CLICKHOUSE_ADDR:-}" ] && [ -f "${HANDOFF_DATA_DIR:-.data}/services.env" ]; then
+	set -a; . "${HANDOFF_DATA_DIR:-.data}/services.env"; set +a
+fi
+: "${HANDOFF_CLICKHOUSE_ADDR:?set HANDOFF_CLICKHOUSE_ADDR, or start the services: make services}"
+HTTP=${HANDOFF_CLICKHOUSE_HTTP_ADDR:-127.0.0.1:18123}
+ch() { curl -sS --fail "http://$HTTP/" --data-binary "$1"; }
+
+if [ ! -x /usr/bin/time ]; then
+	echo "installing GNU time (Debian package time)" >&2
+	apt-get install -y time >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y time >/dev/null; }
+fi
+
+mkdir -p "$DIR" bin
+go build -o bin/handoff ./cmd/handoff
+go build -o bin/bench-chload ./deploy/bench/chload
+go build -o bin/bench-load ./deploy/bench/load
+if [ ! -s "$FILE" ] || [ ! -d "$CONTRACTS" ]; then
+	go run ./deploy/bench/gen -events "$EVENTS" -pipelines "$PIPELINES" -bad 0 -seed "$SEED" -out "$FILE.tmp" -contracts "$CONTRACTS"
+	mv "$FILE.tmp" "$FILE"
+fi
+lines=$(wc -l <"$FILE")
+# Merges collapse the file's redeliveries, so count() is no proof of a
+# complete load: a marker table records it.
+loaded=$(ch "SELECT lines FROM $DB.bench_loaded" 2>/dev/null || echo 0)
+if [ "$loaded" != "$lines" ]; then
+	ch "DROP DATABASE IF EXISTS $DB" >/dev/null
+	bin/bench-chload -in "$FILE" -database "$DB"
+	ch "CREATE TABLE $DB.bench_loaded (lines UInt64) ENGINE = TinyLog" >/dev/null
+	ch "INSERT INTO $DB.bench_loaded (lines) VALUES ($lines)" >/dev/null
+fi
+cleanup() {
+	if [ "$KEEP" != 1 ]; then
+		ch "DROP DATABASE IF EXISTS $DB" >/dev/null || true
+	fi
+}
+trap cleanup EXIT
+inrange=$(ch "SELECT count() FROM $DB.events WHERE batch_id != '' AND business_date >= toDate('$FROM') AND business_date <= toDate('$TO')")
+echo "file: $FILE ($(du -h "$FILE" | cut -f1)), $lines lines stored in $DB ($inrange rows in $FROM..$TO now); $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# CPU seconds a process has used (utime + stime), to show what the server
+# spent during a run (other clients of the shared server count too).
+cpu() { [ -n "$1" ] && awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+chpid=$(pgrep -o -f 'clickhouse-server --config' || true)
+kpid=$(pgrep -o -f 'kafka[.]Kafka' || true)
+
+for leg in $LEGS; do
+	for run in $(seq "$RUNS"); do
+		log=$(mktemp)
+		args=(--clickhouse-addr "$HANDOFF_CLICKHOUSE_ADDR" --clickhouse-database "$DB" --from "$FROM" --to "$TO"
+			--contract "$CONTRACTS" --as-of "$AS_OF")
+		topic=""
+		case $leg in
+		dry) args+=(--dry-run --format json) ;;
+		publish)
+			: "${HANDOFF_KAFKA_BROKERS:?the publish leg needs HANDOFF_KAFKA_BROKERS}"
+			topic=handoff.bench.diagnoses.$$.$run
+			args+=(--publish --kafka-brokers "$HANDOFF_KAFKA_BROKERS" --diagnoses-topic "$topic") ;;
+		*) echo "unknown leg $leg (dry, publish)" >&2; exit 2 ;;
+		esac
+		rc=0
+		ch0=$(cpu "$chpid")
+		k0=$(cpu "$kpid")
+		load0=$(cut -d' ' -f1 /proc/loadavg)
+		out=$log.out # the summary, in text format
+		[ "$leg" = dry ] && out=/dev/null # 1.8 GB of JSON: not onto a disk
+		/usr/bin/time -v bin/handoff backfill "${args[@]}" >"$out" 2>"$log" || rc=$?
+		touch "$log.out"
+		ch1=$(cpu "$chpid")
+		k1=$(cpu "$kpid")
+		if [ "$rc" -ne 0 ]; then
+			cat "$log" >&2
+			exit "$rc"
+		fi
+		events=$(grep -h -o '[0-9,]* events in' "$log" "$log.out" | head -1 | tr -d ', ' | sed 's/eventsin//')
+		awk -v events="$events" -v run="$run" -v leg="$leg" -v chcpu="$(awk -v a="$ch1" -v b="$ch0" 'BEGIN { print a - b }')" -v kcpu="$(awk -v a="$k1" -v b="$k0" 'BEGIN { print a - b }')" -v load="$load0 $(cut -d' ' -f1 /proc/loadavg)" '
+			/Elapsed \(wall clock\)/ { n = split($NF, p, ":"); wall = (n == 3) ? p[1]*3600 + p[2]*60 + p[3] : p[1]*60 + p[2] }
+			/User time/ { user = $NF }
+			/System time/ { sys = $NF }
+			/Maximum resident set size/ { rss = $NF }
+			END {
+				printf "%s run %d: %d events in %.2fs wall (%.2fs user, %.2fs sys): %.0f events/s, peak RSS %.0f MiB; clickhouse-server used %.1f CPU s meanwhile, the Kafka broker %.1f; load average %s (before, after)\n",
+					leg, run, events, wall, user, sys, events / wall, rss / 1024, chcpu, kcpu, load
+			}' "$log"
+		grep -h -A14 '^backfill: [0-9-]*\.\.' "$log" "$log.out" | grep -v 'Command being timed' | sed 's/^/  /'
+		if [ -n "$topic" ]; then
+			bin/bench-load -delete-topics "$topic" >/dev/null 2>&1 || true
+		fi
+		rm -f "$log" "$log.out"
+	done
+done

@@ -1,0 +1,120 @@
+package notify
+
+import (
+	"flag"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+
+	"github.com/handoff-dev/handoff/internal/cliflag"
+)
+
+// Config configures `handoff notify`. Every field has a HANDOFF_* variable
+// and a flag (RegisterFlags); the flag wins.
+type Config struct {
+	Brokers       []string `env:"HANDOFF_KAFKA_BROKERS" envSeparator:","`
+	FindingsTopic string   `env:"HANDOFF_FINDINGS_TOPIC" envDefault:"handoff.findings"`
+	DLQTopic      string   `env:"HANDOFF_DLQ_TOPIC" envDefault:"handoff.events.dlq"`
+	Group         string   `env:"HANDOFF_NOTIFY_GROUP" envDefault:"handoff-notify"`
+	Partitions    int      `env:"HANDOFF_TOPIC_PARTITIONS" envDefault:"6"`
+
+	// AlertmanagerURLs are the base URLs of every Alertmanager to send to
+	// (an HA pair: each one gets every alert).
+	AlertmanagerURLs []string `env:"HANDOFF_ALERTMANAGER_URLS" envSeparator:","`
+	// WebhookURLs receive every finding record as JSON, signed with
+	// WebhookSecret.
+	WebhookURLs   []string `env:"HANDOFF_WEBHOOK_URLS" envSeparator:","`
+	WebhookSecret string   `env:"HANDOFF_WEBHOOK_SECRET"`
+	// ServeURL is the base URL of `handoff serve`, for the batch page link.
+	ServeURL string `env:"HANDOFF_SERVE_URL"`
+
+	// Lease is how long an open alert stays firing in Alertmanager without
+	// being sent again (its endsAt); Resend is how often open alerts are
+	// sent again, well within the lease.
+	Lease  time.Duration `env:"HANDOFF_ALERT_LEASE" envDefault:"5m"`
+	Resend time.Duration `env:"HANDOFF_ALERT_RESEND" envDefault:"1m"`
+	// RetryFor is how long a delivery to one receiver is retried (capped
+	// exponential backoff up to RetryMax) before the record goes to the
+	// dead-letter topic; RequestTimeout bounds each attempt.
+	RetryFor       time.Duration `env:"HANDOFF_NOTIFY_RETRY_FOR" envDefault:"15m"`
+	RetryMax       time.Duration `env:"HANDOFF_NOTIFY_RETRY_MAX" envDefault:"30s"`
+	RequestTimeout time.Duration `env:"HANDOFF_NOTIFY_REQUEST_TIMEOUT" envDefault:"10s"`
+
+	MetricsAddr string `env:"HANDOFF_NOTIFY_METRICS_ADDR" envDefault:"127.0.0.1:9466"`
+}
+
+// LoadConfig reads the configuration from the environment, defaults
+// applied.
+func LoadConfig() (Config, error) {
+	var c Config
+	if err := env.Parse(&c); err != nil {
+		return c, fmt.Errorf("notify configuration from the environment: %w", err)
+	}
+	return c, nil
+}
+
+// RegisterFlags defines a flag per setting on fs, with the current values
+// as defaults, so parsing fs overrides the environment.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.Var(cliflag.List{P: &c.Brokers}, "kafka-brokers", "Kafka bootstrap brokers, host:port[,host:port...] (HANDOFF_KAFKA_BROKERS)")
+	fs.StringVar(&c.FindingsTopic, "findings-topic", c.FindingsTopic, "findings topic to consume (HANDOFF_FINDINGS_TOPIC)")
+	fs.StringVar(&c.DLQTopic, "dlq-topic", c.DLQTopic, "dead-letter topic for findings no receiver took after retrying (HANDOFF_DLQ_TOPIC)")
+	fs.StringVar(&c.Group, "group", c.Group, "consumer group of notify (HANDOFF_NOTIFY_GROUP)")
+	fs.IntVar(&c.Partitions, "topic-partitions", c.Partitions, "partitions of topics created when missing (HANDOFF_TOPIC_PARTITIONS)")
+	fs.Var(cliflag.List{P: &c.AlertmanagerURLs}, "alertmanager-url", "Alertmanager base URLs, comma-separated; each gets every alert (HANDOFF_ALERTMANAGER_URLS)")
+	fs.Var(cliflag.List{P: &c.WebhookURLs}, "webhook-url", "webhook URLs, comma-separated; each gets every finding as JSON (HANDOFF_WEBHOOK_URLS)")
+	fs.StringVar(&c.WebhookSecret, "webhook-secret", c.WebhookSecret, "HMAC-SHA256 key of the X-Handoff-Signature header (HANDOFF_WEBHOOK_SECRET)")
+	fs.StringVar(&c.ServeURL, "serve-url", c.ServeURL, "base URL of handoff serve, for the batch page link (HANDOFF_SERVE_URL)")
+	fs.DurationVar(&c.Lease, "lease", c.Lease, "endsAt of an open alert: sending time + lease (HANDOFF_ALERT_LEASE)")
+	fs.DurationVar(&c.Resend, "resend", c.Resend, "send open alerts again this often; less than the lease (HANDOFF_ALERT_RESEND)")
+	fs.DurationVar(&c.RetryFor, "retry-for", c.RetryFor, "retry a delivery this long, then dead-letter it (HANDOFF_NOTIFY_RETRY_FOR)")
+	fs.DurationVar(&c.RetryMax, "retry-max", c.RetryMax, "cap of the exponential backoff between attempts (HANDOFF_NOTIFY_RETRY_MAX)")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "timeout of one HTTP request (HANDOFF_NOTIFY_REQUEST_TIMEOUT)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "Prometheus /metrics and /healthz address; empty: off (HANDOFF_NOTIFY_METRICS_ADDR)")
+}
+
+// Validate checks the configuration and says what to set.
+func (c *Config) Validate() error {
+	var probs []string
+	if len(c.Brokers) == 0 {
+		probs = append(probs, "no Kafka brokers: set HANDOFF_KAFKA_BROKERS or --kafka-brokers")
+	}
+	if len(c.AlertmanagerURLs)+len(c.WebhookURLs) == 0 {
+		probs = append(probs, "no receiver: set HANDOFF_ALERTMANAGER_URLS (--alertmanager-url) or HANDOFF_WEBHOOK_URLS (--webhook-url)")
+	}
+	for _, u := range append(append([]string{}, c.AlertmanagerURLs...), c.WebhookURLs...) {
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			probs = append(probs, fmt.Sprintf("receiver URL %q: want http(s)://host[:port][/path]", u))
+		}
+	}
+	if c.ServeURL != "" {
+		if p, err := url.Parse(c.ServeURL); err != nil || p.Host == "" {
+			probs = append(probs, fmt.Sprintf("serve URL %q: want http(s)://host[:port][/path] (HANDOFF_SERVE_URL)", c.ServeURL))
+		}
+	}
+	if len(c.WebhookURLs) > 0 && c.WebhookSecret == "" {
+		probs = append(probs, "webhooks without a secret: set HANDOFF_WEBHOOK_SECRET (--webhook-secret) so receivers can verify X-Handoff-Signature")
+	}
+	if c.FindingsTopic == "" || c.DLQTopic == "" || c.Group == "" {
+		probs = append(probs, "findings topic, dead-letter topic and group must not be empty")
+	}
+	if c.FindingsTopic != "" && c.FindingsTopic == c.DLQTopic {
+		probs = append(probs, fmt.Sprintf("findings topic %q is also the dead-letter topic", c.FindingsTopic))
+	}
+	if c.Lease <= 0 || c.Resend <= 0 || c.Resend >= c.Lease {
+		probs = append(probs, fmt.Sprintf("lease %v and resend %v: both positive and resend shorter than the lease, or open alerts expire between sends (HANDOFF_ALERT_LEASE, HANDOFF_ALERT_RESEND)", c.Lease, c.Resend))
+	}
+	if c.RetryFor <= 0 || c.RetryMax <= 0 || c.RequestTimeout <= 0 {
+		probs = append(probs, "retry-for, retry-max and request-timeout must be positive")
+	}
+	if c.Partitions <= 0 {
+		probs = append(probs, "topic partitions must be positive (HANDOFF_TOPIC_PARTITIONS)")
+	}
+	if len(probs) > 0 {
+		return fmt.Errorf("notify configuration: %s", strings.Join(probs, "; "))
+	}
+	return nil
+}

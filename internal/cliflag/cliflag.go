@@ -1,0 +1,28 @@
+// Package cliflag holds the flag.Value types the commands share.
+package cliflag
+
+import "strings"
+
+// List is a comma-separated list flag ("a:1,b:2"), such as Kafka brokers.
+// Blanks around items and empty items are dropped.
+type List struct{ P *[]string }
+
+// String returns the list joined by commas.
+func (l List) String() string {
+	if l.P == nil {
+		return ""
+	}
+	return strings.Join(*l.P, ",")
+}
+
+// Set replaces the list with the items of s.
+func (l List) Set(s string) error {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	*l.P = out
+	return nil
+}
