@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -52,7 +53,14 @@ func runDetect(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		return err
 	}
 	defer stopMetrics()
-	if err := detection.Run(ctx, cfg, detection.RunOptions{Contracts: contracts, Logger: log, Registry: reg}); err != nil {
+	clock, err := cfg.Clock(time.Now)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	if cfg.Now != "" {
+		log.Warn("detect: the clock starts at --now, not at the wall clock: for demos and tests only", "now", cfg.Now)
+	}
+	if err := detection.Run(ctx, cfg, detection.RunOptions{Contracts: contracts, Logger: log, Registry: reg, Now: clock}); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}

@@ -23,7 +23,7 @@ var commandFlags = map[string][]string{
 		"webhook-secret", "serve-url", "lease", "resend", "retry-for", "retry-max", "request-timeout", "metrics-addr", "log-level", "log-format"},
 	"detect": {"kafka-brokers", "topic", "findings-topic", "group", "ingest-group", "results-group", "clickhouse-addr",
 		"clickhouse-database", "clickhouse-user", "clickhouse-password", "contract", "expect-from", "retain-days", "tick",
-		"heartbeat", "instance", "session-timeout", "metrics-addr", "log-level", "log-format"},
+		"heartbeat", "instance", "session-timeout", "metrics-addr", "now", "log-level", "log-format"},
 	"restore-signal": {"batch", "dir", "contract", "events", "clickhouse", "database", "as-of", "format", "settle",
 		"apply", "reason", "kafka-brokers", "topic", "timeout"},
 	"openlineage": {"file", "contract", "kafka-brokers", "openlineage-topic", "group", "topic", "dlq-topic", "timeout", "print"},

@@ -2,6 +2,7 @@
 # The seed case end to end (README: `make demo`):
 #
 #   producer/exchange/consumer events --emit--> Kafka --ingest--> ClickHouse --diagnose--> report
+#                                                  \--detect--> findings --ingest--> ClickHouse
 #
 # ClickHouse is Debian's clickhouse-server, installed and started by
 # deploy/services/clickhouse.sh, unless HANDOFF_CLICKHOUSE_ADDR points at a
@@ -75,6 +76,10 @@ export HANDOFF_TOPIC="${HANDOFF_TOPIC:-handoff.demo.events}"
 export HANDOFF_DLQ_TOPIC="${HANDOFF_DLQ_TOPIC:-handoff.demo.events.dlq}"
 export HANDOFF_GROUP="${HANDOFF_GROUP:-handoff-demo-ingest}"
 export HANDOFF_METRICS_ADDR="${HANDOFF_METRICS_ADDR:-127.0.0.1:19464}"
+# Findings: handoff detect publishes them, the ingester stores them.
+export HANDOFF_FINDINGS_TOPIC="${HANDOFF_FINDINGS_TOPIC:-handoff.demo.findings}"
+export HANDOFF_DIAGNOSES_TOPIC="${HANDOFF_DIAGNOSES_TOPIC:-handoff.demo.diagnoses}"
+export HANDOFF_RESULTS_GROUP="${HANDOFF_RESULTS_GROUP:-handoff-demo-results}"
 
 say "ingest: Kafka -> ClickHouse (log $DEMO_DIR/ingest.log, metrics http://$HANDOFF_METRICS_ADDR/metrics)"
 "$BIN" ingest >"$DEMO_DIR/ingest.log" 2>&1 &
@@ -108,4 +113,35 @@ code=$?
 set -e
 # Exit 1 means "some batch is not delivered": the seed case's point, not a demo failure.
 [ $code -le 1 ] || exit $code
-say "done: 20260929 delivered; 20260930 stopped at signal_delivered (not_identified). See README for the story."
+
+# Streaming detection of the seed pipeline (its contract only: the other
+# example contracts would expect batches the demo never sends). The
+# detector's clock starts at the same moment
+# (--now: for demos and tests only), so the seed's deadlines of 2026 have
+# passed. Each run has a consumer group of its own: this run's detector
+# reads the whole topic and the stored history and judges every batch
+# itself. A finding published by an earlier run is restored from
+# ClickHouse, not published twice; the log says which.
+detect_log="$DEMO_DIR/detect.log"
+say "detect: streaming detection as of 2026-10-03T00:00:00Z, calendar from 2026-09-29 (log $detect_log)"
+"$BIN" detect --contract deploy/contracts/account-balance-snapshot.daily.yaml --expect-from 2026-09-29 --now 2026-10-03T00:00:00Z \
+  --group "handoff-demo-detect-$start_ms" --metrics-addr "" --tick 200ms >"$detect_log" 2>&1 &
+pids+=($!)
+wait_for "this run's detector to judge every event in the topic" 60 grep -q "detect: caught up" "$detect_log"
+findings=$(grep -E 'msg="detect: (finding|open finding restored)' "$detect_log" | sed -E 's/^time=[^ ]+ level=[A-Z]+ //')
+printf '%s\n' "$findings" >&2
+seed='batch=account-balance-snapshot.daily/2026-09-30/20260930 kind=overdue name=signal_delivered state=open status=late verdict=not_identified'
+if ! grep -q "finding\" $seed\|restored.*batch=account-balance-snapshot.daily/2026-09-30/20260930 kind=overdue name=signal_delivered status=late verdict=not_identified" <<<"$findings"; then
+  echo "demo: this run's detector has no signal_delivered finding for 2026-09-30; log $detect_log" >&2
+  exit 1
+fi
+if grep -q 'batch=account-balance-snapshot.daily/2026-09-29/' <<<"$findings"; then
+  echo "demo: the delivered batch 2026-09-29 has a finding; log $detect_log" >&2
+  exit 1
+fi
+if grep -q 'msg="detect: finding"' <<<"$findings"; then
+  say "detect: raised by this run (published to $HANDOFF_FINDINGS_TOPIC; ingest stores them in $HANDOFF_CLICKHOUSE_DATABASE.findings_v2)"
+else
+  say "detect: raised by an earlier run; this run's detector judged the same and restored them from ClickHouse instead of publishing them twice"
+fi
+say "done: 20260929 delivered, no finding; 20260930 stopped at signal_delivered (not_identified): overdue finding; 2026-10-01 and 2026-10-02 never sent an event: missing. See README for the story."

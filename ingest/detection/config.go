@@ -38,11 +38,15 @@ type Config struct {
 	Contracts      string        `env:"HANDOFF_CONTRACTS"`
 	ExpectFrom     string        `env:"HANDOFF_DETECT_EXPECT_FROM" envDefault:"yesterday"`
 	RetainDays     int           `env:"HANDOFF_DETECT_RETAIN_DAYS" envDefault:"35"`
-	Tick           time.Duration `env:"HANDOFF_DETECT_TICK" envDefault:"1s"`
+	Tick           time.Duration `env:"HANDOFF_DETECT_TICK" envDefault:"250ms"`
 	Heartbeat      time.Duration `env:"HANDOFF_DETECT_HEARTBEAT" envDefault:"30s"`
 	Instance       string        `env:"HANDOFF_DETECT_INSTANCE"`
 	SessionTimeout time.Duration `env:"HANDOFF_SESSION_TIMEOUT" envDefault:"10s"`
 	MetricsAddr    string        `env:"HANDOFF_DETECT_METRICS_ADDR" envDefault:"127.0.0.1:9465"`
+	// Now, for demos and tests only, starts the detector's clock at this
+	// RFC 3339 time instead of the wall clock; it then runs at the wall
+	// clock's pace. Empty: the wall clock.
+	Now string `env:"HANDOFF_DETECT_NOW"`
 }
 
 // LoadConfig reads the configuration from environ (nil: the process
@@ -85,6 +89,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Heartbeat, "heartbeat", c.Heartbeat, "how often the detector publishes its own process.heartbeat, 0 for never (HANDOFF_DETECT_HEARTBEAT)")
 	fs.StringVar(&c.Instance, "instance", c.Instance, "name of this detector in its heartbeats (HANDOFF_DETECT_INSTANCE; default host-pid)")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", c.SessionTimeout, "consumer group session timeout (HANDOFF_SESSION_TIMEOUT)")
+	fs.StringVar(&c.Now, "now", c.Now, "for demos and tests only: start the detector's clock at this RFC 3339 time (it then runs at the wall clock's pace) instead of now (HANDOFF_DETECT_NOW)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "address of /metrics and /healthz, empty to disable (HANDOFF_DETECT_METRICS_ADDR)")
 }
 
@@ -131,6 +136,9 @@ func (c *Config) Validate() error {
 	if c.SessionTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--session-timeout %s: want a positive duration", c.SessionTimeout))
 	}
+	if _, err := c.Clock(time.Now); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Partitions < 1 || c.Replication < 1 {
 		errs = append(errs, fmt.Errorf("--topic-partitions %d / --topic-replication %d: want 1 or more", c.Partitions, c.Replication))
 	}
@@ -155,4 +163,19 @@ func (c *Config) ExpectFromDate(now time.Time) (model.Date, error) {
 		return model.Date{}, fmt.Errorf("--expect-from %q: %v (want YYYY-MM-DD, today, yesterday or off)", c.ExpectFrom, err)
 	}
 	return dt, nil
+}
+
+// Clock returns the detector's clock: wall itself, or, with Now set, a
+// clock that starts at Now and runs at wall's pace (so that the watermark
+// moves as it does in production, only in another year).
+func (c *Config) Clock(wall func() time.Time) (func() time.Time, error) {
+	if strings.TrimSpace(c.Now) == "" {
+		return wall, nil
+	}
+	start, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(c.Now))
+	if err != nil {
+		return nil, fmt.Errorf("--now %q: want an RFC 3339 time such as 2026-10-03T00:00:00Z (HANDOFF_DETECT_NOW)", c.Now)
+	}
+	offset := start.Sub(wall())
+	return func() time.Time { return wall().Add(offset) }, nil
 }

@@ -16,7 +16,7 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Topic != "handoff.events" || c.FindingsTopic != "handoff.findings" || c.Group != "handoff-detect" ||
-		c.IngestGroup != "handoff-ingest" || c.ResultsGroup != "handoff-ingest-results" || c.Tick != time.Second || c.Instance == "" {
+		c.IngestGroup != "handoff-ingest" || c.ResultsGroup != "handoff-ingest-results" || c.Tick != 250*time.Millisecond || c.Instance == "" {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if err := c.Validate(); err != nil {
@@ -36,6 +36,7 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		{func(c *detection.Config) { c.Tick = 0 }, "--tick"},
 		{func(c *detection.Config) { c.Heartbeat = -time.Second }, "--heartbeat"},
 		{func(c *detection.Config) { c.RetainDays = 0 }, "--retain-days"},
+		{func(c *detection.Config) { c.Now = "2026-10-03" }, "--now"},
 	}
 	for _, tt := range tests {
 		c, _ := detection.LoadConfig(base)
@@ -60,5 +61,27 @@ func TestExpectFromDate(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("ExpectFrom %q: %v, %v; want %v", in, got, err, want)
 		}
+	}
+}
+
+func TestClockStartsAtNow(t *testing.T) {
+	wall := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	tick := func() time.Time { return wall }
+	c := detection.Config{}
+	if clock, err := c.Clock(tick); err != nil || !clock().Equal(wall) {
+		t.Fatalf("without --now: err %v; want the wall clock", err)
+	}
+	c.Now = "2026-10-03T00:00:00Z"
+	clock, err := c.Clock(tick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 10, 3, 0, 0, 0, 0, time.UTC)
+	if got := clock(); !got.Equal(start) {
+		t.Fatalf("at start: %v, want %v", got, start)
+	}
+	wall = wall.Add(90 * time.Second)
+	if got := clock(); !got.Equal(start.Add(90 * time.Second)) {
+		t.Fatalf("90s later: %v, want %v (the clock runs at the wall clock's pace)", got, start.Add(90*time.Second))
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/ingest/consumer"
 	"github.com/handoff-dev/handoff/ingest/detection"
 	"github.com/handoff-dev/handoff/ingest/results"
@@ -34,26 +35,35 @@ type env struct {
 	db      string
 	pre     string // prefix of the test's topic names
 	cfg     detection.Config
+	// contracts are the detector's (the seed's unless a test sets them).
+	contracts detect.Contracts
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvParts(t, 3) }
+
+// newEnvParts is newEnv with topics of the given number of partitions.
+func newEnvParts(t *testing.T, parts int) *env {
 	t.Helper()
-	e := newEnvWithoutIngest(t)
+	e := newEnvWithoutIngestParts(t, parts)
 	e.startIngest(t, e.pre)
 	return e
 }
 
 // newEnvWithoutIngest is newEnv before handoff ingest starts: the topics
 // exist, the database does not.
-func newEnvWithoutIngest(t *testing.T) *env {
+func newEnvWithoutIngest(t *testing.T) *env { return newEnvWithoutIngestParts(t, 3) }
+
+// newEnvWithoutIngestParts is newEnvWithoutIngest with topics of the given
+// number of partitions.
+func newEnvWithoutIngestParts(t *testing.T, parts int) *env {
 	t.Helper()
-	e := &env{brokers: testenv.KafkaBrokers(t), conn: testenv.ClickHouse(t)}
+	e := &env{brokers: testenv.KafkaBrokers(t), conn: testenv.ClickHouse(t), contracts: seedContracts(t)}
 	e.db = testenv.Database(t, e.conn, "detect")
 	pre := "test." + e.db + "."
 	e.cfg = detection.Config{
 		Brokers: e.brokers, Topic: pre + "events", FindingsTopic: pre + "findings",
 		Group: e.db + "-detect", IngestGroup: e.db + "-ingest", ResultsGroup: e.db + "-results",
-		Partitions: 3, Replication: 1, ClickHouseAddr: testenv.ClickHouseAddr(t), Database: e.db, User: "default",
+		Partitions: parts, Replication: 1, ClickHouseAddr: testenv.ClickHouseAddr(t), Database: e.db, User: "default",
 		ExpectFrom: "2026-09-29", RetainDays: 35, Tick: 100 * time.Millisecond, Heartbeat: time.Hour,
 		Instance: "test", SessionTimeout: 6 * time.Second,
 	}
@@ -63,7 +73,7 @@ func newEnvWithoutIngest(t *testing.T) *env {
 	all := []string{e.cfg.Topic, e.cfg.FindingsTopic, pre + "dlq", pre + "diagnoses"}
 	var specs []topics.Spec
 	for _, n := range all {
-		specs = append(specs, topics.Spec{Name: n, Partitions: 3})
+		specs = append(specs, topics.Spec{Name: n, Partitions: parts})
 	}
 	if err := topics.Ensure(ctx, e.brokers, specs...); err != nil {
 		t.Fatal(err)
@@ -82,7 +92,7 @@ func (e *env) startIngest(t *testing.T, pre string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ccfg := consumer.Config{
 		Brokers: e.brokers, Topic: e.cfg.Topic, DLQTopic: pre + "dlq", Group: e.cfg.IngestGroup,
-		Partitions: 3, ReplicationFactor: 1, ClickHouseAddr: e.cfg.ClickHouseAddr, Database: e.db, User: "default",
+		Partitions: e.cfg.Partitions, ReplicationFactor: 1, ClickHouseAddr: e.cfg.ClickHouseAddr, Database: e.db, User: "default",
 		Compression: "none", BatchSize: 1000, BatchBytes: 16 << 20, FlushInterval: 100 * time.Millisecond,
 		RetryMax: time.Second, SessionTimeout: 6 * time.Second, ShutdownTimeout: 20 * time.Second,
 	}
@@ -94,7 +104,7 @@ func (e *env) startIngest(t *testing.T, pre string) {
 	rcfg := results.Config{
 		FindingsTopic: e.cfg.FindingsTopic, DiagnosesTopic: pre + "diagnoses", Group: e.cfg.ResultsGroup,
 		BatchSize: 500, BatchBytes: results.MaxRecordBytes, FlushInterval: 100 * time.Millisecond,
-		Brokers: e.brokers, DLQTopic: pre + "dlq", Database: e.db, Partitions: 3, ReplicationFactor: 1,
+		Brokers: e.brokers, DLQTopic: pre + "dlq", Database: e.db, Partitions: e.cfg.Partitions, ReplicationFactor: 1,
 		RetryMax: time.Second, SessionTimeout: 6 * time.Second, ShutdownTimeout: 20 * time.Second,
 	}
 	rc, err := results.New(ctx, rcfg, results.Options{Conn: e.conn})
@@ -215,6 +225,19 @@ func (s *syncBuffer) String() string {
 
 func (e *env) startDetectorLog(t *testing.T, now time.Time, logTo *syncBuffer) *detector {
 	t.Helper()
+	return e.startDetectorClockLog(t, func() time.Time { return now }, logTo)
+}
+
+// startDetectorClock runs one handoff detect instance with the clock now.
+func (e *env) startDetectorClock(t *testing.T, now func() time.Time) *detector {
+	t.Helper()
+	return e.startDetectorClockLog(t, now, nil)
+}
+
+// startDetectorClockLog runs one handoff detect instance with the clock
+// now, logging to logTo when it is set.
+func (e *env) startDetectorClockLog(t *testing.T, now func() time.Time, logTo *syncBuffer) *detector {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan *detection.Runner, 1)
 	done := make(chan error, 1)
@@ -227,7 +250,7 @@ func (e *env) startDetectorLog(t *testing.T, now time.Time, logTo *syncBuffer) *
 	}
 	go func() {
 		done <- detection.Run(ctx, e.cfg, detection.RunOptions{
-			Contracts: seedContracts(t), Logger: log, Now: func() time.Time { return now },
+			Contracts: e.contracts, Logger: log, Now: now,
 			Started: func(r *detection.Runner) { started <- r },
 		})
 	}()

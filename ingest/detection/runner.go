@@ -103,6 +103,11 @@ type Runner struct {
 	n     int // partitions of the events topic
 	// lastBeat is when the last heartbeat was published.
 	lastBeat time.Time
+	// assignedAt is the clock when the last partitions were taken over;
+	// caughtUp says whether the safe time has reached it since (logged
+	// once per assignment: every event in the topic then is judged).
+	assignedAt time.Time
+	caughtUp   bool
 	// Published counts the findings published, for tests and logs.
 	published int
 	retry     retry.Retrier
@@ -167,6 +172,7 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 	}
 	r.n = a.Partitions
 	r.owned = next
+	r.assignedAt, r.caughtUp = r.o.Now(), false
 	released := r.o.Detector.Release(func(k model.BatchKey) bool { return !r.owns(k) })
 	r.o.Detector.SetOwns(r.owns)
 	r.log.Info("detect: partitions assigned", "owned", a.Owned(), "new", len(fresh), "released_batches", released)
@@ -224,7 +230,20 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 	if err := r.o.Detector.Restore(fs...); err != nil {
 		return fmt.Errorf("detect: restore %d stored findings: %w", len(fs), err)
 	}
-	r.log.Info("detect: history restored", "partitions", fresh, "events", n, "findings", len(fs), "from", from.String())
+	open := 0
+	for i := range fs {
+		if fs[i].State != detect.Open || !r.owns(fs[i].Batch) {
+			continue
+		}
+		// The first 20, so that a restart says what is open without
+		// flooding the log.
+		if open++; open <= 20 {
+			r.log.Info("detect: open finding restored (published before, not again)", "batch", fs[i].Batch.String(),
+				"kind", string(fs[i].Kind), "name", fs[i].Name, "status", string(fs[i].Status), "verdict", fs[i].Verdict,
+				"seq", fs[i].Seq, "fingerprint", fs[i].Fingerprint)
+		}
+	}
+	r.log.Info("detect: history restored", "partitions", fresh, "events", n, "findings", len(fs), "open", open, "from", from.String())
 	return nil
 }
 
@@ -329,11 +348,18 @@ func (r *Runner) Advance(ctx context.Context, now, safe time.Time) error {
 		r.published += len(fs)
 		for i := range fs {
 			r.log.Info("detect: finding", "batch", fs[i].Batch.String(), "kind", string(fs[i].Kind), "name", fs[i].Name,
-				"state", string(fs[i].State), "status", string(fs[i].Status), "fingerprint", fs[i].Fingerprint)
+				"state", string(fs[i].State), "status", string(fs[i].Status), "verdict", fs[i].Verdict,
+				"seq", fs[i].Seq, "fingerprint", fs[i].Fingerprint)
 		}
 	}
 	if r.o.Metrics != nil {
 		r.o.Metrics.observe(r.o.Detector.Stats(), now, safe, len(fs))
+	}
+	if !r.caughtUp && !r.assignedAt.IsZero() && !safe.Before(r.assignedAt) {
+		r.caughtUp = true
+		st := r.o.Detector.Stats()
+		r.log.Info("detect: caught up: every event that was in the topic when the partitions were assigned is folded and judged",
+			"evidence_as_of", safe.UTC().Format(time.RFC3339Nano), "open_batches", st.Open, "closed_batches", st.Closed, "published", r.published)
 	}
 	r.publishedTotal.Store(int64(r.published))
 	r.safeMs.Store(r.o.Detector.Stats().Safe.UnixMilli())

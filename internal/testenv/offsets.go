@@ -51,3 +51,46 @@ func Uncommitted(t testing.TB, brokers []string, group string, topics ...string)
 	}
 	return total
 }
+
+// ReadAll reads every message of every partition of topic, up to the end
+// offsets at the time of the call.
+func ReadAll(t testing.TB, brokers []string, topic string) []kafka.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tr := &kafka.Transport{} // not the pooled default: see Uncommitted
+	defer tr.CloseIdleConnections()
+	c := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}
+	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil || len(meta.Topics) != 1 {
+		t.Fatalf("metadata of %s: %v", topic, err)
+	}
+	var reqs []kafka.OffsetRequest
+	for _, p := range meta.Topics[0].Partitions {
+		reqs = append(reqs, kafka.LastOffsetOf(p.ID))
+	}
+	lo, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+	if err != nil {
+		t.Fatalf("list offsets of %s: %v", topic, err)
+	}
+	var out []kafka.Message
+	for _, p := range lo.Topics[topic] {
+		if p.LastOffset <= 0 {
+			continue
+		}
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: p.Partition, MaxBytes: 32 << 20, MaxWait: 2 * time.Second})
+		for {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				r.Close()
+				t.Fatalf("read %s partition %d: %v", topic, p.Partition, err)
+			}
+			out = append(out, m)
+			if m.Offset >= p.LastOffset-1 {
+				break
+			}
+		}
+		r.Close()
+	}
+	return out
+}

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Benchmark handoff detect's detection latency (issue 7: deadline to finding
+# on the topic under 1 s at p99 while ingesting 20,000 events/s), on the
+# shared ClickHouse and Kafka with private topics, groups and database.
+#
+#   deploy/bench/detect.sh                        # 20,000 events/s for 3 min, 300 deadlines, tick 250ms
+#   RATE=20000 DURATION=3m PROBES=300 TICK=1s deploy/bench/detect.sh
+#
+# What it does:
+#   1. Uses the services of HANDOFF_KAFKA_BROKERS and HANDOFF_CLICKHOUSE_ADDR
+#      when set (for example `. /path/to/.data/services.env`), otherwise
+#      starts them (deploy/services/up.sh; they are left running).
+#   2. Builds bin/handoff and bin/bench-detectlat.
+#   3. Writes PROBES contracts (deploy/bench/detectlat): pipelines that never
+#      send an event, each due at a time of today, spread over the middle
+#      of the run (from LEAD after the start, over the run minus LEAD and 20 s).
+#   4. Starts `handoff ingest` (new topic handoff.bench.detect.<id>.*, new
+#      database handoff_bench_detect_<id>, new groups) and `handoff detect`
+#      (--expect-from today, --tick TICK) on them, with the real clock.
+#   5. `detectlat run` sends RATE events/s for DURATION (delivered batches of
+#      pipelines without a contract: they raise nothing, they only load
+#      ingest and detect) and reads the findings topic: for each probe's
+#      `missing` finding the latency from its deadline to raised_at, to the
+#      record's timestamp on the topic, and to when it was read. Prints the
+#      percentiles; fails if a probe's finding never came.
+#   6. Prints how far ingest and detect were behind at the end (their lag
+#      metrics), their peak RSS, and removes the topics, groups and database
+#      (KEEP=1 keeps them). Logs stay in .data/bench/detect-<id>/.
+#
+# The latency is bounded by the tick: a deadline fires at the first tick at
+# which every event that was in the topic at the deadline has been folded,
+# i.e. one to two ticks after it (TICK=250ms, detect's default: p99 about
+# 0.5 s; TICK=1s: about 2 s).
+#
+# Environment: RATE (20000), DURATION (3m), PROBES (300), TICK (250ms),
+# LEAD (40: seconds before the first deadline), PARTITIONS (4), KEEP (0).
+set -euo pipefail
+
+cd "$(dirname "$0")/../.."
+RATE=${RATE:-20000}
+DURATION=${DURATION:-3m}
+PROBES=${PROBES:-300}
+TICK=${TICK:-250ms}
+LEAD=${LEAD:-40}
+PARTITIONS=${PARTITIONS:-4}
+KEEP=${KEEP:-0}
+
+say() { printf '[bench] %s\n' "$*" >&2; }
+die() { printf '[bench] error: %s\n' "$*" >&2; exit 1; }
+
+if [ -z "${HANDOFF_KAFKA_BROKERS:-}" ] || [ -z "${HANDOFF_CLICKHOUSE_ADDR:-}" ]; then
+	bash deploy/services/up.sh >&2
+	# shellcheck disable=SC1091 # written by up.sh
+	. "${HANDOFF_DATA_DIR:-.data}/services.env"
+fi
+CH_HOST=${HANDOFF_CLICKHOUSE_ADDR%:*}
+CH_PORT=${HANDOFF_CLICKHOUSE_ADDR##*:}
+
+mkdir -p bin .data/bench
+go build -o bin/handoff ./cmd/handoff
+go build -o bin/bench-detectlat ./deploy/bench/detectlat
+
+id=$(date +%s)
+dir=.data/bench/detect-$id
+mkdir -p "$dir"
+pre=handoff.bench.detect.$id
+db=handoff_bench_detect_$id
+case "$DURATION" in
+*m) secs=$((${DURATION%m} * 60)) ;;
+*s) secs=${DURATION%s} ;;
+*) secs=$DURATION ;;
+esac
+[[ "$secs" =~ ^[0-9]+$ ]] || die "DURATION $DURATION: want seconds (180, 180s) or minutes (3m)"
+span=$((secs - LEAD - 20))
+[ "$span" -ge 10 ] || die "DURATION $DURATION too short for LEAD $LEAD s: want at least LEAD + 30 s"
+first=$(date -u -d "@$(($(date +%s) + LEAD))" +%Y-%m-%dT%H:%M:%SZ)
+bin/bench-detectlat contracts -dir "$dir/contracts" -probes "$PROBES" -first "$first" -span "${span}s"
+say "run $id: $RATE events/s for $DURATION; $PROBES deadlines from $first over ${span}s; detect --tick $TICK; logs in $dir"
+
+# Only this run's settings reach the two processes.
+export HANDOFF_TOPIC=$pre.events HANDOFF_DLQ_TOPIC=$pre.dlq HANDOFF_FINDINGS_TOPIC=$pre.findings \
+	HANDOFF_DIAGNOSES_TOPIC=$pre.diagnoses HANDOFF_GROUP=$db-ingest HANDOFF_RESULTS_GROUP=$db-results \
+	HANDOFF_DETECT_GROUP=$db-detect HANDOFF_CLICKHOUSE_DATABASE=$db HANDOFF_TOPIC_PARTITIONS=$PARTITIONS
+ingest_metrics=127.0.0.1:$((20000 + id % 10000))
+detect_metrics=127.0.0.1:$((30000 + id % 10000))
+
+pids=()
+cleanup() {
+	local i
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+		kill -TERM "${pids[i]}" 2>/dev/null || true
+		wait "${pids[i]}" 2>/dev/null || true
+	done
+	if [ "$KEEP" != 1 ]; then
+		clickhouse-client --host "$CH_HOST" --port "$CH_PORT" -q "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
+		go run ./deploy/bench/load -delete-topics "$pre.events,$pre.dlq,$pre.findings,$pre.diagnoses" \
+			-delete-groups "$db-ingest,$db-results,$db-detect" >/dev/null 2>&1 || true
+	fi
+}
+trap cleanup EXIT
+
+bin/handoff ingest --metrics-addr "$ingest_metrics" >"$dir/ingest.log" 2>&1 &
+pids+=($!)
+ingest_pid=$!
+bin/handoff detect --contract "$dir/contracts" --expect-from today --tick "$TICK" \
+	--metrics-addr "$detect_metrics" --instance "bench-$id" >"$dir/detect.log" 2>&1 &
+pids+=($!)
+detect_pid=$!
+
+bin/bench-detectlat run -topic "$pre.events" -findings-topic "$pre.findings" -partitions "$PARTITIONS" \
+	-rate "$RATE" -duration "$DURATION" -probes "$PROBES" | tee "$dir/result.txt"
+
+metric() { curl -s "http://$1/metrics" | awk -v m="$2" '$1 ~ "^"m {s += $2} END {print s + 0}'; }
+{
+	echo "ingest lag at the end: $(metric "$ingest_metrics" handoff_ingest_consumer_lag) messages; detect lag: $(metric "$detect_metrics" handoff_detect_consumer_lag) messages, evidence age $(metric "$detect_metrics" handoff_detect_evidence_age_seconds) s"
+	echo "peak RSS: ingest $(awk '/VmHWM/ {print $2 / 1024 " MiB"}' /proc/$ingest_pid/status), detect $(awk '/VmHWM/ {print $2 / 1024 " MiB"}' /proc/$detect_pid/status)"
+	echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+} | tee -a "$dir/result.txt"
+printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$RATE" "$DURATION" "$PROBES" "$TICK" \
+	"$(grep 'on the topic' "$dir/result.txt" | sed 's/  */ /g')" >>.data/bench/detect-results.tsv
