@@ -129,7 +129,6 @@ say "detect: streaming detection as of 2026-10-03T00:00:00Z, calendar from 2026-
 pids+=($!)
 wait_for "this run's detector to judge every event in the topic" 60 grep -q "detect: caught up" "$detect_log"
 findings=$(grep -E 'msg="detect: (finding|open finding restored)' "$detect_log" | sed -E 's/^time=[^ ]+ level=[A-Z]+ //')
-printf '%s\n' "$findings" >&2
 seed='batch=account-balance-snapshot.daily/2026-09-30/20260930 kind=overdue name=signal_delivered state=open status=late verdict=not_identified'
 if ! grep -q "finding\" $seed\|restored.*batch=account-balance-snapshot.daily/2026-09-30/20260930 kind=overdue name=signal_delivered status=late verdict=not_identified" <<<"$findings"; then
   echo "demo: this run's detector has no signal_delivered finding for 2026-09-30; log $detect_log" >&2
@@ -140,8 +139,9 @@ if grep -q 'batch=account-balance-snapshot.daily/2026-09-29/' <<<"$findings"; th
   exit 1
 fi
 if grep -q 'msg="detect: finding"' <<<"$findings"; then
-  say "detect: raised by this run (published to $HANDOFF_FINDINGS_TOPIC; ingest stores them in $HANDOFF_CLICKHOUSE_DATABASE.findings_v2)"
+  say "detect: raised by this run (published to $HANDOFF_FINDINGS_TOPIC; ingest stores them in $HANDOFF_CLICKHOUSE_DATABASE.findings_v2):"
 else
-  say "detect: raised by an earlier run; this run's detector judged the same and restored them from ClickHouse instead of publishing them twice"
+  say "detect: raised by an earlier run; this run's detector judged the same and restored them from ClickHouse instead of publishing them twice:"
 fi
+printf '%s\n' "$findings" >&2
 say "done: 20260929 delivered, no finding; 20260930 stopped at signal_delivered (not_identified): overdue finding; 2026-10-01 and 2026-10-02 never sent an event: missing. See README for the story."
