@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
@@ -75,6 +76,8 @@ type EventBatch struct {
 	topic        []string
 	partition    []int32
 	offset       []int64
+	// strs holds the strings AddView copies, reused after Reset.
+	strs arena
 }
 
 // Len returns the number of events in the batch.
@@ -106,6 +109,7 @@ func (b *EventBatch) Reset() {
 	b.topic = b.topic[:0]
 	b.partition = b.partition[:0]
 	b.offset = b.offset[:0]
+	b.strs.reset()
 }
 
 // Add appends one event; ingestedMS is when the ingester received it.
@@ -148,6 +152,98 @@ func (b *EventBatch) Add(e *model.Event, src Source, ingestedMS int64) {
 	b.topic = append(b.topic, src.Topic)
 	b.partition = append(b.partition, src.Partition)
 	b.offset = append(b.offset, src.Offset)
+}
+
+// noAttrs is the attrs of an event without any (never appended to: its
+// capacity is 0).
+var noAttrs = []string{}
+
+// AddView appends the event v decoded in place (model.Decoder.DecodeView),
+// copying its strings into the batch's own buffers, which Reset reuses: no
+// model.Event, attrs map or allocation per event on the ingest path. The
+// columns are those Add writes for the same event (TestAddViewMatchesAdd).
+// topic is kept as given (the consumer's topic name, shared by all rows).
+func (b *EventBatch) AddView(v *model.EventView, src Source, ingestedMS int64) {
+	e := &v.Event
+	a := &b.strs
+	b.pipeline = append(b.pipeline, a.copy(e.Pipeline))
+	b.businessDate = append(b.businessDate, DateColumn(e.BusinessDate))
+	b.batchID = append(b.batchID, a.copy(e.BatchID))
+	b.eventID = append(b.eventID, a.copy(e.ID))
+	spec := e.Spec
+	if spec != model.SpecV1 { // a valid event has no other
+		spec = a.copy(spec)
+	}
+	b.spec = append(b.spec, spec)
+	b.typ = append(b.typ, string(e.Type)) // a constant of model
+	b.timeMS = append(b.timeMS, e.TimeMillis())
+	b.system = append(b.system, string(e.System)) // a constant of model
+	b.component = append(b.component, a.copy(e.Component))
+	b.object = append(b.object, a.copy(e.Object))
+	b.rows = append(b.rows, e.Rows)
+	b.hasRows = append(b.hasRows, flag(e.HasRows))
+	b.bytes = append(b.bytes, e.Bytes)
+	b.hasBytes = append(b.hasBytes, flag(e.HasBytes))
+	b.checksum = append(b.checksum, a.copy(e.Checksum))
+	b.attempt = append(b.attempt, e.Attempt)
+	b.hasAttempt = append(b.hasAttempt, flag(e.HasAttempt))
+	b.errText = append(b.errText, a.copy(e.Error))
+	keys, vals := noAttrs, noAttrs
+	if n := len(v.AttrKeys); n > 0 {
+		// Already sorted by the decoder.
+		keys, vals = make([]string, n), make([]string, n)
+		for i, k := range v.AttrKeys {
+			keys[i], vals[i] = a.copy(k), a.copy(v.AttrValues[i])
+		}
+	}
+	b.attrKeys = append(b.attrKeys, keys)
+	b.attrValues = append(b.attrValues, vals)
+	b.ingestedMS = append(b.ingestedMS, ingestedMS)
+	b.topic = append(b.topic, src.Topic)
+	b.partition = append(b.partition, src.Partition)
+	b.offset = append(b.offset, src.Offset)
+}
+
+// arenaChunk is the size of an arena's chunks: large enough that a batch
+// of 50,000 events needs a few dozen, small enough that the last one,
+// partly used, wastes little.
+const arenaChunk = 256 << 10
+
+// arena copies strings into large chunks of bytes that are reused after
+// reset, so a batch's strings cost no allocation once the chunks exist.
+// A string it returns is valid until reset: the batch's columns, which
+// hold them, are reset at the same time.
+type arena struct {
+	chunks [][]byte
+	n      int // chunks[:n] are in use, chunks[n-1] is being filled
+}
+
+func (a *arena) copy(s string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	if a.n == 0 || len(a.chunks[a.n-1])+len(s) > cap(a.chunks[a.n-1]) {
+		if a.n == len(a.chunks) || cap(a.chunks[a.n]) < len(s) {
+			c := make([]byte, 0, max(arenaChunk, len(s)))
+			if a.n == len(a.chunks) {
+				a.chunks = append(a.chunks, c)
+			} else {
+				a.chunks[a.n] = c
+			}
+		}
+		a.n++
+	}
+	c := &a.chunks[a.n-1]
+	start := len(*c)
+	*c = append(*c, s...)
+	return unsafe.String(&(*c)[start], len(s))
+}
+
+func (a *arena) reset() {
+	for i := range a.chunks[:a.n] {
+		a.chunks[i] = a.chunks[i][:0]
+	}
+	a.n = 0
 }
 
 // Columns returns the batch's columns in the order of EventColumns.
