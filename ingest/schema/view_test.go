@@ -2,8 +2,10 @@ package schema
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
@@ -17,7 +19,7 @@ func TestAddViewMatchesAdd(t *testing.T) {
 	events := testenv.Events(3000, "pipe.view", 7)
 	big := events[0]
 	big.ID = "big"
-	big.Error = strings.Repeat("x", arenaChunk+10)
+	big.Error = strings.Repeat("x", 300<<10)
 	big.Attrs = map[string]string{"b": "2", "a": strings.Repeat("y", 1000)}
 	events = append(events, big)
 	msgs := make([][]byte, len(events))
@@ -49,6 +51,15 @@ func TestAddViewMatchesAdd(t *testing.T) {
 		if got.Len() != r[1]-r[0] {
 			t.Fatalf("AddView batch has %d rows, want %d", got.Len(), r[1]-r[0])
 		}
+		// Block by block, as the sink sends them, and whole.
+		var buf ColumnBuffers
+		for lo := r[0]; lo < r[1]; lo += 700 {
+			n := r[1] - r[0]
+			a, z := lo-r[0], min(lo-r[0]+700, n)
+			if gc, wc := got.AppendColumns(&buf, a, z), want.AppendColumns(new(ColumnBuffers), a, z); !reflect.DeepEqual(gc, wc) {
+				t.Fatalf("rows %d..%d of %d..%d differ", a, z, r[0], r[1])
+			}
+		}
 		if gc, wc := got.Columns(), want.Columns(); !reflect.DeepEqual(gc, wc) {
 			for i := range gc {
 				if !reflect.DeepEqual(gc[i], wc[i]) {
@@ -59,29 +70,37 @@ func TestAddViewMatchesAdd(t *testing.T) {
 	}
 }
 
-func TestArena(t *testing.T) {
-	var a arena
-	var kept []string
-	var want []string
-	for i := 0; i < 3*arenaChunk/100; i++ {
-		s := strings.Repeat(string(rune('a'+i%26)), 100)
-		kept = append(kept, a.copy(s))
-		want = append(want, s)
+// TestColumnsOfBatch: the columns hold the events as added (checked
+// against the events themselves, not against another EventBatch), with
+// row ranges cut anywhere.
+func TestColumnsOfBatch(t *testing.T) {
+	events := testenv.Events(300, "pipe.cols", 3)
+	var b EventBatch
+	for i := range events {
+		b.Add(&events[i], Source{Topic: "topic-" + strconv.Itoa(i%2), Partition: int32(i % 3), Offset: int64(i)}, int64(1000+i))
 	}
-	if a.n < 3 {
-		t.Fatalf("%d chunks in use, want at least 3", a.n)
-	}
-	for i := range kept {
-		if kept[i] != want[i] {
-			t.Fatalf("string %d changed while the arena grew", i)
+	var buf ColumnBuffers
+	for _, r := range [][2]int{{0, 300}, {0, 1}, {17, 18}, {5, 250}, {299, 300}, {120, 120}} {
+		cols := b.AppendColumns(&buf, r[0], r[1])
+		for k, c := range cols {
+			if n := reflect.ValueOf(c).Len(); n != r[1]-r[0] {
+				t.Fatalf("rows %v: column %d has %d rows", r, k, n)
+			}
 		}
-	}
-	n := len(a.chunks)
-	a.reset()
-	if s := a.copy("abc"); s != "abc" || a.n != 1 || len(a.chunks) != n {
-		t.Fatalf("after reset: %q, %d chunks in use of %d (had %d)", s, a.n, len(a.chunks), n)
-	}
-	if a.copy("") != "" {
-		t.Fatal("empty string")
+		for i := r[0]; i < r[1]; i++ {
+			e, j := &events[i], i-r[0]
+			keys := cols[18].([][]string)[j]
+			if cols[0].([]string)[j] != e.Pipeline || cols[3].([]string)[j] != e.ID || cols[5].([]string)[j] != string(e.Type) ||
+				cols[7].([]string)[j] != string(e.System) || cols[9].([]string)[j] != e.Object || cols[17].([]string)[j] != e.Error ||
+				!cols[1].([]time.Time)[j].Equal(DateColumn(e.BusinessDate)) || cols[6].([]int64)[j] != e.TimeMillis() ||
+				cols[21].([]string)[j] != "topic-"+strconv.Itoa(i%2) || cols[23].([]int64)[j] != int64(i) || len(keys) != len(e.Attrs) {
+				t.Fatalf("rows %v: row %d differs from its event %+v", r, i, *e)
+			}
+			for x, k := range keys {
+				if e.Attrs[k] != cols[19].([][]string)[j][x] || (x > 0 && keys[x-1] >= k) {
+					t.Fatalf("row %d: attrs %q %q, event %v", i, keys, cols[19].([][]string)[j], e.Attrs)
+				}
+			}
+		}
 	}
 }
