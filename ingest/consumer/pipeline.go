@@ -54,12 +54,16 @@ type chunk struct {
 	msgs []kafka.Message
 }
 
-// chunkSize is how many messages the fetch loop gathers before it hands
-// them to a decode worker. Messages are decoded while the batch is still
-// being fetched, so the ingester holds a few chunks of raw messages, not
-// whole batches of them (at 50,000 messages of ~300 bytes, a batch of
-// kafka.Message values and their keys and values took ~30 MB).
-const chunkSize = 1024
+// chunkSize and chunkBytes bound how many messages (and bytes of keys and
+// values) the fetch loop gathers before it hands them to a decode worker.
+// Messages are decoded while the batch is still being fetched, so the
+// ingester holds a few chunks of raw messages, not whole batches of them
+// (at 50,000 messages of ~300 bytes, a batch of kafka.Message values and
+// their keys and values took ~30 MB).
+const (
+	chunkSize  = 1024
+	chunkBytes = 1 << 20
+)
 
 // Run consumes until ctx is done, then flushes what it holds, commits and
 // returns nil. The last flush may take up to the configured shutdown
@@ -122,12 +126,14 @@ func (c *Consumer) Run(ctx context.Context) error {
 
 	var d *decoded // the batch being fetched; nil while there is none
 	var cur []kafka.Message
+	var curBytes int64
 	dispatch := func() {
 		if len(cur) == 0 {
 			return
 		}
 		d.chunks.Add(1)
 		chunks <- chunk{d: d, msgs: cur}
+		curBytes = 0
 		select {
 		case cur = <-spare:
 		default:
@@ -165,7 +171,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 		d.n++
 		d.bytes += sz
 		d.last = lastOffsets(d.last, cur[len(cur)-1:])
-		if len(cur) >= chunkSize {
+		curBytes += sz
+		if len(cur) >= chunkSize || curBytes >= chunkBytes {
 			dispatch()
 		}
 	}

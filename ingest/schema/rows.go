@@ -109,9 +109,18 @@ type dictEntry struct {
 // Len returns the number of events in the batch.
 func (b *EventBatch) Len() int { return len(b.timeMS) }
 
-// Reset empties the batch, keeping its memory.
+// maxKeptText is the most text capacity Reset keeps: batches of large
+// events (up to HANDOFF_BATCH_BYTES of text) give theirs back to the
+// garbage collector instead of holding it while they wait to be reused.
+const maxKeptText = 16 << 20
+
+// Reset empties the batch, keeping its memory (text only up to
+// maxKeptText).
 func (b *EventBatch) Reset() {
 	b.text = b.text[:0]
+	if cap(b.text) > maxKeptText {
+		b.text = nil
+	}
 	for i := range b.strs {
 		b.strs[i] = b.strs[i][:0]
 		b.dict[i] = b.dict[i][:0]
