@@ -60,6 +60,9 @@ type Consumer struct {
 	lag *lagTracker
 	// inflight bounds the message bytes held from fetch to commit.
 	inflight *budget
+	// committed is the last offset committed per partition (store stage
+	// only).
+	committed map[int]int64
 }
 
 // New connects to ClickHouse (creating the schema when missing) and Kafka
@@ -84,7 +87,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		cfg.ShutdownTimeout = 30 * time.Second
 	}
 	m := NewMetrics(opts.Registry)
-	c := &Consumer{cfg: cfg, log: log, m: m, lag: newLagTracker(m.Lag), inflight: newBudget(inFlightBatches * int64(cfg.BatchBytes))}
+	c := &Consumer{cfg: cfg, log: log, m: m, lag: newLagTracker(m.Lag), inflight: newBudget(inFlightBatches * int64(cfg.BatchBytes)),
+		committed: map[int]int64{}}
 	c.workers = cfg.Workers
 	if c.workers <= 0 {
 		c.workers = runtime.GOMAXPROCS(0)

@@ -40,6 +40,7 @@ func (c *Consumer) storeStage(ctx context.Context, in <-chan *decoded, free chan
 	stopBuilding := make(chan struct{})
 	go func() {
 		defer close(ready)
+	outer:
 		for d := range in {
 			group := []*decoded{d}
 		more:
@@ -71,7 +72,31 @@ func (c *Consumer) storeStage(ctx context.Context, in <-chan *decoded, free chan
 					b.ins, b.cancel = ins, cancel
 				}
 			}
+			// While the store stage is busy, batches decoded meanwhile
+			// join the waiting INSERT, up to coalesce (its rows are sent
+			// when it is stored): fewer, larger INSERTs when ClickHouse is
+			// the slower side.
+			open := true
+		handOver:
+			for len(b.group) < coalesce && open {
+				select {
+				case ready <- b:
+					continue outer
+				case d, ok := <-in:
+					if !ok {
+						open = false
+						break handOver
+					}
+					b.group = append(b.group, d)
+					if b.ins != nil {
+						b.ins.Add(eventBatches([]*decoded{d})...)
+					}
+				}
+			}
 			ready <- b
+			if !open {
+				return
+			}
 		}
 	}()
 	var failed error

@@ -73,8 +73,21 @@ func (s *Sink) InsertEvents(ctx context.Context, bs ...*schema.EventBatch) error
 type PreparedEvents struct {
 	batch driver.Batch
 	bs    []*schema.EventBatch
-	what  string
+	n     int
+	table string // database.table
 	bufs  chan *schema.ColumnBuffers
+}
+
+// Add adds batches to the INSERT before it is sent: the rows are sent by
+// Send, so an INSERT prepared for one batch can take the batches that are
+// ready by the time it is sent.
+func (p *PreparedEvents) Add(bs ...*schema.EventBatch) {
+	for _, b := range bs {
+		if b.Len() > 0 {
+			p.n += b.Len()
+			p.bs = append(p.bs, b)
+		}
+	}
 }
 
 // BlockRows is how many rows an INSERT of events sends per block. The
@@ -102,12 +115,12 @@ func (s *Sink) PrepareEvents(ctx context.Context, bs ...*schema.EventBatch) (*Pr
 	if n == 0 {
 		return nil, nil
 	}
-	what := fmt.Sprintf("insert %d events into %s.%s", n, s.db, schema.Events)
-	batch, err := s.conn.PrepareBatch(ctx, "INSERT INTO "+s.db+"."+schema.Events+" ("+schema.EventColumns+")")
+	table := s.db + "." + schema.Events
+	batch, err := s.conn.PrepareBatch(ctx, "INSERT INTO "+table+" ("+schema.EventColumns+")")
 	if err != nil {
-		return nil, fmt.Errorf("%s: prepare: %w", what, err)
+		return nil, fmt.Errorf("insert %d events into %s: prepare: %w", n, table, err)
 	}
-	return &PreparedEvents{batch: batch, bs: nonEmpty, what: what, bufs: s.bufs}, nil
+	return &PreparedEvents{batch: batch, bs: nonEmpty, n: n, table: table, bufs: s.bufs}, nil
 }
 
 // Send sends the rows, BlockRows at a time, and waits for ClickHouse's
@@ -116,6 +129,7 @@ func (p *PreparedEvents) Send() error {
 	if p == nil {
 		return nil
 	}
+	what := fmt.Sprintf("insert %d events into %s", p.n, p.table)
 	var buf *schema.ColumnBuffers
 	select {
 	case buf = <-p.bufs:
@@ -135,7 +149,7 @@ func (p *PreparedEvents) Send() error {
 			for i, c := range b.AppendColumns(buf, lo, hi) {
 				if err := p.batch.Column(i).Append(c); err != nil {
 					_ = p.batch.Abort()
-					return fmt.Errorf("%s: column %d: %w", p.what, i, err)
+					return fmt.Errorf("%s: column %d: %w", what, i, err)
 				}
 			}
 			if hi == b.Len() && j == len(p.bs)-1 {
@@ -143,12 +157,12 @@ func (p *PreparedEvents) Send() error {
 			}
 			if err := p.batch.Flush(); err != nil {
 				_ = p.batch.Abort()
-				return fmt.Errorf("%s: send block: %w", p.what, err)
+				return fmt.Errorf("%s: send block: %w", what, err)
 			}
 		}
 	}
 	if err := p.batch.Send(); err != nil {
-		return fmt.Errorf("%s: send: %w", p.what, err)
+		return fmt.Errorf("%s: send: %w", what, err)
 	}
 	return nil
 }
