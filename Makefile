@@ -57,7 +57,8 @@ bench: build
 	bash deploy/bench/diagnose.sh
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./model/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 60s ./model/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeView$$' -fuzztime 60s ./model/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./model/contract/
 	$(GO) test -run '^$$' -fuzz FuzzParams -fuzztime 60s ./query/dash/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./model/manifest/

@@ -30,3 +30,17 @@ func BenchmarkAppendJSON(b *testing.B) {
 		buf = e.AppendJSON(buf[:0])
 	}
 }
+
+// BenchmarkDecodeView is BenchmarkDecode for the in-place decode that
+// ingest uses (no copies, no attrs map).
+func BenchmarkDecodeView(b *testing.B) {
+	data := []byte(typicalEvent)
+	var d model.Decoder
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := d.DecodeView(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

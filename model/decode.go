@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
@@ -18,6 +19,20 @@ type Decoder struct {
 	// million events then keeps a few hundred copies of them, not millions,
 	// and the decoder copies nothing for them after the first sighting.
 	names map[string]string
+
+	// The event being decoded, its strings borrowed from p's buffer (see
+	// parse), and its attrs as key/value pairs in the order of the
+	// message: the attrs object first, then unknown top-level fields.
+	ev               Event
+	attrKeys, attrVs []string
+	// attrSet indexes attrKeys when an attrs object has many keys, so
+	// that duplicates cost linear time.
+	attrSet map[string]struct{}
+	// scratch holds attr values that are not JSON strings, as JSON text.
+	scratch []byte
+	// num holds a number while it is checked (checkNumber).
+	num  []byte
+	view EventView
 }
 
 // maxInterned bounds a Decoder's interned names; past it, names are copied
@@ -25,8 +40,8 @@ type Decoder struct {
 const maxInterned = 1 << 14
 
 // intern returns the interned copy of b, creating it while there is room.
-func (d *Decoder) intern(b []byte) (string, bool) {
-	if s, ok := d.names[string(b)]; ok {
+func (d *Decoder) intern(b string) (string, bool) {
+	if s, ok := d.names[b]; ok {
 		return s, true
 	}
 	if len(d.names) >= maxInterned {
@@ -35,7 +50,7 @@ func (d *Decoder) intern(b []byte) (string, bool) {
 	if d.names == nil {
 		d.names = make(map[string]string)
 	}
-	s := string(b)
+	s := strings.Clone(b)
 	d.names[s] = s
 	return s, true
 }
@@ -50,31 +65,90 @@ func (d *Decoder) Decode(data []byte) (Event, error) {
 // parsing and before validation, so an emitter can supply an absent
 // event_id or time. Fields fill sets are validated like any other.
 func (d *Decoder) DecodeWith(data []byte, fill func(*Event)) (Event, error) {
-	var e Event
+	if err := d.parse(data); err != nil {
+		return Event{}, ownError(err)
+	}
+	e := d.own()
+	if fill != nil {
+		fill(&e)
+	}
+	if err := e.Validate(); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+// EventView is an event decoded and validated in place: the strings of
+// Event point into the Decoder's buffers and stay valid only until its next
+// call, Event.Attrs is nil, and the attrs are AttrKeys and AttrValues
+// instead, sorted by key. A consumer that copies the fields it keeps (into
+// column buffers) saves the decoder's copies and the attrs map.
+type EventView struct {
+	Event
+	AttrKeys, AttrValues []string
+}
+
+// DecodeView decodes and validates data like Decode, accepting and
+// rejecting exactly the same messages with the same errors, but returns the
+// event as a view into the decoder's buffers (see EventView), valid until
+// the next call on d. Errors own their strings.
+func (d *Decoder) DecodeView(data []byte) (*EventView, error) {
+	if err := d.parse(data); err != nil {
+		return nil, ownError(err)
+	}
+	// Validate checks attrs last; d.ev carries none, so the attrs check
+	// follows it, and the first error is the one Decode reports.
+	if err := d.ev.Validate(); err != nil {
+		return nil, ownError(err)
+	}
+	if err := checkAttrPairs(d.attrKeys, d.attrVs); err != nil {
+		return nil, err
+	}
+	sortPairs(d.attrKeys, d.attrVs)
+	d.view = EventView{Event: d.ev, AttrKeys: d.attrKeys, AttrValues: d.attrVs}
+	return &d.view, nil
+}
+
+// b2s returns b as a string without copying: the caller keeps b unchanged
+// for as long as the string is used.
+func b2s(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// parse decodes data into d.ev, every string borrowed from the parser's
+// buffer (or d.scratch) except the type and system, which are constants or
+// copies, and the attrs into d.attrKeys/d.attrVs; it checks what the wire
+// format needs beyond Validate (size, JSON, duplicate keys, the type, time
+// and date values) in the order Decode always has.
+func (d *Decoder) parse(data []byte) error {
+	d.ev = Event{}
+	e := &d.ev
+	d.attrKeys, d.attrVs, d.scratch = d.attrKeys[:0], d.attrVs[:0], d.scratch[:0]
 	if len(data) > MaxEventSize {
-		return e, &ValidationError{Reason: fmt.Sprintf("message of %d bytes is over the %d-byte limit", len(data), MaxEventSize), Kind: RejectTooLarge}
+		return &ValidationError{Reason: fmt.Sprintf("message of %d bytes is over the %d-byte limit", len(data), MaxEventSize), Kind: RejectTooLarge}
 	}
 	v, err := d.p.ParseBytes(data)
 	if err != nil {
-		return e, &ValidationError{Reason: "not valid JSON: " + err.Error(), Kind: RejectBadJSON}
+		return &ValidationError{Reason: "not valid JSON: " + err.Error(), Kind: RejectBadJSON}
 	}
 	o, err := v.Object()
 	if err != nil {
-		return e, &ValidationError{Reason: "not a JSON object", Kind: RejectBadJSON}
+		return &ValidationError{Reason: "not a JSON object", Kind: RejectBadJSON}
 	}
 	if err := checkStrings(data); err != nil {
-		return e, err
+		return err
 	}
 	var ferr error
-	// String fields are gathered as byte slices into the parser's buffer and
-	// copied into one allocation per event below: a decoder that allocates
-	// a string per field spends its time in the allocator.
-	var raw [nOwned][]byte
 	var rawTime, rawDate []byte
 	var extra []*fastjson.Value
 	var extraKeys []string
-	field := func(name string, slot int, v *fastjson.Value) {
-		raw[slot], ferr = strBytes(name, v)
+	field := func(name string, dst *string, v *fastjson.Value) {
+		var b []byte
+		b, ferr = strBytes(name, v)
+		*dst = b2s(b)
 	}
 	var seen uint32 // bit i: wire field i seen
 	o.Visit(func(k []byte, v *fastjson.Value) {
@@ -84,7 +158,7 @@ func (d *Decoder) DecodeWith(data []byte, fill func(*Event)) (Event, error) {
 		f := wireField(k)
 		if f < 0 {
 			// Kept with nulls, so that a duplicate shows whatever the values.
-			extraKeys = append(extraKeys, validUTF8(k))
+			extraKeys = append(extraKeys, viewUTF8(k))
 			extra = append(extra, v)
 			return
 		}
@@ -102,11 +176,11 @@ func (d *Decoder) DecodeWith(data []byte, fill func(*Event)) (Event, error) {
 			if b, ferr = strBytes("spec", v); ferr == nil {
 				e.Spec = SpecV1
 				if string(b) != SpecV1 {
-					e.Spec = string(b)
+					e.Spec = b2s(b)
 				}
 			}
 		case fEventID:
-			field("event_id", oID, v)
+			field("event_id", &e.ID, v)
 		case fType:
 			var b []byte
 			if b, ferr = strBytes("type", v); ferr == nil {
@@ -115,125 +189,148 @@ func (d *Decoder) DecodeWith(data []byte, fill func(*Event)) (Event, error) {
 		case fTime:
 			rawTime, ferr = strBytes("time", v)
 		case fPipeline:
-			field("pipeline", oPipeline, v)
+			field("pipeline", &e.Pipeline, v)
 		case fBusinessDate:
 			rawDate, ferr = strBytes("business_date", v)
 		case fBatchID:
-			field("batch_id", oBatchID, v)
+			field("batch_id", &e.BatchID, v)
 		case fSystem:
 			var b []byte
 			if b, ferr = strBytes("system", v); ferr == nil {
 				e.System = internSystem(b)
 			}
 		case fComponent:
-			field("component", oComponent, v)
+			field("component", &e.Component, v)
 		case fObject:
-			field("object", oObject, v)
+			field("object", &e.Object, v)
 		case fRows:
-			e.Rows, ferr = integer("rows", v)
+			e.Rows, ferr = d.integer("rows", v)
 			e.HasRows = ferr == nil
 		case fBytes:
-			e.Bytes, ferr = integer("bytes", v)
+			e.Bytes, ferr = d.integer("bytes", v)
 			e.HasBytes = ferr == nil
 		case fChecksum:
-			field("checksum", oChecksum, v)
+			field("checksum", &e.Checksum, v)
 		case fAttempt:
-			e.Attempt, ferr = integer("attempt", v)
+			e.Attempt, ferr = d.integer("attempt", v)
 			e.HasAttempt = ferr == nil
 		case fError:
-			field("error", oError, v)
+			field("error", &e.Error, v)
 		case fAttrs:
-			e.Attrs, ferr = decodeAttrs(v)
+			ferr = d.decodeAttrs(v)
 		}
 	})
 	if ferr != nil {
-		return e, ferr
+		return ferr
 	}
 	if k, ok := firstDuplicate(extraKeys); ok {
-		return e, duplicateKey(k)
+		return duplicateKey(k)
+	}
+	// Unknown top-level fields join attrs unless attrs has the key.
+	fromObject := len(d.attrKeys)
+	for i, k := range extraKeys {
+		if extra[i].Type() == fastjson.TypeNull || d.hasAttr(k, fromObject) {
+			continue
+		}
+		s, err := d.attrValue(extra[i])
+		if err != nil {
+			return err
+		}
+		d.attrKeys = append(d.attrKeys, k)
+		d.attrVs = append(d.attrVs, s)
+	}
+	// Check the type before the other fields: an unknown type is the most
+	// telling reason for a rejection.
+	if e.Spec != "" && e.Type != "" && !e.Type.Known() {
+		return &ValidationError{Field: "type", Value: string(e.Type), Reason: "unknown event type", Kind: RejectUnknownType}
+	}
+	if rawTime != nil {
+		// The parse reads the parser's buffer in place; only an error keeps
+		// (a copy of) the value.
+		t, err := ParseTime(b2s(rawTime))
+		if err != nil {
+			return badValue("time", string(rawTime), err.Error())
+		}
+		if !timeStorable(t) {
+			return badValue("time", string(rawTime), timeRangeReason)
+		}
+		e.Time = t
+	}
+	if rawDate != nil {
+		bd, err := ParseDate(b2s(rawDate))
+		if err != nil {
+			return badValue("business_date", string(rawDate), err.Error())
+		}
+		e.BusinessDate = bd
+	}
+	return nil
+}
+
+// own returns d.ev with strings of its own: the names interned, the other
+// strings copied into one allocation (a decoder that allocates a string
+// per field spends its time in the allocator), and the attrs as a map.
+func (d *Decoder) own() Event {
+	e := d.ev
+	if e.Spec != SpecV1 {
+		e.Spec = strings.Clone(e.Spec)
 	}
 	var pipeline, component string
-	if len(raw[oPipeline]) > 0 {
-		if name, ok := d.intern(raw[oPipeline]); ok {
-			pipeline, raw[oPipeline] = name, nil
-		}
-	}
-	if len(raw[oComponent]) > 0 {
-		if name, ok := d.intern(raw[oComponent]); ok {
-			component, raw[oComponent] = name, nil
-		}
-	}
-	n := 0
-	for _, b := range raw {
-		n += len(b)
-	}
-	if n > 0 {
-		// The buffer is written once here and never again, so strings may
-		// share it (as strings.Builder does).
-		buf := make([]byte, 0, n)
-		var owned [nOwned]string
-		for i, b := range raw {
-			if len(b) > 0 {
-				start := len(buf)
-				buf = append(buf, b...)
-				owned[i] = unsafe.String(&buf[start], len(b))
+	interned := func(s string) string {
+		if s != "" {
+			if name, ok := d.intern(s); ok {
+				return name
 			}
 		}
-		e.ID, e.Pipeline, e.BatchID = owned[oID], owned[oPipeline], owned[oBatchID]
-		e.Component, e.Object, e.Checksum, e.Error = owned[oComponent], owned[oObject], owned[oChecksum], owned[oError]
+		return ""
 	}
+	pipeline, component = interned(e.Pipeline), interned(e.Component)
+	n := len(e.ID) + len(e.BatchID) + len(e.Object) + len(e.Checksum) + len(e.Error)
+	if pipeline == "" {
+		n += len(e.Pipeline)
+	}
+	if component == "" {
+		n += len(e.Component)
+	}
+	for i, k := range d.attrKeys {
+		n += len(k) + len(d.attrVs[i])
+	}
+	// The buffer is written once here and never again, so strings may
+	// share it (as strings.Builder does).
+	buf := make([]byte, 0, n)
+	cp := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		start := len(buf)
+		buf = append(buf, s...)
+		return unsafe.String(&buf[start], len(s))
+	}
+	e.ID, e.BatchID, e.Object, e.Checksum, e.Error = cp(e.ID), cp(e.BatchID), cp(e.Object), cp(e.Checksum), cp(e.Error)
+	e.Pipeline, e.Component = cp(e.Pipeline), cp(e.Component)
 	if pipeline != "" {
 		e.Pipeline = pipeline
 	}
 	if component != "" {
 		e.Component = component
 	}
-	for i, k := range extraKeys {
-		if extra[i].Type() == fastjson.TypeNull {
-			continue
-		}
-		if e.Attrs == nil {
-			e.Attrs = make(map[string]string, len(extra))
-		}
-		if _, ok := e.Attrs[k]; !ok {
-			s, err := attrValue(extra[i])
-			if err != nil {
-				return e, err
-			}
-			e.Attrs[k] = s
+	if len(d.attrKeys) > 0 {
+		e.Attrs = make(map[string]string, len(d.attrKeys))
+		for i, k := range d.attrKeys {
+			e.Attrs[cp(k)] = cp(d.attrVs[i])
 		}
 	}
-	// Check the type before the other fields: an unknown type is the most
-	// telling reason for a rejection.
-	if e.Spec != "" && e.Type != "" && !e.Type.Known() {
-		return e, &ValidationError{Field: "type", Value: string(e.Type), Reason: "unknown event type", Kind: RejectUnknownType}
+	return e
+}
+
+// ownError returns err with a copy of the strings of a *ValidationError,
+// which may point into the decoder's buffers.
+func ownError(err error) error {
+	if ve, ok := err.(*ValidationError); ok {
+		c := *ve
+		c.Field, c.Value = strings.Clone(c.Field), strings.Clone(c.Value)
+		return &c
 	}
-	if rawTime != nil {
-		// The parse reads the parser's buffer in place; only an error keeps
-		// (a copy of) the value.
-		t, err := ParseTime(unsafe.String(unsafe.SliceData(rawTime), len(rawTime)))
-		if err != nil {
-			return e, badValue("time", string(rawTime), err.Error())
-		}
-		if !timeStorable(t) {
-			return e, badValue("time", string(rawTime), timeRangeReason)
-		}
-		e.Time = t
-	}
-	if rawDate != nil {
-		bd, err := ParseDate(unsafe.String(unsafe.SliceData(rawDate), len(rawDate)))
-		if err != nil {
-			return e, badValue("business_date", string(rawDate), err.Error())
-		}
-		e.BusinessDate = bd
-	}
-	if fill != nil {
-		fill(&e)
-	}
-	if err := e.Validate(); err != nil {
-		return e, err
-	}
-	return e, nil
+	return err
 }
 
 // Decode is a convenience for decoding one event with a fresh Decoder.
@@ -336,46 +433,127 @@ func firstDuplicate(keys []string) (string, bool) {
 	return "", false
 }
 
-// decodeAttrs decodes the attrs object. Its size is checked before the
-// map is built: a message of 20,000 attrs is rejected without building it.
-func decodeAttrs(v *fastjson.Value) (map[string]string, error) {
+// decodeAttrs decodes the attrs object into d.attrKeys/d.attrVs. Its size
+// is checked first: a message of 20,000 attrs is rejected without decoding
+// them.
+func (d *Decoder) decodeAttrs(v *fastjson.Value) error {
 	ao, err := v.Object()
 	if err != nil {
-		return nil, badValue("attrs", string(v.MarshalTo(nil)), "must be a JSON object")
+		return badValue("attrs", string(v.MarshalTo(nil)), "must be a JSON object")
 	}
 	if ao.Len() == 0 {
-		return nil, nil
+		return nil
 	}
 	if ao.Len() > MaxAttrs {
-		return nil, tooManyAttrs(ao.Len())
+		return tooManyAttrs(ao.Len())
 	}
-	attrs := make(map[string]string, ao.Len())
+	many := ao.Len() > smallAttrs
+	if many {
+		if d.attrSet == nil {
+			d.attrSet = make(map[string]struct{}, ao.Len())
+		}
+		clear(d.attrSet)
+	}
 	var ferr error
 	ao.Visit(func(ak []byte, av *fastjson.Value) {
 		if ferr != nil {
 			return
 		}
-		k := validUTF8(ak)
-		if _, dup := attrs[k]; dup {
+		k := viewUTF8(ak)
+		if many {
+			if _, dup := d.attrSet[k]; dup {
+				ferr = badValue("attrs", k, "duplicate key: the message states it twice and which value holds is ambiguous")
+				return
+			}
+			d.attrSet[k] = struct{}{}
+		} else if d.hasAttr(k, len(d.attrKeys)) {
 			ferr = badValue("attrs", k, "duplicate key: the message states it twice and which value holds is ambiguous")
 			return
 		}
-		attrs[k], ferr = attrValue(av)
+		var s string
+		if s, ferr = d.attrValue(av); ferr == nil {
+			d.attrKeys = append(d.attrKeys, k)
+			d.attrVs = append(d.attrVs, s)
+		}
 	})
-	return attrs, ferr
+	return ferr
 }
 
-// Slots of the string fields an event owns (see DecodeWith).
-const (
-	oID = iota
-	oPipeline
-	oBatchID
-	oComponent
-	oObject
-	oChecksum
-	oError
-	nOwned
-)
+// smallAttrs is how many attrs are compared pairwise; more go through
+// Decoder.attrSet.
+const smallAttrs = 16
+
+// hasAttr reports whether k is among the first n of d.attrKeys (those of
+// the attrs object, indexed by d.attrSet when there are many).
+func (d *Decoder) hasAttr(k string, n int) bool {
+	if n > smallAttrs {
+		_, ok := d.attrSet[k]
+		return ok
+	}
+	for _, a := range d.attrKeys[:n] {
+		if a == k {
+			return true
+		}
+	}
+	return false
+}
+
+// attrValue returns an attribute's value as kept in Event.Attrs: strings as
+// they are, anything else as compact JSON (in d.scratch). Invalid UTF-8
+// becomes U+FFFD here rather than in AppendJSON, so that an event survives
+// re-encoding unchanged.
+func (d *Decoder) attrValue(v *fastjson.Value) (string, error) {
+	if v.Type() == fastjson.TypeString {
+		return viewUTF8(v.GetStringBytes()), nil
+	}
+	start := len(d.scratch)
+	var err error
+	d.scratch, err = appendValue(d.scratch, v)
+	if err != nil {
+		return "", err
+	}
+	// Earlier values stay valid when scratch grows: they keep the old array.
+	return b2s(d.scratch[start:len(d.scratch):len(d.scratch)]), nil
+}
+
+// checkAttrPairs is checkAttrs for attrs as pairs (without duplicates).
+func checkAttrPairs(keys, values []string) error {
+	if len(keys) > MaxAttrs {
+		return tooManyAttrs(len(keys))
+	}
+	n := 0
+	for i, k := range keys {
+		n += len(k) + len(values[i])
+	}
+	if n > MaxAttrsBytes {
+		return attrsTooLarge(n)
+	}
+	return nil
+}
+
+// sortPairs sorts keys, and values with them: an insertion sort for the
+// few attrs events carry, slices.SortFunc over an index for many (attrs
+// come from untrusted input).
+func sortPairs(keys, values []string) {
+	if len(keys) <= smallAttrs {
+		for i := 1; i < len(keys); i++ {
+			for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+				keys[j], keys[j-1] = keys[j-1], keys[j]
+				values[j], values[j-1] = values[j-1], values[j]
+			}
+		}
+		return
+	}
+	type pair struct{ k, v string }
+	ps := make([]pair, len(keys))
+	for i := range keys {
+		ps[i] = pair{keys[i], values[i]}
+	}
+	slices.SortFunc(ps, func(a, b pair) int { return strings.Compare(a.k, b.k) })
+	for i := range ps {
+		keys[i], values[i] = ps[i].k, ps[i].v
+	}
+}
 
 // strBytes returns a string field's bytes, which point into the parser's
 // buffer: valid until the next parse.
@@ -413,9 +591,11 @@ func internSystem(b []byte) System {
 	return System(b)
 }
 
-func integer(field string, v *fastjson.Value) (int64, error) {
+// integer decodes a whole number, checked as JSON in d.num.
+func (d *Decoder) integer(field string, v *fastjson.Value) (int64, error) {
 	if v.Type() == fastjson.TypeNumber {
-		if err := checkNumber(v); err != nil {
+		var err error
+		if d.num, err = checkNumber(d.num, v); err != nil {
 			return 0, err
 		}
 	}
@@ -426,24 +606,18 @@ func integer(field string, v *fastjson.Value) (int64, error) {
 	return n, nil
 }
 
-// attrValue returns an attribute's value as kept in Event.Attrs: strings as
-// they are, anything else as compact JSON. Invalid UTF-8 becomes U+FFFD
-// here rather than in AppendJSON, so that an event survives re-encoding
-// unchanged.
-func attrValue(v *fastjson.Value) (string, error) {
-	if v.Type() == fastjson.TypeString {
-		return validUTF8(v.GetStringBytes()), nil
-	}
-	b, err := appendValue(nil, v)
-	if err != nil {
-		return "", err
-	}
-	return string(b), nil
-}
-
 func validUTF8(b []byte) string {
 	if utf8.Valid(b) {
 		return string(b)
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// viewUTF8 is validUTF8 without a copy of valid input: the string borrows
+// b.
+func viewUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return b2s(b)
 	}
 	return strings.ToValidUTF8(string(b), "\uFFFD")
 }

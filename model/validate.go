@@ -200,9 +200,13 @@ func checkAttrs(attrs map[string]string) error {
 		n += len(k) + len(v)
 	}
 	if n > MaxAttrsBytes {
-		return &ValidationError{Field: "attrs", Reason: fmt.Sprintf("%d bytes of attr keys and values, over the limit of %d per event", n, MaxAttrsBytes), Kind: RejectBadValue}
+		return attrsTooLarge(n)
 	}
 	return nil
+}
+
+func attrsTooLarge(n int) *ValidationError {
+	return &ValidationError{Field: "attrs", Reason: fmt.Sprintf("%d bytes of attr keys and values, over the limit of %d per event", n, MaxAttrsBytes), Kind: RejectBadValue}
 }
 
 func tooManyAttrs(n int) *ValidationError {

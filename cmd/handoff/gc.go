@@ -9,19 +9,30 @@ import (
 // user has set neither GOGC nor GOMEMLIMIT. They are process-wide, so the
 // process (this command) decides them, not a library package.
 //
-// ingest: most of what it allocates (Kafka messages, decoded columns) lives
-// for a batch or two; with GOGC=100 the collector ran several times a batch
-// and took ~8% of the machine in the ingest benchmark. diagnose: most of
-// what a run allocates stays live until the end. In both, a larger GOGC
-// collects less often and the soft limit bounds the peak
-// (deploy/bench/README.md). serve: what a request allocates (rows, the
-// replay of its batches, the page) is garbage when it is answered.
+// ingest: its batches are a few large pointer-free arrays, recycled, and
+// it allocates little per event, so collections are cheap and Go's own
+// GOGC=100 keeps the peak near twice what is live (~200 MiB in the
+// benchmark); the soft limit leaves room for what HANDOFF_BATCH_BYTES lets
+// it hold with large events (ingestMemoryLimit). diagnose: most of what a
+// run allocates stays live until the end: a larger GOGC collects less
+// often and the soft limit bounds the peak (deploy/bench/README.md).
+// serve: what a request allocates (rows, the replay of its batches, the
+// page) is garbage when it is answered.
 const (
-	ingestGCPercent   = 400
+	ingestGCPercent   = 100
 	diagnoseGCPercent = 300
 	serveGCPercent    = 400
 	softMemoryLimit   = 768 << 20
 )
+
+// ingestMemoryLimit is the ingester's soft memory limit for batchBytes
+// (HANDOFF_BATCH_BYTES): the in-flight bound, 4 batches of message bytes
+// (consumer.inFlightBatches), plus 64 MiB for the rest, and at least
+// 256 MiB. Below what the ingester must hold, a soft limit makes the
+// collector run without end.
+func ingestMemoryLimit(batchBytes int64) int64 {
+	return max(256<<20, 4*batchBytes+64<<20)
+}
 
 // gcDefaults applies percent and limit unless GOGC or GOMEMLIMIT is set, and
 // returns what restores the previous settings (the commands also run

@@ -94,7 +94,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return fmt.Errorf("ingest: start the results consumer: %w", err)
 	}
-	defer gcDefaults(ingestGCPercent, softMemoryLimit)()
+	defer gcDefaults(ingestGCPercent, ingestMemoryLimit(int64(cfg.BatchBytes)))()
 	// Either consumer stopping (a fatal error) stops the other.
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()

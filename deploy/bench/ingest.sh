@@ -32,7 +32,8 @@
 # per leg), POLL (0.2 s), KEEP (0), ENGINE_CONSUMERS (PARTITIONS:
 # kafka_num_consumers, one consumer per partition),
 # ENGINE_BLOCK_SIZE (empty: the server's default, kafka_max_block_size),
-# LEGS ("handoff engine": which legs, in order), PROFILE (0; 1: record
+# LEGS ("handoff engine": which legs, in order), HANDOFF_BIN (bin/handoff,
+# built here: another binary to measure, for A/B runs), PROFILE (0; 1: record
 # each leg with a system-wide `perf record -g` into .data/bench/ingest-<id>/
 # and print the CPU samples by command and by shared object). HANDOFF_* variables
 # (HANDOFF_BATCH_SIZE, HANDOFF_DECODE_WORKERS, ...) reach `handoff ingest`,
@@ -57,16 +58,26 @@ LEGS=${LEGS:-handoff engine}
 say() { printf '[bench] %s\n' "$*" >&2; }
 die() { printf '[bench] error: %s\n' "$*" >&2; exit 1; }
 
-bash deploy/services/up.sh >&2
-# shellcheck disable=SC1091 # written by up.sh
-. .data/services.env
+if [ -n "${HANDOFF_KAFKA_BROKERS:-}" ] && [ -n "${HANDOFF_CLICKHOUSE_ADDR:-}" ]; then
+	# Services of the environment (e.g. a shared checkout's
+	# .data/services.env, sourced): used as they are, nothing is installed
+	# or started here.
+	say "using the services of the environment: Kafka $HANDOFF_KAFKA_BROKERS, ClickHouse $HANDOFF_CLICKHOUSE_ADDR"
+else
+	bash deploy/services/up.sh >&2
+	# shellcheck disable=SC1091 # written by up.sh
+	. .data/services.env
+fi
 DATA=${HANDOFF_DATA_DIR:-.data}
 CH_HTTP=${HANDOFF_CLICKHOUSE_HTTP_ADDR:-127.0.0.1:18123}
 CH_HOST=${HANDOFF_CLICKHOUSE_ADDR%:*}
 CH_PORT=${HANDOFF_CLICKHOUSE_ADDR##*:}
 
 mkdir -p .data/bench bin
-go build -o bin/handoff ./cmd/handoff
+# HANDOFF_BIN: a handoff binary built elsewhere (A/B runs of two builds
+# in alternation); by default bin/handoff, built from this tree.
+HANDOFF_BIN=${HANDOFF_BIN:-bin/handoff}
+[ "$HANDOFF_BIN" != bin/handoff ] || go build -o bin/handoff ./cmd/handoff
 go build -o bin/bench-load ./deploy/bench/load
 
 # About 7% of the generator's lines repeat an event_id (redeliveries):
@@ -227,7 +238,7 @@ leg_handoff() {
 	HANDOFF_TOPIC=$TOPIC HANDOFF_DLQ_TOPIC=$DLQ HANDOFF_GROUP=$GROUP_H \
 		HANDOFF_CLICKHOUSE_DATABASE=$DB_H HANDOFF_METRICS_ADDR=127.0.0.1:0 \
 		HANDOFF_LOG_LEVEL=${HANDOFF_LOG_LEVEL:-debug} \
-		bin/handoff ingest >"$RUN/handoff.log" 2>&1 &
+		"$HANDOFF_BIN" ingest >"$RUN/handoff.log" 2>&1 &
 	HANDOFF_PID=$!
 	profile_start handoff
 	wait_rows "$DB_H" "$start" "handoff ingest" "$HANDOFF_PID"

@@ -11,6 +11,7 @@
 package consumer
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -59,6 +60,9 @@ type Consumer struct {
 	lag *lagTracker
 	// inflight bounds the message bytes held from fetch to commit.
 	inflight *budget
+	// committed is the last offset committed per partition (store stage
+	// only).
+	committed map[int]int64
 }
 
 // New connects to ClickHouse (creating the schema when missing) and Kafka
@@ -83,7 +87,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		cfg.ShutdownTimeout = 30 * time.Second
 	}
 	m := NewMetrics(opts.Registry)
-	c := &Consumer{cfg: cfg, log: log, m: m, lag: newLagTracker(m.Lag), inflight: newBudget(inFlightBatches * int64(cfg.BatchBytes))}
+	c := &Consumer{cfg: cfg, log: log, m: m, lag: newLagTracker(m.Lag), inflight: newBudget(inFlightBatches * int64(cfg.BatchBytes)),
+		committed: map[int]int64{}}
 	c.workers = cfg.Workers
 	if c.workers <= 0 {
 		c.workers = runtime.GOMAXPROCS(0)
@@ -117,6 +122,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 	}
 	queue := readerQueue(cfg)
 	c.reader = kafka.NewReader(kafka.ReaderConfig{
+		Dialer:                &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, DialFunc: dialBuffered},
 		Brokers:               cfg.Brokers,
 		GroupID:               cfg.Group,
 		Topic:                 cfg.Topic,
@@ -156,6 +162,33 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		ReadTimeout:  30 * time.Second,
 	}
 	return c, nil
+}
+
+// readBuffer is the read buffer of the reader's broker connections.
+// kafka-go reads a fetch response through a 4 KiB bufio.Reader, which
+// made one read system call per 4 KiB of messages (~12 per 1,000 events of
+// ~300 bytes); a connection reading through a larger buffer serves those
+// 4 KiB reads from memory.
+const readBuffer = 256 << 10
+
+// bufferedConn is a connection whose reads go through a readBuffer-sized
+// buffer.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// dialBuffered dials like kafka-go's default dialer and buffers the
+// connection's reads (readBuffer).
+func dialBuffered(ctx context.Context, network, address string) (net.Conn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, network, address)
+	if err != nil {
+		return nil, err
+	}
+	return &bufferedConn{Conn: conn, r: bufio.NewReaderSize(conn, readBuffer)}, nil
 }
 
 // inFlightBatches is how many batches' worth of message bytes

@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,14 +43,28 @@ func (c *Consumer) commit(ctx context.Context, group []*decoded, n int) error {
 	for _, d := range group {
 		commits = lastOffsets(commits, d.last)
 	}
-	err := c.retry(ctx, "commit", fmt.Sprintf("commit offsets of %d messages (group %s)", n, c.cfg.Group), 8,
-		func(ctx context.Context) error { return c.reader.CommitMessages(ctx, commits...) })
+	// Messages read again after the group was rejoined (their batch was
+	// stored and its commit waited for the broker) must not move a
+	// partition's commit back below what this consumer committed: the
+	// offsets between were stored and would be consumed again.
+	commits = slices.DeleteFunc(commits, func(m kafka.Message) bool {
+		last, ok := c.committed[m.Partition]
+		return ok && m.Offset <= last
+	})
+	var err error
+	if len(commits) > 0 {
+		err = c.retry(ctx, "commit", fmt.Sprintf("commit offsets of %d messages (group %s)", n, c.cfg.Group), 8,
+			func(ctx context.Context) error { return c.reader.CommitMessages(ctx, commits...) })
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return err
 		}
 		c.log.Error("offsets not committed; the stored messages will be consumed again and deduplicated", "err", err)
 		return nil
+	}
+	for _, m := range commits {
+		c.committed[m.Partition] = m.Offset
 	}
 	c.m.Committed.Add(float64(n))
 	c.m.LastCommitTS.SetToCurrentTime()

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -9,21 +10,14 @@ import (
 	"github.com/handoff-dev/handoff/ingest/schema"
 )
 
-// pending is a cut batch of fetched messages on its way from the fetch
-// loop to the decode stage, with what made the loop cut it.
-type pending struct {
-	msgs    []kafka.Message
-	trigger string
-	// bytes is what the messages took from the in-flight budget, given
-	// back once the batch is stored.
-	bytes int64
-}
-
-// decoded is a batch after decoding: events as columns (one EventBatch per
-// decode worker) and the dead letters. A few are recycled between the
-// decode and store stages.
+// decoded is a batch: its events as columns (one EventBatch per decode
+// worker) and its dead letters, filled chunk by chunk while the batch is
+// fetched. A few are recycled between the fetch loop and the store stage.
 type decoded struct {
-	pending
+	// trigger is what cut the batch; bytes is what its messages took from
+	// the in-flight budget, given back once the batch is stored.
+	trigger string
+	bytes   int64
 	// n is the number of messages and last the last message read of every
 	// partition in the batch (what to commit, without key and value): the
 	// messages themselves are dropped once decoded.
@@ -32,9 +26,44 @@ type decoded struct {
 	evb             []schema.EventBatch
 	dead            [][]schema.DeadLetter
 	valid, rejected int
-	start           time.Time
-	decodeTime      time.Duration
+	// nowMS is the batch's ingested_ms: when its first message was read.
+	nowMS int64
+	// chunks counts the batch's chunks still being decoded.
+	chunks sync.WaitGroup
+	// cut is when the batch was cut, decodeTime how long its last chunks
+	// took to decode after that.
+	cut        time.Time
+	decodeTime time.Duration
 }
+
+// reset prepares a recycled batch for the next messages.
+func (d *decoded) reset(now time.Time) {
+	for i := range d.evb {
+		d.evb[i].Reset()
+		d.dead[i] = d.dead[i][:0]
+	}
+	d.trigger, d.bytes, d.n, d.last = "", 0, 0, d.last[:0]
+	d.valid, d.rejected = 0, 0
+	d.nowMS = now.UnixMilli()
+}
+
+// chunk is a run of a batch's messages, decoded by one worker into that
+// worker's columns of the batch.
+type chunk struct {
+	d    *decoded
+	msgs []kafka.Message
+}
+
+// chunkSize and chunkBytes bound how many messages (and bytes of keys and
+// values) the fetch loop gathers before it hands them to a decode worker.
+// Messages are decoded while the batch is still being fetched, so the
+// ingester holds a few chunks of raw messages, not whole batches of them
+// (at 50,000 messages of ~300 bytes, a batch of kafka.Message values and
+// their keys and values took ~30 MB).
+const (
+	chunkSize  = 1024
+	chunkBytes = 1 << 20
+)
 
 // Run consumes until ctx is done, then flushes what it holds, commits and
 // returns nil. The last flush may take up to the configured shutdown
@@ -54,27 +83,63 @@ func (c *Consumer) Run(ctx context.Context) error {
 		"clickhouse", c.cfg.ClickHouseAddr, "database", c.cfg.Database, "batch_size", c.cfg.BatchSize,
 		"batch_bytes", c.cfg.BatchBytes.String(), "flush_interval", c.cfg.FlushInterval, "decode_workers", c.workers)
 
-	// Three stages after fetching: this loop fetches and cuts batches, the
-	// decode stage decodes them, the store stage writes and commits them,
-	// in order. Decoding batch n+1 overlaps storing batch n. The loop reads
-	// the Kafka reader directly (no goroutine and channel per message in
-	// between); the reader's own queue buffers while a hand-over waits.
-	batches := make(chan pending, 1)
-	// Message slices of decoded batches, cleared, for the next batches.
-	spare := make(chan []kafka.Message, 2)
+	// This loop fetches messages and cuts batches; the decode workers
+	// decode each batch's chunks into its columns while it is being
+	// fetched; the finish stage waits for a cut batch's last chunks and
+	// passes it on in order; the store stage writes and commits batches,
+	// in order. The loop reads the Kafka reader directly (no goroutine and
+	// channel per message in between); the reader's own queue buffers
+	// while a hand-over waits.
+	chunks := make(chan chunk, 2*c.workers)
+	spare := make(chan []kafka.Message, 4*c.workers)
+	var workers sync.WaitGroup
+	for w := 0; w < c.workers; w++ {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for ch := range chunks {
+				c.decodeChunk(ch.d, w, ch.msgs)
+				// The events own copies of their strings and dead letters
+				// keep their payload: the messages are not needed any more.
+				clear(ch.msgs)
+				select {
+				case spare <- ch.msgs[:0]:
+				default:
+				}
+				ch.d.chunks.Done()
+			}
+		}()
+	}
+	batches := make(chan *decoded, 1)
 	decodedCh := make(chan *decoded, 1)
-	// In use at once: up to coalesce being stored, as many being built
-	// into the next INSERT, one handed over, one being decoded.
-	free := make(chan *decoded, 2*coalesce+2)
+	// In use at once: up to coalesce being stored, the rest waiting in the
+	// next INSERT or being filled. Each holds a batch's columns (~25 MB at
+	// 50,000 events of ~300 bytes), the largest part of the ingester's
+	// memory; more did not store faster.
+	free := make(chan *decoded, 2*coalesce)
 	for i := 0; i < cap(free); i++ {
 		free <- &decoded{evb: make([]schema.EventBatch, c.workers), dead: make([][]schema.DeadLetter, c.workers)}
 	}
-	go c.decodeStage(batches, free, decodedCh, spare)
+	go finishStage(batches, decodedCh)
 	flushDone := make(chan error, 1)
 	go func() { flushDone <- c.storeStage(flushCtx, decodedCh, free) }()
 
-	cur := make([]kafka.Message, 0, c.cfg.BatchSize)
+	var d *decoded // the batch being fetched; nil while there is none
+	var cur []kafka.Message
 	var curBytes int64
+	dispatch := func() {
+		if len(cur) == 0 {
+			return
+		}
+		d.chunks.Add(1)
+		chunks <- chunk{d: d, msgs: cur}
+		curBytes = 0
+		select {
+		case cur = <-spare:
+		default:
+			cur = make([]kafka.Message, 0, chunkSize)
+		}
+	}
 	// The high watermark last seen per partition: the lag gauge is
 	// updated when it moves, not for every message.
 	hwm := map[int]int64{}
@@ -84,20 +149,31 @@ func (c *Consumer) Run(ctx context.Context) error {
 	send := func(trigger string) bool {
 		bcancel()
 		bctx, bcancel = ctx, func() {}
-		if len(cur) == 0 {
+		if d == nil {
 			return true
 		}
+		dispatch()
+		d.trigger, d.cut = trigger, time.Now()
 		select {
-		case batches <- pending{msgs: cur, trigger: trigger, bytes: curBytes}:
-			curBytes = 0
-			select {
-			case cur = <-spare:
-			default:
-				cur = make([]kafka.Message, 0, c.cfg.BatchSize)
-			}
+		case batches <- d:
+			d = nil
 			return true
 		case <-ctx.Done():
 			return false
+		}
+	}
+	add := func(m *kafka.Message, sz int64) {
+		if d == nil {
+			d = <-free // the store stage gives every batch back, even after a failure
+			d.reset(time.Now())
+		}
+		cur = append(cur, *m)
+		d.n++
+		d.bytes += sz
+		d.last = lastOffsets(d.last, cur[len(cur)-1:])
+		curBytes += sz
+		if len(cur) >= chunkSize || curBytes >= chunkBytes {
+			dispatch()
 		}
 	}
 	backoff := 100 * time.Millisecond
@@ -132,7 +208,7 @@ loop:
 		// bytes; then wait until the pipeline has room for it (while
 		// waiting, the batch's age still cuts it).
 		sz := int64(len(m.Key) + len(m.Value))
-		stop := len(cur) > 0 && curBytes+sz > int64(c.cfg.BatchBytes) && !send("bytes")
+		stop := d != nil && d.bytes+sz > int64(c.cfg.BatchBytes) && !send("bytes")
 		for !stop && !c.inflight.acquire(bctx, sz) {
 			if ctx.Err() != nil || !send("age") {
 				stop = true
@@ -141,25 +217,27 @@ loop:
 		if stop {
 			// Shutting down: the message is flushed with the rest.
 			c.inflight.force(sz)
-			cur = append(cur, m)
-			curBytes += sz
+			add(&m, sz)
 			break loop
 		}
-		if len(cur) == 0 {
+		if d == nil {
 			bctx, bcancel = context.WithTimeout(ctx, c.cfg.FlushInterval)
 		}
-		cur = append(cur, m)
-		curBytes += sz
-		if len(cur) >= c.cfg.BatchSize && !send("size") {
+		add(&m, sz)
+		if d.n >= c.cfg.BatchSize && !send("size") {
 			break loop
 		}
 	}
 	bcancel()
-	if len(cur) > 0 {
-		batches <- pending{msgs: cur, trigger: "shutdown", bytes: curBytes}
+	if d != nil {
+		dispatch()
+		d.trigger, d.cut = "shutdown", time.Now()
+		batches <- d
 	}
 	close(batches)
+	close(chunks) // every chunk is dispatched; the workers finish them
 	err := <-flushDone
+	workers.Wait()
 	if err != nil {
 		c.log.Error("ingest stopped with unstored messages; they stay uncommitted and are consumed again on the next start", "err", err)
 		return err
@@ -168,25 +246,17 @@ loop:
 	return nil
 }
 
-// decodeStage decodes batches in order into recycled decoded values.
-func (c *Consumer) decodeStage(in <-chan pending, free <-chan *decoded, out chan<- *decoded, spare chan<- []kafka.Message) {
+// finishStage passes cut batches on in order, each once its last chunks
+// are decoded.
+func finishStage(in <-chan *decoded, out chan<- *decoded) {
 	defer close(out)
-	for p := range in {
-		d := <-free
-		d.pending = p
-		d.start = time.Now()
-		d.valid, d.rejected = c.decode(d, d.start.UnixMilli())
-		d.n = len(p.msgs)
-		d.last = lastOffsets(d.last[:0], p.msgs)
-		// The events own copies of their strings and dead letters keep
-		// their payload: the messages are not needed any more.
-		clear(p.msgs)
-		select {
-		case spare <- p.msgs[:0]:
-		default:
+	for d := range in {
+		d.chunks.Wait()
+		d.decodeTime = time.Since(d.cut)
+		for i := range d.evb {
+			d.valid += d.evb[i].Len()
+			d.rejected += len(d.dead[i])
 		}
-		d.msgs = nil
-		d.decodeTime = time.Since(d.start)
 		out <- d
 	}
 }

@@ -22,9 +22,10 @@ const coalesce = 2
 
 // storeStage stores and commits batches in order, a group of up to
 // coalesce batches that are ready at once per INSERT. It runs in two
-// steps: one goroutine builds the next group's INSERT block (the driver's
-// copy of the columns) while this one sends the previous group, waits for
-// ClickHouse and commits, so only sending and committing are serial. After
+// steps: one goroutine prepares the next group's INSERT (on a second
+// connection: the query sent, the server's answer read) while this one
+// sends the previous group block by block, waits for ClickHouse and
+// commits, so only sending and committing are serial. After
 // a failure (only possible when ctx ends) it stores nothing more and
 // commits nothing more, so no later commit can cover an unstored message.
 func (c *Consumer) storeStage(ctx context.Context, in <-chan *decoded, free chan<- *decoded) error {
@@ -39,6 +40,7 @@ func (c *Consumer) storeStage(ctx context.Context, in <-chan *decoded, free chan
 	stopBuilding := make(chan struct{})
 	go func() {
 		defer close(ready)
+	outer:
 		for d := range in {
 			group := []*decoded{d}
 		more:
@@ -63,14 +65,38 @@ func (c *Consumer) storeStage(ctx context.Context, in <-chan *decoded, free chan
 				ins, err := c.sink.PrepareEvents(pctx, eventBatches(group)...)
 				if err != nil || ins == nil {
 					if err != nil {
-						c.log.Debug("building the next INSERT failed; it is retried when stored", "err", err)
+						c.log.Debug("preparing the next INSERT failed; it is retried when stored", "err", err)
 					}
 					cancel()
 				} else {
 					b.ins, b.cancel = ins, cancel
 				}
 			}
+			// While the store stage is busy, batches decoded meanwhile
+			// join the waiting INSERT, up to coalesce (its rows are sent
+			// when it is stored): fewer, larger INSERTs when ClickHouse is
+			// the slower side.
+			open := true
+		handOver:
+			for len(b.group) < coalesce && open {
+				select {
+				case ready <- b:
+					continue outer
+				case d, ok := <-in:
+					if !ok {
+						open = false
+						break handOver
+					}
+					b.group = append(b.group, d)
+					if b.ins != nil {
+						b.ins.Add(eventBatches([]*decoded{d})...)
+					}
+				}
+			}
 			ready <- b
+			if !open {
+				return
+			}
 		}
 	}()
 	var failed error
@@ -85,7 +111,6 @@ func (c *Consumer) storeStage(ctx context.Context, in <-chan *decoded, free chan
 		}
 		b.cancel()
 		for _, d := range b.group {
-			d.msgs = nil
 			c.inflight.release(d.bytes)
 			free <- d
 		}
@@ -105,8 +130,8 @@ func eventBatches(group []*decoded) []*schema.EventBatch {
 
 // store writes the dead letters and then the events of a group of batches,
 // then commits the highest offset of every partition in them. ins, when
-// not nil, is the group's events INSERT already built: the first attempt
-// sends it (store sends or aborts it), retries build it again.
+// not nil, is the group's events INSERT already prepared: the first attempt
+// sends it (store sends or aborts it), retries prepare it again.
 func (c *Consumer) store(ctx context.Context, group []*decoded, ins *sink.PreparedEvents) error {
 	defer func() { ins.Abort() }() // after Send: a no-op
 	start := time.Now()
@@ -157,7 +182,7 @@ func (c *Consumer) store(ctx context.Context, group []*decoded, ins *sink.Prepar
 	}
 	first := group[0]
 	c.log.Debug("flushed", "trigger", first.trigger, "batches", len(group), "messages", n, "events", valid, "rejected", rejected,
-		"decode", decodeTime, "waited", start.Sub(first.start.Add(first.decodeTime)), "stored", stored, "total", time.Since(start))
+		"decode_after_cut", decodeTime, "waited", start.Sub(first.cut.Add(first.decodeTime)), "stored", stored, "total", time.Since(start))
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
@@ -49,85 +50,128 @@ func flag(b bool) uint8 {
 	return 0
 }
 
+// The string columns of EventBatch, in the order of EventColumns.
+const (
+	sPipeline = iota
+	sBatchID
+	sEventID
+	sSpec
+	sType
+	sSystem
+	sComponent
+	sObject
+	sChecksum
+	sError
+	sTopic
+	nStr
+)
+
+// strRef is a string of an EventBatch: its bytes are text[off:off+n].
+type strRef struct{ off, n uint32 }
+
 // EventBatch holds events as the columns of EventColumns, ready to insert.
+//
+// It holds no pointer per row: strings are offsets into one buffer of the
+// batch's text, dates are Unix seconds, attrs are offsets into flat lists.
+// A batch of 50,000 events is then a few large pointer-free arrays, which
+// the garbage collector does not scan and which Reset reuses; the Go
+// values the driver wants ([]string, []time.Time, [][]string) are made
+// block by block into ColumnBuffers (AppendColumns).
 type EventBatch struct {
-	pipeline     []string
-	businessDate []time.Time
-	batchID      []string
-	eventID      []string
-	spec         []string
-	typ          []string
+	text []byte
+	strs [nStr][]strRef
+	// dict holds, per column of a few distinct values (spec, type,
+	// system, topic), the values seen in this batch: their text is stored
+	// once.
+	dict [nStr][]dictEntry
+
+	businessDate []int64 // Unix seconds of DateColumn
 	timeMS       []int64
-	system       []string
-	component    []string
-	object       []string
 	rows         []int64
 	hasRows      []uint8
 	bytes        []int64
 	hasBytes     []uint8
-	checksum     []string
 	attempt      []int64
 	hasAttempt   []uint8
-	errText      []string
-	attrKeys     [][]string
-	attrValues   [][]string
+	attrEnd      []uint32 // row i's attrs are attrKeys[attrEnd[i-1]:attrEnd[i]]
+	attrKeys     []strRef
+	attrValues   []strRef
 	ingestedMS   []int64
-	topic        []string
 	partition    []int32
 	offset       []int64
 }
 
-// Len returns the number of events in the batch.
-func (b *EventBatch) Len() int { return len(b.eventID) }
+type dictEntry struct {
+	s   string
+	ref strRef
+}
 
-// Reset empties the batch, keeping its memory.
+// Len returns the number of events in the batch.
+func (b *EventBatch) Len() int { return len(b.timeMS) }
+
+// maxKeptText is the most text capacity Reset keeps: batches of large
+// events (up to HANDOFF_BATCH_BYTES of text) give theirs back to the
+// garbage collector instead of holding it while they wait to be reused.
+const maxKeptText = 16 << 20
+
+// Reset empties the batch, keeping its memory (text only up to
+// maxKeptText).
 func (b *EventBatch) Reset() {
-	b.pipeline = b.pipeline[:0]
+	b.text = b.text[:0]
+	if cap(b.text) > maxKeptText {
+		b.text = nil
+	}
+	for i := range b.strs {
+		b.strs[i] = b.strs[i][:0]
+		b.dict[i] = b.dict[i][:0]
+	}
 	b.businessDate = b.businessDate[:0]
-	b.batchID = b.batchID[:0]
-	b.eventID = b.eventID[:0]
-	b.spec = b.spec[:0]
-	b.typ = b.typ[:0]
 	b.timeMS = b.timeMS[:0]
-	b.system = b.system[:0]
-	b.component = b.component[:0]
-	b.object = b.object[:0]
 	b.rows = b.rows[:0]
 	b.hasRows = b.hasRows[:0]
 	b.bytes = b.bytes[:0]
 	b.hasBytes = b.hasBytes[:0]
-	b.checksum = b.checksum[:0]
 	b.attempt = b.attempt[:0]
 	b.hasAttempt = b.hasAttempt[:0]
-	b.errText = b.errText[:0]
+	b.attrEnd = b.attrEnd[:0]
 	b.attrKeys = b.attrKeys[:0]
 	b.attrValues = b.attrValues[:0]
 	b.ingestedMS = b.ingestedMS[:0]
-	b.topic = b.topic[:0]
 	b.partition = b.partition[:0]
 	b.offset = b.offset[:0]
 }
 
+// ref stores s in the batch's text.
+func (b *EventBatch) ref(s string) strRef {
+	r := strRef{off: uint32(len(b.text)), n: uint32(len(s))}
+	b.text = append(b.text, s...)
+	return r
+}
+
+// add appends s to string column c.
+func (b *EventBatch) add(c int, s string) {
+	b.strs[c] = append(b.strs[c], b.ref(s))
+}
+
+// addFew appends s to string column c, whose values are few (constants,
+// the topic): each distinct value is stored once per batch.
+func (b *EventBatch) addFew(c int, s string) {
+	for _, d := range b.dict[c] {
+		if d.s == s {
+			b.strs[c] = append(b.strs[c], d.ref)
+			return
+		}
+	}
+	r := b.ref(s)
+	if len(b.dict[c]) < 64 {
+		// The dictionary keeps s: a constant, or the caller's string.
+		b.dict[c] = append(b.dict[c], dictEntry{s: s, ref: r})
+	}
+	b.strs[c] = append(b.strs[c], r)
+}
+
 // Add appends one event; ingestedMS is when the ingester received it.
 func (b *EventBatch) Add(e *model.Event, src Source, ingestedMS int64) {
-	b.pipeline = append(b.pipeline, e.Pipeline)
-	b.businessDate = append(b.businessDate, DateColumn(e.BusinessDate))
-	b.batchID = append(b.batchID, e.BatchID)
-	b.eventID = append(b.eventID, e.ID)
-	b.spec = append(b.spec, e.Spec)
-	b.typ = append(b.typ, string(e.Type))
-	b.timeMS = append(b.timeMS, e.TimeMillis())
-	b.system = append(b.system, string(e.System))
-	b.component = append(b.component, e.Component)
-	b.object = append(b.object, e.Object)
-	b.rows = append(b.rows, e.Rows)
-	b.hasRows = append(b.hasRows, flag(e.HasRows))
-	b.bytes = append(b.bytes, e.Bytes)
-	b.hasBytes = append(b.hasBytes, flag(e.HasBytes))
-	b.checksum = append(b.checksum, e.Checksum)
-	b.attempt = append(b.attempt, e.Attempt)
-	b.hasAttempt = append(b.hasAttempt, flag(e.HasAttempt))
-	b.errText = append(b.errText, e.Error)
 	keys := make([]string, 0, len(e.Attrs))
 	vals := make([]string, 0, len(e.Attrs))
 	if len(e.Attrs) > 0 {
@@ -142,21 +186,126 @@ func (b *EventBatch) Add(e *model.Event, src Source, ingestedMS int64) {
 			vals = append(vals, e.Attrs[k])
 		}
 	}
-	b.attrKeys = append(b.attrKeys, keys)
-	b.attrValues = append(b.attrValues, vals)
+	b.add1(e, keys, vals, src, ingestedMS)
+}
+
+// AddView appends the event v decoded in place (model.Decoder.DecodeView),
+// copying its strings into the batch's buffers, which Reset reuses: no
+// model.Event, attrs map or allocation per event on the ingest path. The
+// columns are those Add writes for the same event (TestAddViewMatchesAdd).
+func (b *EventBatch) AddView(v *model.EventView, src Source, ingestedMS int64) {
+	b.add1(&v.Event, v.AttrKeys, v.AttrValues, src, ingestedMS) // attrs sorted by the decoder
+}
+
+func (b *EventBatch) add1(e *model.Event, keys, vals []string, src Source, ingestedMS int64) {
+	b.add(sPipeline, e.Pipeline)
+	b.businessDate = append(b.businessDate, DateColumn(e.BusinessDate).Unix())
+	b.add(sBatchID, e.BatchID)
+	b.add(sEventID, e.ID)
+	b.addFew(sSpec, e.Spec)
+	b.addFew(sType, string(e.Type))
+	b.timeMS = append(b.timeMS, e.TimeMillis())
+	b.addFew(sSystem, string(e.System))
+	b.add(sComponent, e.Component)
+	b.add(sObject, e.Object)
+	b.rows = append(b.rows, e.Rows)
+	b.hasRows = append(b.hasRows, flag(e.HasRows))
+	b.bytes = append(b.bytes, e.Bytes)
+	b.hasBytes = append(b.hasBytes, flag(e.HasBytes))
+	b.add(sChecksum, e.Checksum)
+	b.attempt = append(b.attempt, e.Attempt)
+	b.hasAttempt = append(b.hasAttempt, flag(e.HasAttempt))
+	b.add(sError, e.Error)
+	for i, k := range keys {
+		b.attrKeys = append(b.attrKeys, b.ref(k))
+		b.attrValues = append(b.attrValues, b.ref(vals[i]))
+	}
+	b.attrEnd = append(b.attrEnd, uint32(len(b.attrKeys)))
 	b.ingestedMS = append(b.ingestedMS, ingestedMS)
-	b.topic = append(b.topic, src.Topic)
+	b.addFew(sTopic, src.Topic)
 	b.partition = append(b.partition, src.Partition)
 	b.offset = append(b.offset, src.Offset)
 }
 
-// Columns returns the batch's columns in the order of EventColumns.
+// ColumnBuffers holds the Go values of a block of an EventBatch's columns
+// (AppendColumns), reused from block to block.
+type ColumnBuffers struct {
+	strs         [nStr][]string
+	dates        []time.Time
+	keys, values []string
+	attrKeys     [][]string
+	attrValues   [][]string
+}
+
+// noAttrs is the attrs of an event without any (never appended to: its
+// capacity is 0).
+var noAttrs = []string{}
+
+// Columns returns the batch's columns in the order of EventColumns, in
+// buffers of their own.
 func (b *EventBatch) Columns() []any {
-	return []any{
-		b.pipeline, b.businessDate, b.batchID, b.eventID, b.spec, b.typ, b.timeMS, b.system, b.component, b.object,
-		b.rows, b.hasRows, b.bytes, b.hasBytes, b.checksum, b.attempt, b.hasAttempt, b.errText, b.attrKeys, b.attrValues,
-		b.ingestedMS, b.topic, b.partition, b.offset,
+	return b.AppendColumns(new(ColumnBuffers), 0, b.Len())
+}
+
+// AppendColumns returns rows lo..hi-1 of the batch's columns in the order
+// of EventColumns, made in buf: valid until buf is used again, and while
+// the batch is unchanged (the strings point into the batch's text).
+func (b *EventBatch) AppendColumns(buf *ColumnBuffers, lo, hi int) []any {
+	for c := range b.strs {
+		out := buf.strs[c][:0]
+		for _, r := range b.strs[c][lo:hi] {
+			out = append(out, b.str(r))
+		}
+		buf.strs[c] = out
 	}
+	buf.dates = buf.dates[:0]
+	for _, sec := range b.businessDate[lo:hi] {
+		buf.dates = append(buf.dates, time.Unix(sec, 0).UTC())
+	}
+	buf.keys, buf.values = buf.keys[:0], buf.values[:0]
+	buf.attrKeys, buf.attrValues = buf.attrKeys[:0], buf.attrValues[:0]
+	base, last := b.attrEndBefore(lo), b.attrEndBefore(hi)
+	for i := base; i < last; i++ {
+		buf.keys = append(buf.keys, b.str(b.attrKeys[i]))
+		buf.values = append(buf.values, b.str(b.attrValues[i]))
+	}
+	prev := base
+	for row := lo; row < hi; row++ {
+		end := b.attrEnd[row]
+		if end == prev {
+			buf.attrKeys = append(buf.attrKeys, noAttrs)
+			buf.attrValues = append(buf.attrValues, noAttrs)
+			continue
+		}
+		i, j := int(prev-base), int(end-base)
+		buf.attrKeys = append(buf.attrKeys, buf.keys[i:j:j])
+		buf.attrValues = append(buf.attrValues, buf.values[i:j:j])
+		prev = end
+	}
+	s := &buf.strs
+	return []any{
+		s[sPipeline], buf.dates, s[sBatchID], s[sEventID], s[sSpec], s[sType], b.timeMS[lo:hi], s[sSystem],
+		s[sComponent], s[sObject], b.rows[lo:hi], b.hasRows[lo:hi], b.bytes[lo:hi], b.hasBytes[lo:hi],
+		s[sChecksum], b.attempt[lo:hi], b.hasAttempt[lo:hi], s[sError], buf.attrKeys, buf.attrValues,
+		b.ingestedMS[lo:hi], s[sTopic], b.partition[lo:hi], b.offset[lo:hi],
+	}
+}
+
+// attrEndBefore returns where row lo's attrs start in attrKeys (for lo =
+// Len(), where they end).
+func (b *EventBatch) attrEndBefore(lo int) uint32 {
+	if lo == 0 {
+		return 0
+	}
+	return b.attrEnd[lo-1]
+}
+
+// str returns the string r of the batch's text, without copying it.
+func (b *EventBatch) str(r strRef) string {
+	if r.n == 0 {
+		return ""
+	}
+	return unsafe.String(&b.text[r.off], int(r.n))
 }
 
 // EventScanner rebuilds events from rows selected with EventReadColumns

@@ -13,10 +13,11 @@ func TestEventBatch(t *testing.T) {
 	e := model.Event{Spec: model.SpecV1, ID: "1", Type: model.ProcessHeartbeat, Time: time.UnixMilli(1234).UTC(),
 		Pipeline: "p", System: model.Consumer, Component: "c", Attrs: map[string]string{"z": "1", "a": "2"}}
 	b.Add(&e, Source{Topic: "t", Partition: 3, Offset: 9}, 5)
-	if got := b.attrKeys[0]; len(got) != 2 || got[0] != "a" || got[1] != "z" {
+	cols := b.Columns()
+	if got := cols[18].([][]string)[0]; len(got) != 2 || got[0] != "a" || got[1] != "z" {
 		t.Errorf("attr keys not sorted: %v", got)
 	}
-	if v := b.attrValues[0]; len(v) != 2 || v[0] != "2" || v[1] != "1" {
+	if v := cols[19].([][]string)[0]; len(v) != 2 || v[0] != "2" || v[1] != "1" {
 		t.Errorf("attr values not in the keys' order: %v", v)
 	}
 	b.Reset()
@@ -77,7 +78,8 @@ func TestAddSortsManyAttrs(t *testing.T) {
 	e := manyAttrs(22000)
 	var b EventBatch
 	b.Add(&e, Source{}, 1)
-	keys, vals := b.attrKeys[0], b.attrValues[0]
+	cols := b.Columns()
+	keys, vals := cols[18].([][]string)[0], cols[19].([][]string)[0]
 	if len(keys) != len(e.Attrs) || len(vals) != len(e.Attrs) {
 		t.Fatalf("%d keys, %d values, want %d", len(keys), len(vals), len(e.Attrs))
 	}
