@@ -91,11 +91,11 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 	c.dec = make([]model.Decoder, c.workers)
 
 	err := c.retry(ctx, "startup", "connect to ClickHouse "+cfg.ClickHouseAddr+" and ensure the schema", 0, func(ctx context.Context) error {
-		conn, err := chconn.Open(ctx, chconn.Config{Addr: cfg.ClickHouseAddr, User: cfg.User, Password: cfg.Password, Compression: cfg.Compression, Dial: opts.ClickHouseDial})
+		conn, err := chconn.Open(ctx, chconn.Config{Addr: cfg.ClickHouseAddr, User: cfg.User, Password: cfg.Password, Compression: cfg.Compression, Settings: cfg.Layout().InsertSettings(), Dial: opts.ClickHouseDial})
 		if err != nil {
 			return err
 		}
-		if err := schema.Ensure(ctx, conn, cfg.Database); err != nil {
+		if err := schema.EnsureLayout(ctx, conn, cfg.Database, cfg.Layout()); err != nil {
 			conn.Close()
 			return err
 		}
