@@ -169,7 +169,7 @@ func EnsureLayout(ctx context.Context, conn driver.Conn, db string, l Layout) er
 	}
 	if l.Clustered() {
 		var n uint64
-		if err := conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name IN (?)", db, l.Tables()).Scan(&n); err != nil {
+		if err := conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND has(?, name)", db, l.Tables()).Scan(&n); err != nil {
 			return fmt.Errorf("clickhouse schema: list the tables of %s: %w", db, err)
 		}
 		if n == uint64(len(l.Tables())) {
