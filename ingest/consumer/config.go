@@ -29,6 +29,7 @@ type Config struct {
 	ClickHouseAddr    string        `env:"HANDOFF_CLICKHOUSE_ADDR"`
 	Database          string        `env:"HANDOFF_CLICKHOUSE_DATABASE" envDefault:"handoff"`
 	Cluster           string        `env:"HANDOFF_CLICKHOUSE_CLUSTER"`
+	RetainMonths      int           `env:"HANDOFF_RETAIN_MONTHS" envDefault:"0"`
 	User              string        `env:"HANDOFF_CLICKHOUSE_USER" envDefault:"default"`
 	Password          string        `env:"HANDOFF_CLICKHOUSE_PASSWORD"`
 	Compression       string        `env:"HANDOFF_CLICKHOUSE_COMPRESSION" envDefault:"none"`
@@ -91,6 +92,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ClickHouseAddr, "clickhouse-addr", c.ClickHouseAddr, "ClickHouse native protocol host:port (HANDOFF_CLICKHOUSE_ADDR)")
 	fs.StringVar(&c.Database, "clickhouse-database", c.Database, "ClickHouse database (HANDOFF_CLICKHOUSE_DATABASE)")
 	fs.StringVar(&c.Cluster, "clickhouse-cluster", c.Cluster, "ClickHouse cluster (<remote_servers> name) for the replicated and Distributed tables; empty: a single server (HANDOFF_CLICKHOUSE_CLUSTER)")
+	fs.IntVar(&c.RetainMonths, "retain-months", c.RetainMonths, "drop history older than this many whole months before the current one, daily; 0 keeps everything (HANDOFF_RETAIN_MONTHS)")
 	fs.StringVar(&c.User, "clickhouse-user", c.User, "ClickHouse user (HANDOFF_CLICKHOUSE_USER)")
 	fs.StringVar(&c.Password, "clickhouse-password", c.Password, "ClickHouse password (HANDOFF_CLICKHOUSE_PASSWORD; prefer the variable)")
 	fs.StringVar(&c.Compression, "clickhouse-compression", c.Compression, "compression of blocks sent to ClickHouse: none, lz4 or zstd (HANDOFF_CLICKHOUSE_COMPRESSION)")
@@ -155,6 +157,9 @@ func (c *Config) Validate() error {
 	}
 	if err := schema.CheckDatabase(c.Database); err != nil {
 		probs = append(probs, err.Error()+" (HANDOFF_CLICKHOUSE_DATABASE or --clickhouse-database)")
+	}
+	if c.RetainMonths < 0 {
+		probs = append(probs, "retained months (HANDOFF_RETAIN_MONTHS, --retain-months) must be 0 (keep everything) or more")
 	}
 	if err := c.Layout().Check(); err != nil {
 		probs = append(probs, err.Error()+" (HANDOFF_CLICKHOUSE_CLUSTER or --clickhouse-cluster)")
