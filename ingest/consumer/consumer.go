@@ -49,9 +49,12 @@ type Consumer struct {
 	sink   *sink.Sink
 	reader *kafka.Reader
 	dlq    *kafka.Writer
-	// dlqTransport is dlq's connection pool, closed with it.
+	// dlqTransport is dlq's connection pool, closed with it; offsets
+	// uses it too.
 	dlqTransport *kafka.Transport
-	workers      int
+	// offsets reads the group's committed offsets before a commit.
+	offsets *kafka.Client
+	workers int
 
 	// decode state, used by the decode stage only: one decoder per worker
 	dec []model.Decoder
@@ -155,6 +158,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		WriteTimeout: 30 * time.Second,
 		ReadTimeout:  30 * time.Second,
 	}
+	c.offsets = &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 30 * time.Second, Transport: c.dlqTransport}
 	return c, nil
 }
 
