@@ -29,7 +29,9 @@ type Config struct {
 	Brokers []string
 	Topic   string // default handoff.events
 	// Timeout bounds each Emit: if the brokers have not acknowledged
-	// every event by then, Emit fails (default 10s).
+	// every event by then, Emit fails (default 30s: a leader change after
+	// a broker died takes Kafka's broker.session.timeout.ms, 9 s by
+	// default, and emits wait it out).
 	Timeout time.Duration
 	// CreateTopic creates the topic on first use when it is missing, with
 	// Partitions partitions (default 6) and ReplicationFactor (default 1).
@@ -69,7 +71,7 @@ func New(cfg Config) (*Emitter, error) {
 		return nil, fmt.Errorf("emit: %w", err)
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = 10 * time.Second
+		cfg.Timeout = 30 * time.Second
 	}
 	if cfg.Partitions <= 0 {
 		cfg.Partitions = 6
