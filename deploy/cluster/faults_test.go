@@ -8,20 +8,27 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/ingest/emit"
 	"github.com/handoff-dev/handoff/internal/testenv"
+	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/model/contract"
 )
 
+// findingsTopic is where the cluster's detectors publish.
+const findingsTopic = "handoff.findings"
+
 // load is how many events each fault test sends (HANDOFF_CLUSTER_LOAD,
-// default 200,000: the cluster's nine servers and four handoff processes
-// share this machine's two cores).
+// default 1,000,000).
 func load(t *testing.T) int {
 	if v := os.Getenv("HANDOFF_CLUSTER_LOAD"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -30,7 +37,7 @@ func load(t *testing.T) int {
 		}
 		return n
 	}
-	return 200_000
+	return 1_000_000
 }
 
 // node runs cluster.sh ACTION NODE (start, stop, kill) on the local cluster.
@@ -43,17 +50,55 @@ func (e env) node(t *testing.T, action, node string) {
 	}
 }
 
-// emitting sends n events of a new pipeline in chunks from a goroutine and
-// reports, on done, the first error and the longest single Send (the time
-// a producer waited out a fault). Each chunk must be acknowledged by
-// min.insync.replicas brokers (acks=all) within a minute.
+// recentEvents returns n events of 10,000 pipelines PREFIX.pNNNNN over the
+// last five business dates (about 20 events a batch, every type, anomalies
+// and failures among them), timed two to four days ago: every deadline of
+// the default contract (24 hours after the latest boundary event) has
+// passed, so the findings they raise do not depend on when they are
+// evaluated, and all are within the detectors' retention window.
+func recentEvents(n int, prefix string, now time.Time) []model.Event {
+	events := testenv.Events(n, prefix, 11)
+	base := time.Date(2026, 10, 1, 1, 0, 0, 0, time.UTC)
+	start := now.Add(-96 * time.Hour).Truncate(time.Millisecond)
+	today := model.MustParseDate(now.UTC().Format(time.DateOnly))
+	for i := range events {
+		e := &events[i]
+		e.Pipeline = fmt.Sprintf("%s.p%05d", prefix, i%10000)
+		e.Time = start.Add(e.Time.Sub(base))
+		if e.Type.HasBatch() {
+			rerun := len(e.BatchID) > 8
+			e.BusinessDate = today.AddDays(-1 - (i/10000)%5)
+			e.BatchID = e.BusinessDate.Compact()
+			if rerun {
+				e.BatchID += "-rerun"
+			}
+			if e.Type.NeedsObject() {
+				e.Object = "account_balance_snapshot_" + e.BatchID + ".csv"
+			}
+		}
+	}
+	return events
+}
+
+// pipelines is the SQL condition selecting the pipelines of prefix (a
+// primary-key range: PREFIX. up to PREFIX/).
+func pipelines(prefix string) string {
+	return "pipeline >= '" + prefix + ".' AND pipeline < '" + prefix + "/'"
+}
+
+// emitting sends events in chunks of 1,000 from a goroutine and reports,
+// on done, the first error and the longest single Send (the time a
+// producer waited out a fault). Each chunk must be acknowledged
+// (acks=all, min.insync.replicas 2) within a minute.
 type emitting struct {
-	pipeline string
-	n        int
-	sent     chan int // events acknowledged so far, after each chunk
-	done     chan error
-	mu       sync.Mutex
-	longest  time.Duration
+	prefix  string
+	events  []model.Event
+	now     time.Time
+	from    map[int32]int64 // end offsets of the findings topic at the start
+	sent    chan int        // events acknowledged so far, after each chunk
+	done    chan error
+	mu      sync.Mutex
+	longest time.Duration
 }
 
 func startEmitting(t *testing.T, e env, prefix string, n int) *emitting {
@@ -61,10 +106,12 @@ func startEmitting(t *testing.T, e env, prefix string, n int) *emitting {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &emitting{pipeline: testenv.Name(prefix), n: n, sent: make(chan int, n/1000+1), done: make(chan error, 1)}
+	s := &emitting{prefix: testenv.Name(prefix), now: time.Now(), sent: make(chan int, n/1000+1), done: make(chan error, 1)}
+	s.events = recentEvents(n, s.prefix, s.now)
+	s.from = endOffsets(t, e, findingsTopic)
+	events := slices.Clone(s.events)
 	go func() {
 		defer em.Close()
-		events := testenv.Events(n, s.pipeline, 11)
 		for i := 0; i < n; i += 1000 {
 			chunk := events[i:min(i+1000, n)]
 			start := time.Now()
@@ -103,10 +150,11 @@ func (s *emitting) until(t *testing.T, n int) {
 	}
 }
 
-// finish waits for the last event to be acknowledged and then for every
-// event to be stored once in the cluster; it returns how long storing took
-// after the last acknowledgement.
-func (s *emitting) finish(t *testing.T, e env) time.Duration {
+// finish waits for the last event to be acknowledged, then for every event
+// to be stored once in the cluster, then for the detectors' findings to
+// settle on what one detector given every event at once raises; it logs
+// how long each took after the last acknowledgement.
+func (s *emitting) finish(t *testing.T, e env) {
 	t.Helper()
 	go func() {
 		for range s.sent {
@@ -117,18 +165,179 @@ func (s *emitting) finish(t *testing.T, e env) time.Duration {
 	}
 	acked := time.Now()
 	dist := open(t, e.servers[0])
-	testenv.Eventually(t, 5*time.Minute, "every event stored in the cluster", func() (bool, string) {
-		n := count(t, dist, "SELECT uniqExact(event_id) FROM "+e.db+".events WHERE pipeline = ?", s.pipeline)
-		return n == uint64(s.n), fmt.Sprintf("%d of %d distinct events", n, s.n)
+	want := uint64(len(s.events))
+	testenv.Eventually(t, 10*time.Minute, "every event stored in the cluster", func() (bool, string) {
+		n := count(t, dist, "SELECT uniqExact(event_id) FROM "+e.db+".events WHERE "+pipelines(s.prefix))
+		return n == want, fmt.Sprintf("%d of %d distinct events", n, want)
 	})
-	return time.Since(acked)
+	t.Logf("recovery: all %d events stored once (uniqExact(event_id) through the Distributed table) %s after the last acknowledgement; longest emit of 1,000 events %s",
+		want, time.Since(acked).Round(time.Millisecond), s.longest.Round(time.Millisecond))
+
+	expected := expectedOpen(t, s.events, s.now)
+	testenv.Eventually(t, 10*time.Minute, "the stored open findings equal one detector's", func() (bool, string) {
+		got := storedOpen(t, dist, e.db, s.prefix)
+		missing, extra := diff(expected, got), diff(got, expected)
+		return len(missing) == 0 && len(extra) == 0,
+			fmt.Sprintf("%d open findings stored, %d expected: %d missing (e.g. %v), %d not expected (e.g. %v)",
+				len(got), len(expected), len(missing), first(missing), len(extra), first(extra))
+	})
+	if dup := doubled(t, e, s.from, s.prefix); len(dup) > 0 {
+		t.Errorf("%d (fingerprint, seq) published more than once on %s, e.g. %v", len(dup), findingsTopic, first(dup))
+	}
+	t.Logf("recovery: %d open findings equal to one detector's, none published twice, %s after the last acknowledgement",
+		len(expected), time.Since(acked).Round(time.Millisecond))
+}
+
+// expectedOpen is what one detector that observes every event and then
+// advances to now leaves open: fingerprint -> kind/name.
+func expectedOpen(t *testing.T, events []model.Event, now time.Time) map[string]string {
+	t.Helper()
+	set, err := contract.NewSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := detect.New(detect.Config{Contracts: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range events {
+		d.Observe(&events[i])
+	}
+	latest := map[string]detect.Finding{}
+	for _, f := range d.Advance(now, now) {
+		latest[f.Fingerprint] = f
+	}
+	out := map[string]string{}
+	for fp, f := range latest {
+		if f.State == detect.Open {
+			out[fp] = string(f.Kind) + "/" + f.Name
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("the events raise no finding at all: the check would prove nothing")
+	}
+	return out
+}
+
+// storedOpen reads the open findings of prefix's pipelines from
+// findings_v2 (latest record per fingerprint, never FINAL).
+func storedOpen(t *testing.T, conn driver.Conn, db, prefix string) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rows, err := conn.Query(ctx, "SELECT fingerprint, argMax(kind, seq), argMax(name, seq) FROM "+db+".findings_v2 WHERE "+
+		pipelines(prefix)+" GROUP BY fingerprint HAVING argMax(state, seq) = 'open'")
+	if err != nil {
+		t.Fatalf("read the findings: %v", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var fp, kind, name string
+		if err := rows.Scan(&fp, &kind, &name); err != nil {
+			t.Fatal(err)
+		}
+		out[fp] = kind + "/" + name
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// diff returns the entries of a that b lacks or has differently.
+func diff(a, b map[string]string) []string {
+	var out []string
+	for k, v := range a {
+		if b[k] != v {
+			out = append(out, k+" "+v)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func first(s []string) []string { return s[:min(len(s), 3)] }
+
+// endOffsets returns the end offset of every partition of topic.
+func endOffsets(t *testing.T, e env, topic string) map[int32]int64 {
+	t.Helper()
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	c := &kafka.Client{Addr: kafka.TCP(e.brokers...), Transport: tr}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil || len(meta.Topics) != 1 {
+		t.Fatalf("metadata of %s: %v", topic, err)
+	}
+	var reqs []kafka.OffsetRequest
+	for _, p := range meta.Topics[0].Partitions {
+		reqs = append(reqs, kafka.LastOffsetOf(p.ID))
+	}
+	lo, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+	if err != nil {
+		t.Fatalf("end offsets of %s: %v", topic, err)
+	}
+	out := map[int32]int64{}
+	for _, p := range lo.Topics[topic] {
+		out[int32(p.Partition)] = p.LastOffset
+	}
+	return out
+}
+
+// doubled reads the findings topic from the offsets of from to its end and
+// returns the (fingerprint, seq) of prefix's pipelines published more than
+// once: each must be published once (docs/detect.md).
+func doubled(t *testing.T, e env, from map[int32]int64, prefix string) []string {
+	t.Helper()
+	end := endOffsets(t, e, findingsTopic)
+	seen := map[string]int{}
+	for p, off := range from {
+		if off >= end[p] {
+			continue
+		}
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: e.brokers, Topic: findingsTopic, Partition: int(p), MaxBytes: 16 << 20})
+		if err := r.SetOffset(off); err != nil {
+			t.Fatal(err)
+		}
+		for off < end[p] {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			m, err := r.ReadMessage(ctx)
+			cancel()
+			if err != nil {
+				r.Close()
+				t.Fatalf("read %s/%d at %d: %v", findingsTopic, p, off, err)
+			}
+			off = m.Offset + 1
+			f, err := detect.ParseFinding(m.Value)
+			if err != nil {
+				t.Errorf("finding at %s/%d@%d: %v", findingsTopic, p, m.Offset, err)
+				continue
+			}
+			if f.Batch.Pipeline > prefix+"." && f.Batch.Pipeline < prefix+"/" {
+				seen[fmt.Sprintf("%s/%d", f.Fingerprint, f.Seq)]++
+			}
+		}
+		r.Close()
+	}
+	var out []string
+	for k, n := range seen {
+		if n > 1 {
+			out = append(out, fmt.Sprintf("%s x%d", k, n))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // leaderOf returns the node name (kafkaN) of the broker leading partition
 // 0 of the events topic.
 func leaderOf(t *testing.T, e env) string {
 	t.Helper()
-	c := &kafka.Client{Addr: kafka.TCP(e.brokers...), Transport: &kafka.Transport{}}
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	c := &kafka.Client{Addr: kafka.TCP(e.brokers...), Transport: tr}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{emit.DefaultTopic}})
@@ -138,24 +347,53 @@ func leaderOf(t *testing.T, e env) string {
 	return fmt.Sprintf("kafka%d", meta.Topics[0].Partitions[0].Leader.ID)
 }
 
-// TestEmitSurvivesLeaderChange: kill -9 the leader of an events partition
-// while events are emitted (acks=all, min.insync.replicas 2 of 3), then
-// bring it back. Every emit succeeds, and every event is stored once.
-func TestEmitSurvivesLeaderChange(t *testing.T) {
-	e := clusterEnv(t)
-	n := load(t)
-	s := startEmitting(t, e, "cluster-leader", n)
+// fault kills node (kill -9 with "kill", SIGTERM with "stop") a fifth of
+// the way through the load, starts it again half way, and logs how long it
+// was down.
+func fault(t *testing.T, e env, s *emitting, action string, nodes ...string) {
+	t.Helper()
+	n := len(s.events)
 	s.until(t, n/5)
-	victim := leaderOf(t, e)
-	killed := time.Now()
-	e.node(t, "kill", victim)
-	t.Logf("kill -9 %s (leader of partition 0) after %d+ events", victim, n/5)
+	down := time.Now()
+	for _, node := range nodes {
+		e.node(t, action, node)
+	}
+	t.Logf("%s %v after %d+ events", action, nodes, n/5)
 	s.until(t, n/2)
-	e.node(t, "start", victim)
-	t.Logf("%s back %s after the kill", victim, time.Since(killed).Round(time.Millisecond))
-	store := s.finish(t, e)
-	t.Logf("recovery: longest emit (1,000 events) %s; all %d events stored once %s after the last acknowledgement",
-		s.longest.Round(time.Millisecond), n, store.Round(time.Millisecond))
+	for _, node := range nodes {
+		e.node(t, "start", node)
+	}
+	t.Logf("%v back %s after the %s", nodes, time.Since(down).Round(time.Millisecond), action)
+}
+
+// TestKafkaBrokerKill (kill -9 the leader of an events partition, then
+// bring it back): every emit succeeds (acks=all waits out the leader
+// change), every event is stored once, the findings equal one detector's.
+func TestKafkaBrokerKill(t *testing.T) {
+	e := clusterEnv(t)
+	s := startEmitting(t, e, "cluster-kafka", load(t))
+	s.until(t, 1)
+	fault(t, e, s, "kill", leaderOf(t, e))
+	s.finish(t, e)
+}
+
+// TestClickHouseReplicaKill (kill -9 ch1, the first server of ingest1 and
+// detect1, then bring it back): inserts move to the other servers,
+// nothing is lost or stored twice, the findings equal one detector's, and
+// ch1 catches up with its replica ch2.
+func TestClickHouseReplicaKill(t *testing.T) {
+	e := clusterEnv(t)
+	s := startEmitting(t, e, "cluster-ch", load(t))
+	fault(t, e, s, "kill", "ch1")
+	back := time.Now()
+	s.finish(t, e)
+	a, b := open(t, e.servers[0]), open(t, e.servers[1])
+	q := "SELECT uniqExact(event_id) FROM " + e.db + ".events_local WHERE " + pipelines(s.prefix)
+	testenv.Eventually(t, 5*time.Minute, "ch1 caught up with ch2", func() (bool, string) {
+		na, nb := count(t, a, q), count(t, b, q)
+		return na == nb && na > 0, fmt.Sprintf("ch1 %d, ch2 %d events", na, nb)
+	})
+	t.Logf("recovery: ch1 holds what ch2 holds %s after it was started again", time.Since(back).Round(time.Millisecond))
 }
 
 // committed reads the ingesters' group's committed offset of every events
@@ -176,14 +414,15 @@ func committed(ctx context.Context, c *kafka.Client) (map[int]int64, error) {
 	return out, nil
 }
 
-// TestRebalanceNeverMovesCommitsBack: kill -9 one of the two ingesters
-// under load, then start it again (two rebalances of the group). The
-// group's committed offsets, polled all along, never decrease, and every
-// event is stored once.
-func TestRebalanceNeverMovesCommitsBack(t *testing.T) {
+// TestIngesterAndDetectorKill (kill -9 ingest1 and detect1 under load, then
+// start them again: two rebalances of each group): the ingest group's
+// committed offsets, polled all along, never decrease; every event is
+// stored once; the findings equal one detector's, none published twice.
+func TestIngesterAndDetectorKill(t *testing.T) {
 	e := clusterEnv(t)
-	n := load(t)
-	c := &kafka.Client{Addr: kafka.TCP(e.brokers...), Transport: &kafka.Transport{}}
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	c := &kafka.Client{Addr: kafka.TCP(e.brokers...), Transport: tr}
 	stop := make(chan struct{})
 	watched := make(chan error, 1)
 	go func() {
@@ -216,17 +455,11 @@ func TestRebalanceNeverMovesCommitsBack(t *testing.T) {
 			}
 		}
 	}()
-	s := startEmitting(t, e, "cluster-rebalance", n)
-	s.until(t, n/5)
-	e.node(t, "kill", "ingest1")
-	killed := time.Now()
-	s.until(t, n/2)
-	e.node(t, "start", "ingest1")
-	t.Logf("ingest1 killed (-9) and started again %s later", time.Since(killed).Round(time.Millisecond))
-	store := s.finish(t, e)
+	s := startEmitting(t, e, "cluster-procs", load(t))
+	fault(t, e, s, "kill", "ingest1", "detect1")
+	s.finish(t, e)
 	close(stop)
 	if err := <-watched; err != nil {
 		t.Error(err)
 	}
-	t.Logf("recovery: all %d events stored once %s after the last acknowledgement", n, store.Round(time.Millisecond))
 }

@@ -167,7 +167,9 @@ func (em *Emitter) Send(ctx context.Context, events []model.Event) error {
 	for i := range events {
 		msgs[i] = kafka.Message{Key: []byte(events[i].PartitionKey()), Value: events[i].AppendJSON(nil)}
 	}
-	if err := em.write(ctx, msgs); err != nil {
+	// Written again until acknowledged or the timeout: an emit waits out
+	// a leader change (topics.WriteAll).
+	if err := topics.WriteAll(ctx, em.w, msgs, nil); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("emit: Kafka %s did not acknowledge %d event(s) on topic %s within %v: %w (is the broker up? check HANDOFF_KAFKA_BROKERS)",
 				strings.Join(em.cfg.Brokers, ","), len(events), em.cfg.Topic, em.cfg.Timeout, err)
@@ -175,54 +177,6 @@ func (em *Emitter) Send(ctx context.Context, events []model.Event) error {
 		return fmt.Errorf("emit: write %d event(s) to Kafka topic %s at %s: %w (is the broker up? check HANDOFF_KAFKA_BROKERS; nothing was acknowledged, so emitting again with the same --event-id is safe)", len(events), em.cfg.Topic, strings.Join(em.cfg.Brokers, ","), err)
 	}
 	return nil
-}
-
-// write writes msgs, and writes again those the brokers did not
-// acknowledge until all are or ctx ends. A partition's leader dying
-// fails its writes until the controller has moved the leadership (Kafka's
-// broker.session.timeout.ms, 9 s by default): the writer's own attempts
-// are over in about 3 s, so without this loop an emit during a leader
-// change would fail although a replica takes over soon after. Only
-// unacknowledged messages are sent again; a message whose acknowledgement
-// was lost may reach the topic twice, which is one event after ingest
-// (event_id is the idempotency key).
-func (em *Emitter) write(ctx context.Context, msgs []kafka.Message) error {
-	backoff := 100 * time.Millisecond
-	for {
-		err := em.w.WriteMessages(ctx, msgs...)
-		if err == nil {
-			return nil
-		}
-		final := permanent(err)
-		var werrs kafka.WriteErrors
-		if errors.As(err, &werrs) && len(werrs) == len(msgs) {
-			var failed []kafka.Message
-			final = true
-			for i, e := range werrs {
-				if e != nil {
-					failed = append(failed, msgs[i])
-					final = final && permanent(e)
-				}
-			}
-			msgs = failed
-		}
-		if final {
-			return err // the brokers refuse it: sending again changes nothing
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 2*time.Second)
-	}
-}
-
-// permanent reports whether err is a Kafka error that sending again cannot
-// cure (a message too large, an authorization failure, ...).
-func permanent(err error) bool {
-	var kerr kafka.Error
-	return errors.As(err, &kerr) && !kerr.Temporary()
 }
 
 // ensureTopic creates the topic when CreateTopic is set and it has not

@@ -2,8 +2,10 @@ package topics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/segmentio/kafka-go"
 )
@@ -84,4 +86,67 @@ func CommitForward(ctx context.Context, c Committer, offsets OffsetReader, group
 		return nil
 	}
 	return c.CommitMessages(ctx, fwd...)
+}
+
+// MessageWriter writes messages to Kafka (a *kafka.Writer).
+type MessageWriter interface {
+	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
+}
+
+// WriteAll writes msgs with w, then writes again the messages the brokers
+// did not acknowledge, with backoff (100 ms doubling to 2 s), until every
+// message is acknowledged, ctx ends, or the brokers refuse a message for
+// good (a kafka.Error that is not temporary: too large, not authorized).
+// retrying, when set, hears of each failed attempt and how many messages
+// are left.
+//
+// Why: when a partition's leader dies, writes to it fail until the
+// controller has moved the leadership (broker.session.timeout.ms, 9 s by
+// default), longer than a writer's own attempts last (about 3 s), so a
+// producer that gives up then fails although a replica takes over soon
+// after. Only unacknowledged messages are written again, so an
+// acknowledged one is not duplicated; the messages of one partition fail
+// or succeed together, so their order is kept. A message whose
+// acknowledgement was lost may still be written twice: consumers must
+// deduplicate (handoff's do: event_id, fingerprint and seq).
+func WriteAll(ctx context.Context, w MessageWriter, msgs []kafka.Message, retrying func(err error, left int)) error {
+	backoff := 100 * time.Millisecond
+	for {
+		err := w.WriteMessages(ctx, msgs...)
+		if err == nil {
+			return nil
+		}
+		final := permanent(err)
+		var werrs kafka.WriteErrors
+		if errors.As(err, &werrs) && len(werrs) == len(msgs) {
+			var failed []kafka.Message
+			final = true
+			for i, e := range werrs {
+				if e != nil {
+					failed = append(failed, msgs[i])
+					final = final && permanent(e)
+				}
+			}
+			msgs = failed
+		}
+		if final {
+			return err // the brokers refuse it: writing again changes nothing
+		}
+		if retrying != nil {
+			retrying(err, len(msgs))
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// permanent reports whether err is a Kafka error that writing again cannot
+// cure.
+func permanent(err error) bool {
+	var kerr kafka.Error
+	return errors.As(err, &kerr) && !kerr.Temporary()
 }

@@ -72,3 +72,67 @@ func TestForward(t *testing.T) {
 		t.Errorf("error %v, want one naming the group", err)
 	}
 }
+
+// flaky fails the messages whose value is in fail, once each, with err.
+type flaky struct {
+	fail  map[string]error
+	calls [][]string
+}
+
+func (f *flaky) WriteMessages(_ context.Context, msgs ...kafka.Message) error {
+	var vals []string
+	werrs := make(kafka.WriteErrors, len(msgs))
+	failed := false
+	for i, m := range msgs {
+		vals = append(vals, string(m.Value))
+		if err := f.fail[string(m.Value)]; err != nil {
+			werrs[i], failed = err, true
+			delete(f.fail, string(m.Value))
+		}
+	}
+	f.calls = append(f.calls, vals)
+	if failed {
+		return werrs
+	}
+	return nil
+}
+
+func TestWriteAll(t *testing.T) {
+	msgs := func(vals ...string) []kafka.Message {
+		var out []kafka.Message
+		for _, v := range vals {
+			out = append(out, kafka.Message{Value: []byte(v)})
+		}
+		return out
+	}
+	// A leader change: b and c fail once (temporarily), then succeed; a
+	// and d, acknowledged, are not written again.
+	w := &flaky{fail: map[string]error{"b": kafka.NotLeaderForPartition, "c": kafka.LeaderNotAvailable}}
+	var heard []int
+	if err := topics.WriteAll(context.Background(), w, msgs("a", "b", "c", "d"), func(_ error, left int) { heard = append(heard, left) }); err != nil {
+		t.Fatal(err)
+	}
+	if want := [][]string{{"a", "b", "c", "d"}, {"b", "c"}}; !reflect.DeepEqual(w.calls, want) {
+		t.Errorf("writes %v, want %v", w.calls, want)
+	}
+	if !reflect.DeepEqual(heard, []int{2}) {
+		t.Errorf("retrying heard %v, want [2]", heard)
+	}
+
+	// Refused for good: no second write.
+	w = &flaky{fail: map[string]error{"big": kafka.MessageSizeTooLarge}}
+	if err := topics.WriteAll(context.Background(), w, msgs("big"), nil); err == nil || len(w.calls) != 1 {
+		t.Errorf("permanent error: err %v after %d writes, want an error after 1", err, len(w.calls))
+	}
+
+	// The context ends while the brokers keep failing.
+	ctx, cancel := context.WithCancel(context.Background())
+	always := writerFunc(func(context.Context, ...kafka.Message) error { cancel(); return errors.New("connection refused") })
+	if err := topics.WriteAll(ctx, always, msgs("x"), nil); err == nil {
+		t.Error("WriteAll returned nil after its context ended with nothing acknowledged")
+	}
+}
+
+type writerFunc func(context.Context, ...kafka.Message) error
+
+func (f writerFunc) WriteMessages(ctx context.Context, msgs ...kafka.Message) error { return f(ctx, msgs...) }
