@@ -94,8 +94,8 @@ type emitting struct {
 	prefix  string
 	events  []model.Event
 	now     time.Time
-	from    map[int32]int64 // end offsets of the findings topic at the start
-	sent    chan int        // events acknowledged so far, after each chunk
+	from    map[int]int64 // end offsets of the findings topic at the start
+	sent    chan int      // events acknowledged so far, after each chunk
 	done    chan error
 	mu      sync.Mutex
 	longest time.Duration
@@ -108,7 +108,7 @@ func startEmitting(t *testing.T, e env, prefix string, n int) *emitting {
 	}
 	s := &emitting{prefix: testenv.Name(prefix), now: time.Now(), sent: make(chan int, n/1000+1), done: make(chan error, 1)}
 	s.events = recentEvents(n, s.prefix, s.now)
-	s.from = endOffsets(t, e, findingsTopic)
+	s.from = testenv.EndOffsets(t, e.brokers, findingsTopic)
 	events := slices.Clone(s.events)
 	go func() {
 		defer em.Close()
@@ -261,48 +261,21 @@ func diff(a, b map[string]string) []string {
 
 func first(s []string) []string { return s[:min(len(s), 3)] }
 
-// endOffsets returns the end offset of every partition of topic.
-func endOffsets(t *testing.T, e env, topic string) map[int32]int64 {
-	t.Helper()
-	tr := &kafka.Transport{}
-	defer tr.CloseIdleConnections()
-	c := &kafka.Client{Addr: kafka.TCP(e.brokers...), Transport: tr}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
-	if err != nil || len(meta.Topics) != 1 {
-		t.Fatalf("metadata of %s: %v", topic, err)
-	}
-	var reqs []kafka.OffsetRequest
-	for _, p := range meta.Topics[0].Partitions {
-		reqs = append(reqs, kafka.LastOffsetOf(p.ID))
-	}
-	lo, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
-	if err != nil {
-		t.Fatalf("end offsets of %s: %v", topic, err)
-	}
-	out := map[int32]int64{}
-	for _, p := range lo.Topics[topic] {
-		out[int32(p.Partition)] = p.LastOffset
-	}
-	return out
-}
-
 // doubled reads the findings topic from the offsets of from to its end and
 // returns the (fingerprint, seq) of prefix's pipelines published more than
 // once: conflicting (different records under one (fingerprint, seq): the
 // same condition raised twice, which must never happen) and repeated
 // (the same record again: a write whose acknowledgement was lost, sent
 // again; consumers keep one, as they keep one of a redelivery).
-func doubled(t *testing.T, e env, from map[int32]int64, prefix string) (conflicting, repeated []string) {
+func doubled(t *testing.T, e env, from map[int]int64, prefix string) (conflicting, repeated []string) {
 	t.Helper()
-	end := endOffsets(t, e, findingsTopic)
+	end := testenv.EndOffsets(t, e.brokers, findingsTopic)
 	seen := map[string][]string{}
 	for p, off := range from {
 		if off >= end[p] {
 			continue
 		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: e.brokers, Topic: findingsTopic, Partition: int(p), MaxBytes: 16 << 20})
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: e.brokers, Topic: findingsTopic, Partition: p, MaxBytes: 16 << 20})
 		if err := r.SetOffset(off); err != nil {
 			t.Fatal(err)
 		}

@@ -135,4 +135,6 @@ func TestWriteAll(t *testing.T) {
 
 type writerFunc func(context.Context, ...kafka.Message) error
 
-func (f writerFunc) WriteMessages(ctx context.Context, msgs ...kafka.Message) error { return f(ctx, msgs...) }
+func (f writerFunc) WriteMessages(ctx context.Context, msgs ...kafka.Message) error {
+	return f(ctx, msgs...)
+}
