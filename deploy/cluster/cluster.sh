@@ -247,7 +247,7 @@ wait_ready() { # wait_ready NODE...
     until node_ready "$node"; do
       # The recorded pid, alive: its command line may not show the
       # pattern yet while it execs (env, then handoff).
-      pid_alive "$(cat "$(node_pidfile "$node")" 2>/dev/null || echo 0)" ||
+      pid_from_file "$(node_pidfile "$node")" >/dev/null ||
         { show_log_tail "$C_DIR/$node"/*.log "$C_DIR/$node"/logs/*.log; die "$node exited during startup; logs under $C_DIR/$node"; }
       [ "$SECONDS" -lt "$deadline" ] || die "$node not ready after ${TIMEOUT}s; logs under $C_DIR/$node"
       sleep 0.5
