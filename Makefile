@@ -12,7 +12,7 @@ DATA_DIR ?= $(CURDIR)/.data
 export HANDOFF_DATA_DIR := $(DATA_DIR)
 BIN := $(CURDIR)/bin/handoff
 
-.PHONY: all build test unit vet services services-down demo bench bench-replay fuzz clean
+.PHONY: all build test unit vet services services-down demo bench bench-replay fuzz clean cluster cluster-down cluster-status cluster-test
 
 all: build
 
@@ -46,6 +46,25 @@ test: vet services
 unit: vet
 	env -u HANDOFF_CLICKHOUSE_ADDR -u HANDOFF_KAFKA_BROKERS \
 		$(GO) test -short -count=1 ./...
+
+# The local cluster (deploy/cluster/cluster.sh, docs/cluster.md): ZooKeeper,
+# three Kafka brokers, ClickHouse as two shards of two replicas, two
+# ingesters and two detectors, on loopback ports 26xxx beside the services.
+cluster:
+	bash deploy/cluster/cluster.sh up
+
+cluster-down:
+	bash deploy/cluster/cluster.sh down
+
+cluster-status:
+	bash deploy/cluster/cluster.sh status
+
+# The cluster's tests (build tag cluster; not part of make test). The
+# single-server services are the reference a read through the cluster is
+# compared with.
+cluster-test: cluster services
+	set -a; . $(DATA_DIR)/services.env; . $(DATA_DIR)/cluster/cluster.env; set +a; \
+	$(GO) test -tags cluster -count=1 -v -timeout 60m ./deploy/cluster/
 
 demo: build
 	bash deploy/demo/demo.sh

@@ -22,7 +22,7 @@ import (
 type emitEnv struct {
 	Brokers    []string      `env:"HANDOFF_KAFKA_BROKERS" envSeparator:","`
 	Topic      string        `env:"HANDOFF_TOPIC" envDefault:"handoff.events"`
-	Timeout    time.Duration `env:"HANDOFF_EMIT_TIMEOUT" envDefault:"10s"`
+	Timeout    time.Duration `env:"HANDOFF_EMIT_TIMEOUT" envDefault:"30s"`
 	Partitions int           `env:"HANDOFF_TOPIC_PARTITIONS" envDefault:"6"`
 	System     string        `env:"HANDOFF_SYSTEM"`
 	Component  string        `env:"HANDOFF_COMPONENT"`

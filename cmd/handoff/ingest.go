@@ -80,7 +80,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return fmt.Errorf("ingest: start: %w", err)
 	}
-	conn, err := chconn.Open(ctx, chconn.Config{Addr: cfg.ClickHouseAddr, User: cfg.User, Password: cfg.Password, Compression: cfg.Compression})
+	conn, err := chconn.Open(ctx, chconn.Config{Addr: cfg.ClickHouseAddr, User: cfg.User, Password: cfg.Password, Compression: cfg.Compression, Settings: cfg.Layout().InsertSettings()})
 	if err != nil {
 		c.Close()
 		return fmt.Errorf("ingest: results: %w", err)

@@ -13,7 +13,7 @@ import (
 // it. Commands may have more flags than listed.
 var commandFlags = map[string][]string{
 	"diagnose": {"events", "contract", "as-of", "format", "batch", "strict", "progress", "clickhouse", "database", "pipeline", "from", "to"},
-	"ingest": {"kafka-brokers", "topic", "dlq-topic", "group", "topic-partitions", "clickhouse-addr", "clickhouse-database",
+	"ingest": {"kafka-brokers", "topic", "dlq-topic", "group", "topic-partitions", "clickhouse-addr", "clickhouse-database", "clickhouse-cluster", "retain-months",
 		"clickhouse-user", "clickhouse-password", "batch-size", "flush-interval", "retry-max", "shutdown-timeout",
 		"metrics-addr", "log-level", "log-format"},
 	"emit": {"kafka-brokers", "topic", "timeout", "stdin", "type", "pipeline", "business-date", "batch-id", "system",

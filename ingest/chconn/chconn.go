@@ -32,6 +32,9 @@ type Config struct {
 	// Compression of blocks sent and received: "none" (default; fastest
 	// on loopback and fast networks), "lz4" or "zstd".
 	Compression string
+	// Settings are query settings sent with every query (for example
+	// insert_distributed_sync on a cluster: schema.Layout.InsertSettings).
+	Settings map[string]any
 	// Dial, when set, replaces the TCP dialer (tests use it to route
 	// through a proxy).
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
@@ -90,6 +93,9 @@ func Open(ctx context.Context, cfg Config) (driver.Conn, error) {
 		ClientInfo: clickhouse.ClientInfo{
 			Products: []struct{ Name, Version string }{{Name: "handoff", Version: "v1"}},
 		},
+	}
+	if len(cfg.Settings) > 0 {
+		opts.Settings = clickhouse.Settings(cfg.Settings)
 	}
 	if cfg.Dial != nil {
 		opts.DialContext = cfg.Dial

@@ -28,6 +28,8 @@ type Config struct {
 	ReplicationFactor int           `env:"HANDOFF_TOPIC_REPLICATION" envDefault:"1"`
 	ClickHouseAddr    string        `env:"HANDOFF_CLICKHOUSE_ADDR"`
 	Database          string        `env:"HANDOFF_CLICKHOUSE_DATABASE" envDefault:"handoff"`
+	Cluster           string        `env:"HANDOFF_CLICKHOUSE_CLUSTER"`
+	RetainMonths      int           `env:"HANDOFF_RETAIN_MONTHS" envDefault:"0"`
 	User              string        `env:"HANDOFF_CLICKHOUSE_USER" envDefault:"default"`
 	Password          string        `env:"HANDOFF_CLICKHOUSE_PASSWORD"`
 	Compression       string        `env:"HANDOFF_CLICKHOUSE_COMPRESSION" envDefault:"none"`
@@ -89,6 +91,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.ReplicationFactor, "topic-replication", c.ReplicationFactor, "replication factor of topics created when missing (HANDOFF_TOPIC_REPLICATION)")
 	fs.StringVar(&c.ClickHouseAddr, "clickhouse-addr", c.ClickHouseAddr, "ClickHouse native protocol host:port (HANDOFF_CLICKHOUSE_ADDR)")
 	fs.StringVar(&c.Database, "clickhouse-database", c.Database, "ClickHouse database (HANDOFF_CLICKHOUSE_DATABASE)")
+	fs.StringVar(&c.Cluster, "clickhouse-cluster", c.Cluster, "ClickHouse cluster (<remote_servers> name) for the replicated and Distributed tables; empty: a single server (HANDOFF_CLICKHOUSE_CLUSTER)")
+	fs.IntVar(&c.RetainMonths, "retain-months", c.RetainMonths, "drop history older than this many whole months before the current one, daily; 0 keeps everything (HANDOFF_RETAIN_MONTHS)")
 	fs.StringVar(&c.User, "clickhouse-user", c.User, "ClickHouse user (HANDOFF_CLICKHOUSE_USER)")
 	fs.StringVar(&c.Password, "clickhouse-password", c.Password, "ClickHouse password (HANDOFF_CLICKHOUSE_PASSWORD; prefer the variable)")
 	fs.StringVar(&c.Compression, "clickhouse-compression", c.Compression, "compression of blocks sent to ClickHouse: none, lz4 or zstd (HANDOFF_CLICKHOUSE_COMPRESSION)")
@@ -101,6 +105,10 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long a shutdown may spend on the last flush and commit (HANDOFF_SHUTDOWN_TIMEOUT)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "serve Prometheus /metrics here; empty to disable (HANDOFF_METRICS_ADDR)")
 }
+
+// Layout is the schema layout the configuration selects: the cluster
+// flavour when Cluster is set (docs/cluster.md).
+func (c *Config) Layout() schema.Layout { return schema.Layout{Cluster: c.Cluster} }
 
 // DefaultBatchBytes is the default of Config.BatchBytes (also what 0
 // means).
@@ -149,6 +157,12 @@ func (c *Config) Validate() error {
 	}
 	if err := schema.CheckDatabase(c.Database); err != nil {
 		probs = append(probs, err.Error()+" (HANDOFF_CLICKHOUSE_DATABASE or --clickhouse-database)")
+	}
+	if c.RetainMonths < 0 {
+		probs = append(probs, "retained months (HANDOFF_RETAIN_MONTHS, --retain-months) must be 0 (keep everything) or more")
+	}
+	if err := c.Layout().Check(); err != nil {
+		probs = append(probs, err.Error()+" (HANDOFF_CLICKHOUSE_CLUSTER or --clickhouse-cluster)")
 	}
 	if len(probs) > 0 {
 		return fmt.Errorf("ingest configuration: %s", strings.Join(probs, "; "))

@@ -29,17 +29,18 @@ func TestConfigDefaultsEnvFlags(t *testing.T) {
 		"HANDOFF_BATCH_SIZE":      "123",
 		"HANDOFF_FLUSH_INTERVAL":  "250ms",
 		"HANDOFF_TOPIC":           "t1",
+		"HANDOFF_RETAIN_MONTHS":   "13",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	c.RegisterFlags(fs)
-	if err := fs.Parse([]string{"--topic", "t2", "--kafka-brokers", "c:3"}); err != nil {
+	if err := fs.Parse([]string{"--topic", "t2", "--kafka-brokers", "c:3", "--clickhouse-cluster", "prod"}); err != nil {
 		t.Fatal(err)
 	}
 	if c.Topic != "t2" || !reflect.DeepEqual(c.Brokers, []string{"c:3"}) || c.BatchSize != 123 ||
-		c.FlushInterval != 250*time.Millisecond || c.ClickHouseAddr != "ch:9000" {
+		c.FlushInterval != 250*time.Millisecond || c.ClickHouseAddr != "ch:9000" || c.RetainMonths != 13 || c.Layout().Cluster != "prod" {
 		t.Errorf("env then flags: %+v", c)
 	}
 	if err := c.Validate(); err != nil {
@@ -124,6 +125,8 @@ func TestConfigValidateNamesBadKafkaSettings(t *testing.T) {
 		{func(c *consumer.Config) { c.Topic = "bad topic" }, "events topic (HANDOFF_TOPIC, --topic)"},
 		{func(c *consumer.Config) { c.DLQTopic = "" }, "dead-letter topic"},
 		{func(c *consumer.Config) { c.BatchBytes = -1 }, "HANDOFF_BATCH_BYTES"},
+		{func(c *consumer.Config) { c.Cluster = "c ON CLUSTER x" }, "HANDOFF_CLICKHOUSE_CLUSTER"},
+		{func(c *consumer.Config) { c.RetainMonths = -1 }, "HANDOFF_RETAIN_MONTHS"},
 	} {
 		c := base
 		tt.change(&c)

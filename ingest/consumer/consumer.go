@@ -50,9 +50,12 @@ type Consumer struct {
 	sink   *sink.Sink
 	reader *kafka.Reader
 	dlq    *kafka.Writer
-	// dlqTransport is dlq's connection pool, closed with it.
+	// dlqTransport is dlq's connection pool, closed with it; offsets
+	// uses it too.
 	dlqTransport *kafka.Transport
-	workers      int
+	// offsets reads the group's committed offsets before a commit.
+	offsets *kafka.Client
+	workers int
 
 	// decode state, used by the decode stage only: one decoder per worker
 	dec []model.Decoder
@@ -96,11 +99,11 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 	c.dec = make([]model.Decoder, c.workers)
 
 	err := c.retry(ctx, "startup", "connect to ClickHouse "+cfg.ClickHouseAddr+" and ensure the schema", 0, func(ctx context.Context) error {
-		conn, err := chconn.Open(ctx, chconn.Config{Addr: cfg.ClickHouseAddr, User: cfg.User, Password: cfg.Password, Compression: cfg.Compression, Dial: opts.ClickHouseDial})
+		conn, err := chconn.Open(ctx, chconn.Config{Addr: cfg.ClickHouseAddr, User: cfg.User, Password: cfg.Password, Compression: cfg.Compression, Settings: cfg.Layout().InsertSettings(), Dial: opts.ClickHouseDial})
 		if err != nil {
 			return err
 		}
-		if err := schema.Ensure(ctx, conn, cfg.Database); err != nil {
+		if err := schema.EnsureLayout(ctx, conn, cfg.Database, cfg.Layout()); err != nil {
 			conn.Close()
 			return err
 		}
@@ -161,6 +164,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		WriteTimeout: 30 * time.Second,
 		ReadTimeout:  30 * time.Second,
 	}
+	c.offsets = &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 30 * time.Second, Transport: c.dlqTransport}
 	return c, nil
 }
 

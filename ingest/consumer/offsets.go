@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/handoff-dev/handoff/ingest/topics"
 )
 
 // lastOffsets appends to dst the message of the highest offset of every
@@ -54,7 +56,9 @@ func (c *Consumer) commit(ctx context.Context, group []*decoded, n int) error {
 	var err error
 	if len(commits) > 0 {
 		err = c.retry(ctx, "commit", fmt.Sprintf("commit offsets of %d messages (group %s)", n, c.cfg.Group), 8,
-			func(ctx context.Context) error { return c.reader.CommitMessages(ctx, commits...) })
+			func(ctx context.Context) error {
+				return topics.CommitForward(ctx, c.reader, c.offsets, c.cfg.Group, commits, c.log)
+			})
 	}
 	if err != nil {
 		if ctx.Err() != nil {

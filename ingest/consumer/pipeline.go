@@ -78,6 +78,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 		time.AfterFunc(c.cfg.ShutdownTimeout, cancelFlush)
 	})
 	defer stopAfter()
+	retained := c.startRetention(ctx)
+	defer func() { <-retained }()
 
 	c.log.Info("ingest running", "topic", c.cfg.Topic, "group", c.cfg.Group, "brokers", c.cfg.Brokers,
 		"clickhouse", c.cfg.ClickHouseAddr, "database", c.cfg.Database, "batch_size", c.cfg.BatchSize,

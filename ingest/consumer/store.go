@@ -203,7 +203,7 @@ func (c *Consumer) recreateIfMissing(ctx context.Context, err error) error {
 		return err
 	}
 	c.log.Warn("ClickHouse database or table is missing; recreating the schema", "database", c.cfg.Database, "err", err)
-	if serr := schema.Ensure(ctx, c.conn, c.cfg.Database); serr != nil {
+	if serr := schema.EnsureLayout(ctx, c.conn, c.cfg.Database, c.cfg.Layout()); serr != nil {
 		return fmt.Errorf("%w; recreating the schema of database %s failed too: %w", err, c.cfg.Database, serr)
 	}
 	return err

@@ -3,11 +3,13 @@ package detection
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 
 	"github.com/handoff-dev/handoff/ingest/stream"
+	"github.com/handoff-dev/handoff/ingest/topics"
 )
 
 // Murmur2 returns the partition of key among n the way Java clients' default
@@ -55,6 +57,8 @@ func (k KafkaOffsets) Ends(ctx context.Context, topic string) (map[int]int64, er
 type KafkaPublisher struct {
 	brokers []string
 	writers map[string]*kafka.Writer
+	// Log hears of failed attempts while Publish waits (nil: not logged).
+	Log *slog.Logger
 }
 
 // NewKafkaPublisher returns a publisher to brokers.
@@ -62,7 +66,11 @@ func NewKafkaPublisher(brokers []string) *KafkaPublisher {
 	return &KafkaPublisher{brokers: brokers, writers: map[string]*kafka.Writer{}}
 }
 
-// Publish writes msgs to topic and waits for the acknowledgement.
+// Publish writes msgs to topic and waits for the acknowledgement, writing
+// again what was not acknowledged until it is or ctx ends: a leader
+// change (a broker died) delays the findings, it does not stop detection
+// (topics.WriteAll). Findings once computed are not computed again, so
+// giving up would lose them.
 func (p *KafkaPublisher) Publish(ctx context.Context, topic string, msgs ...kafka.Message) error {
 	w := p.writers[topic]
 	if w == nil {
@@ -77,7 +85,11 @@ func (p *KafkaPublisher) Publish(ctx context.Context, topic string, msgs ...kafk
 		}
 		p.writers[topic] = w
 	}
-	return w.WriteMessages(ctx, msgs...)
+	return topics.WriteAll(ctx, w, msgs, func(err error, left int) {
+		if p.Log != nil {
+			p.Log.Warn("detect: publish to "+topic+" failed; writing again", "left", left, "err", err)
+		}
+	})
 }
 
 // Close flushes and closes the writers.

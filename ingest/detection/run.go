@@ -63,6 +63,7 @@ func Run(ctx context.Context, cfg Config, o RunOptions) error {
 		return err
 	}
 	pub := NewKafkaPublisher(cfg.Brokers)
+	pub.Log = log
 	defer pub.Close()
 	m := NewMetrics(o.Registry)
 	r, err := New(Settings{

@@ -194,7 +194,15 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 	// ClickHouse may not be ready (or ingest may not have created the
 	// database yet): wait and retry rather than exit. Observing a history
 	// twice is harmless: the replay ignores duplicates.
-	err := r.retry.Do(ctx, "restore", fmt.Sprintf("read the stored history of partitions %v since %s", fresh, from), 0, func(ctx context.Context) error {
+	// The history grows with the retention window and the partitions
+	// taken over: a minute per attempt (the default) is not enough for
+	// millions of events, and a read that cannot finish in one attempt
+	// never finishes (seen on the local cluster: 6 million events, every
+	// attempt cut at a minute). ClickHouse's read timeout still ends a
+	// read from a server that stopped answering.
+	restore := r.retry
+	restore.Attempt = restoreAttempt
+	err := restore.Do(ctx, "restore", fmt.Sprintf("read the stored history of partitions %v since %s", fresh, from), 0, func(ctx context.Context) error {
 		return r.o.History.PartitionEvents(ctx, r.s.EventsTopic, fresh, from, func(e *model.Event) error {
 			n++
 			r.o.Detector.Observe(e)
@@ -219,7 +227,7 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 		return err
 	}
 	var fs []detect.Finding
-	err = r.retry.Do(ctx, "restore", fmt.Sprintf("read the stored findings since %s", from), 0, func(ctx context.Context) error {
+	err = restore.Do(ctx, "restore", fmt.Sprintf("read the stored findings since %s", from), 0, func(ctx context.Context) error {
 		var err error
 		fs, err = r.o.History.Findings(ctx, from)
 		return err
@@ -320,6 +328,9 @@ func (r *Runner) Fold(ctx context.Context, m kafka.Message) error {
 	r.o.Detector.Observe(&e)
 	return nil
 }
+
+// restoreAttempt bounds one attempt at reading a detector's history back.
+const restoreAttempt = time.Hour
 
 // Advance reads back the history of reopened batches, advances the
 // detector and publishes its findings, then the heartbeat when due.

@@ -29,7 +29,9 @@ type Config struct {
 	Brokers []string
 	Topic   string // default handoff.events
 	// Timeout bounds each Emit: if the brokers have not acknowledged
-	// every event by then, Emit fails (default 10s).
+	// every event by then, Emit fails (default 30s: a leader change after
+	// a broker died takes Kafka's broker.session.timeout.ms, 9 s by
+	// default, and emits wait it out).
 	Timeout time.Duration
 	// CreateTopic creates the topic on first use when it is missing, with
 	// Partitions partitions (default 6) and ReplicationFactor (default 1).
@@ -69,7 +71,7 @@ func New(cfg Config) (*Emitter, error) {
 		return nil, fmt.Errorf("emit: %w", err)
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = 10 * time.Second
+		cfg.Timeout = 30 * time.Second
 	}
 	if cfg.Partitions <= 0 {
 		cfg.Partitions = 6
@@ -79,7 +81,9 @@ func New(cfg Config) (*Emitter, error) {
 	}
 	// Its own connection pool, not kafka.DefaultTransport shared with
 	// every other client in the process.
-	tr := &kafka.Transport{}
+	// Metadata refreshed every 2 s (6 s by default): after a leader
+	// change the writer finds the new leader sooner.
+	tr := &kafka.Transport{MetadataTTL: 2 * time.Second}
 	w := &kafka.Writer{
 		Addr:         kafka.TCP(cfg.Brokers...),
 		Topic:        cfg.Topic,
@@ -163,7 +167,9 @@ func (em *Emitter) Send(ctx context.Context, events []model.Event) error {
 	for i := range events {
 		msgs[i] = kafka.Message{Key: []byte(events[i].PartitionKey()), Value: events[i].AppendJSON(nil)}
 	}
-	if err := em.w.WriteMessages(ctx, msgs...); err != nil {
+	// Written again until acknowledged or the timeout: an emit waits out
+	// a leader change (topics.WriteAll).
+	if err := topics.WriteAll(ctx, em.w, msgs, nil); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("emit: Kafka %s did not acknowledge %d event(s) on topic %s within %v: %w (is the broker up? check HANDOFF_KAFKA_BROKERS)",
 				strings.Join(em.cfg.Brokers, ","), len(events), em.cfg.Topic, em.cfg.Timeout, err)

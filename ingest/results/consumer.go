@@ -51,6 +51,10 @@ type Consumer struct {
 	reader *kafka.Reader
 	dlq    *kafka.Writer
 	lag    map[topicPartition]*partitionLag
+	// offsets reads the group's committed offsets before a commit, on a
+	// connection pool of its own (closed by Close).
+	offsets   *kafka.Client
+	offsetsTr *kafka.Transport
 
 	// beforeCommit, when set (tests), runs after a batch is stored and
 	// before its offsets are committed; an error stops Run there, as a
@@ -127,6 +131,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		WriteTimeout: 30 * time.Second,
 		ReadTimeout:  30 * time.Second,
 	}
+	c.offsetsTr = &kafka.Transport{}
+	c.offsets = &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 30 * time.Second, Transport: c.offsetsTr}
 	return c, nil
 }
 
@@ -143,6 +149,7 @@ func (c *Consumer) Close() error {
 	if err := c.dlq.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close results DLQ writer: %w", err))
 	}
+	c.offsetsTr.CloseIdleConnections()
 	return errors.Join(errs...)
 }
 
@@ -345,7 +352,9 @@ func (c *Consumer) store(ctx context.Context, b *batch, trigger string) error {
 		}
 	}
 	err := c.retry(ctx, "commit", fmt.Sprintf("commit offsets of %d records (group %s)", b.n, c.cfg.Group), 8,
-		func(ctx context.Context) error { return c.reader.CommitMessages(ctx, b.last...) })
+		func(ctx context.Context) error {
+			return topics.CommitForward(ctx, c.reader, c.offsets, c.cfg.Group, b.last, c.log)
+		})
 	if err != nil {
 		if ctx.Err() != nil {
 			return err

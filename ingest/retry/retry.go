@@ -24,11 +24,15 @@ type Retrier struct {
 	Log    *slog.Logger           // nil: no logging
 	Errors *prometheus.CounterVec // failed attempts by stage label; nil: not counted
 	Max    time.Duration          // cap of the backoff (from 100 ms); default 10 s
+	// Attempt bounds one attempt (default 1 minute). Work that grows with
+	// the data, like reading a detector's history back, needs more: with
+	// a bound it cannot meet, every attempt fails and it never succeeds.
+	Attempt time.Duration
 }
 
 // Do runs fn until it succeeds, ctx is done, or (when attempts > 0) after
 // that many attempts, waiting with capped exponential backoff in between.
-// Each attempt gets at most a minute. stage labels the error counter; what
+// Each attempt gets at most Attempt (a minute by default). stage labels the error counter; what
 // says in words what is attempted, for the log and the error.
 func (r Retrier) Do(ctx context.Context, stage, what string, attempts int, fn func(context.Context) error) error {
 	limit := r.Max
@@ -39,9 +43,13 @@ func (r Retrier) Do(ctx context.Context, stage, what string, attempts int, fn fu
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	attemptLimit := r.Attempt
+	if attemptLimit <= 0 {
+		attemptLimit = time.Minute
+	}
 	backoff := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, time.Minute)
+		actx, cancel := context.WithTimeout(ctx, attemptLimit)
 		err := fn(actx)
 		cancel()
 		if err == nil {

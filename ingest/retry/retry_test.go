@@ -115,3 +115,23 @@ func TestDoAttemptTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestDoAttemptBound: Attempt replaces the one-minute bound, so work that
+// takes longer than a minute can finish in one attempt.
+func TestDoAttemptBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		err := Retrier{Attempt: time.Hour}.Do(context.Background(), "restore", "read history", 2, func(ctx context.Context) error {
+			calls++
+			select {
+			case <-time.After(10 * time.Minute): // a long read that completes
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		if err != nil || calls != 1 {
+			t.Fatalf("err = %v after %d calls, want success in 1", err, calls)
+		}
+	})
+}

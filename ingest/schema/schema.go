@@ -68,11 +68,15 @@ func CheckDatabase(name string) error {
 	return nil
 }
 
-// Statements returns the schema's statements for database db, in order.
+// Statements returns the schema's statements for database db on a single
+// server, in order.
 func Statements(db string) ([]string, error) {
-	if err := CheckDatabase(db); err != nil {
-		return nil, err
-	}
+	return StatementsFor(db, Layout{})
+}
+
+// tableStatements returns the statements of schema.sql, comments removed,
+// with {db} still in them.
+func tableStatements() []string {
 	var out []string
 	for _, part := range strings.Split(schemaSQL, "\n;\n") {
 		var lines []string
@@ -85,26 +89,14 @@ func Statements(db string) ([]string, error) {
 		if len(lines) == 0 {
 			continue
 		}
-		out = append(out, strings.ReplaceAll(strings.Join(lines, "\n"), "{db}", db))
+		out = append(out, strings.Join(lines, "\n"))
 	}
-	return append(out, viewStatements(db)...), nil
+	return out
 }
 
-// Ensure creates the database db and its tables when missing. It is safe to
-// call on every start and concurrently from several processes.
+// Ensure creates the database db and its tables on a single server when
+// missing (EnsureLayout for a cluster). It is safe to call on every start
+// and concurrently from several processes.
 func Ensure(ctx context.Context, conn driver.Conn, db string) error {
-	stmts, err := Statements(db)
-	if err != nil {
-		return err
-	}
-	for _, s := range stmts {
-		if err := conn.Exec(ctx, s); err != nil {
-			first := s
-			if i := strings.IndexByte(first, '('); i > 0 {
-				first = first[:i]
-			}
-			return fmt.Errorf("clickhouse schema: %s: %w (check that the user may create databases and tables)", strings.TrimSpace(first), err)
-		}
-	}
-	return nil
+	return EnsureLayout(ctx, conn, db, Layout{})
 }

@@ -167,12 +167,13 @@ func ViewSelect(db, name, where string) (string, bool) {
 	return "", false
 }
 
-// viewStatements returns the CREATE VIEW statements of database db.
-func viewStatements(db string) []string {
+// viewStatements returns the CREATE VIEW statements of database db; on is
+// "" or " ON CLUSTER name".
+func viewStatements(db, on string) []string {
 	out := make([]string, 0, len(viewSelects))
 	for _, v := range viewSelects {
 		sql, _ := ViewSelect(db, v.name, "1")
-		out = append(out, "CREATE VIEW IF NOT EXISTS "+db+"."+v.name+" AS\n"+sql)
+		out = append(out, "CREATE VIEW IF NOT EXISTS "+db+"."+v.name+on+" AS\n"+sql)
 	}
 	return out
 }

@@ -8,6 +8,41 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
+// client returns a Kafka client with a transport of its own, and its
+// close: kafka.DefaultTransport pools connections, and a pooled
+// connection to a broker restarted since fails with EOF.
+func client(brokers []string) (*kafka.Client, func()) {
+	tr := &kafka.Transport{}
+	return &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}, tr.CloseIdleConnections
+}
+
+// EndOffsets returns the end offset (the next offset to be written) of
+// every partition of topic.
+func EndOffsets(t testing.TB, brokers []string, topic string) map[int]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, done := client(brokers)
+	defer done()
+	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil || len(meta.Topics) != 1 {
+		t.Fatalf("metadata of topic %s: %v", topic, err)
+	}
+	var reqs []kafka.OffsetRequest
+	for _, p := range meta.Topics[0].Partitions {
+		reqs = append(reqs, kafka.LastOffsetOf(p.ID))
+	}
+	lo, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+	if err != nil {
+		t.Fatalf("list offsets of topic %s: %v", topic, err)
+	}
+	end := map[int]int64{}
+	for _, p := range lo.Topics[topic] {
+		end[p.Partition] = p.LastOffset
+	}
+	return end
+}
+
 // Uncommitted returns how many messages of topics consumer group has not
 // committed: the log end offset minus the committed offset, summed over
 // every partition (a partition with no commit counts from 0). Tests use it
@@ -16,30 +51,14 @@ func Uncommitted(t testing.TB, brokers []string, group string, topics ...string)
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	// A transport of its own: kafka.DefaultTransport pools connections, and
-	// a pooled connection to a broker restarted since fails with EOF.
-	tr := &kafka.Transport{}
-	defer tr.CloseIdleConnections()
-	c := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}
+	c, done := client(brokers)
+	defer done()
 	var total int64
 	for _, topic := range topics {
-		meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
-		if err != nil || len(meta.Topics) != 1 {
-			t.Fatalf("metadata of topic %s: %v", topic, err)
-		}
+		end := EndOffsets(t, brokers, topic)
 		var parts []int
-		var reqs []kafka.OffsetRequest
-		for _, p := range meta.Topics[0].Partitions {
-			parts = append(parts, p.ID)
-			reqs = append(reqs, kafka.LastOffsetOf(p.ID))
-		}
-		lo, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
-		if err != nil {
-			t.Fatalf("list offsets of topic %s: %v", topic, err)
-		}
-		end := map[int]int64{}
-		for _, p := range lo.Topics[topic] {
-			end[p.Partition] = p.LastOffset
+		for p := range end {
+			parts = append(parts, p)
 		}
 		of, err := c.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
 		if err != nil {
