@@ -35,4 +35,10 @@ for pkg in $(go list ./... | grep -v -e "^$mod/ingest" -e "^$mod/query" -e "^$mo
     echo "check-imports: $pkg imports the ClickHouse driver: only ingest writes, only query reads"; fail=1
   fi
 done
+# query reads: its code (tests may load fixtures through ingest's writer)
+# sends no INSERT, DDL or mutation.
+if grep -nE '\.(PrepareBatch|Exec)\(|"(INSERT|CREATE|ALTER|DROP|TRUNCATE|OPTIMIZE) ' \
+    $(find query -name '*.go' ! -name '*_test.go'); then
+  echo "check-imports: query writes to ClickHouse (above): only ingest writes"; fail=1
+fi
 exit $fail

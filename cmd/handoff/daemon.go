@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-// daemonSpec describes a long-running command (ingest, notify) to
+// daemonSpec describes a long-running command (ingest, detect, notify) to
 // startDaemon: its name and one-line description for the usage, its
 // configuration's flags and check, and where it serves metrics.
 type daemonSpec struct {

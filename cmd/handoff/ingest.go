@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/handoff-dev/handoff/ingest/chconn"
@@ -33,45 +32,32 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return usageError("%v", err)
 	}
-	fs := flag.NewFlagSet("handoff ingest", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfg.RegisterFlags(fs)
-	rcfg.RegisterFlags(fs)
-	logLevel := fs.String("log-level", envOr("HANDOFF_LOG_LEVEL", "info"), "log level: debug, info, warn, error (HANDOFF_LOG_LEVEL)")
-	logFormat := fs.String("log-format", envOr("HANDOFF_LOG_FORMAT", "text"), "log format: text or json (HANDOFF_LOG_FORMAT)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: handoff ingest [flags]")
-		fmt.Fprintln(stderr, "\nConsume delivery events from Kafka into ClickHouse; rejected messages go to the dead-letter topic.")
-		fmt.Fprintln(stderr, "Findings (handoff detect) and diagnoses (handoff backfill) are stored from their topics too.")
-		fmt.Fprintln(stderr, "Every flag has a HANDOFF_* variable (named in its help); flags win.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := cfg.Validate(); err != nil {
-		return usageError("%v", err)
-	}
-	// The results consumer shares the events consumer's Kafka, database,
-	// dead-letter topic and timing settings.
-	rcfg.Brokers, rcfg.DLQTopic, rcfg.Database = cfg.Brokers, cfg.DLQTopic, cfg.Database
-	rcfg.Partitions, rcfg.ReplicationFactor = cfg.Partitions, cfg.ReplicationFactor
-	rcfg.RetryMax, rcfg.SessionTimeout, rcfg.ShutdownTimeout = cfg.RetryMax, cfg.SessionTimeout, cfg.ShutdownTimeout
-	if err := rcfg.Validate(); err != nil {
-		return usageError("%v", err)
-	}
-	log, err := ingestLogger(stderr, *logLevel, *logFormat)
-	if err != nil {
-		return usageError("%v", err)
-	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	stopMetrics, err := serveMetrics(cfg.MetricsAddr, reg, log)
+	d, err := startDaemon(daemonSpec{
+		name: "ingest",
+		about: "Consume delivery events from Kafka into ClickHouse; rejected messages go to the dead-letter topic.\n" +
+			"Findings (handoff detect) and diagnoses (handoff backfill) are stored from their topics too.",
+		register: func(fs *flag.FlagSet) {
+			cfg.RegisterFlags(fs)
+			rcfg.RegisterFlags(fs)
+		},
+		validate: func() error {
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			// The results consumer shares the events consumer's Kafka,
+			// database, dead-letter topic and timing settings.
+			rcfg.Brokers, rcfg.DLQTopic, rcfg.Database = cfg.Brokers, cfg.DLQTopic, cfg.Database
+			rcfg.Partitions, rcfg.ReplicationFactor = cfg.Partitions, cfg.ReplicationFactor
+			rcfg.RetryMax, rcfg.SessionTimeout, rcfg.ShutdownTimeout = cfg.RetryMax, cfg.SessionTimeout, cfg.ShutdownTimeout
+			return rcfg.Validate()
+		},
+		metricsAddr: func() string { return cfg.MetricsAddr },
+	}, args, stderr)
 	if err != nil {
 		return err
 	}
-	defer stopMetrics()
+	defer d.stop()
+	log, reg := d.log, d.reg
 
 	c, err := consumer.New(ctx, cfg, consumer.Options{Logger: log, Registry: reg})
 	if err != nil {
