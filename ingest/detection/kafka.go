@@ -14,13 +14,21 @@ import (
 
 // Murmur2 returns the partition of key among n the way Java clients' default
 // partitioner (and handoff emit) choose it.
-func Murmur2(key []byte, n int) int {
-	parts := make([]int, n)
-	for i := range parts {
-		parts[i] = i
-	}
+func Murmur2(key []byte, n int) int { return murmur2In(key, partitionIDs(n)) }
+
+// murmur2In is Murmur2 over the ids 0..len(ids)-1, given as ids: the
+// runner keeps them, since it asks once per event.
+func murmur2In(key []byte, ids []int) int {
 	var b kafka.Murmur2Balancer
-	return b.Balance(kafka.Message{Key: key}, parts...)
+	return b.Balance(kafka.Message{Key: key}, ids...)
+}
+
+func partitionIDs(n int) []int {
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = i
+	}
+	return ids
 }
 
 // KafkaOffsets implements Offsets with a Kafka client.

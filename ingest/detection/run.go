@@ -81,7 +81,6 @@ func Run(ctx context.Context, cfg Config, o RunOptions) error {
 		Publisher: pub,
 		Metrics:   m,
 		Logger:    log,
-		Partition: Murmur2,
 		Now:       now,
 	})
 	if err != nil {

@@ -63,8 +63,8 @@ type Options struct {
 	Publisher Publisher
 	Metrics   *Metrics // nil: not measured
 	Logger    *slog.Logger
-	// Partition returns the partition of a batch key among n (the
-	// producers' partitioner: Java's murmur2 by default).
+	// Partition returns the partition of a batch key among n; nil means
+	// the producers' default, Java's murmur2 (Murmur2).
 	Partition func(key []byte, n int) int
 	// Now is the clock (default time.Now): the history read on start
 	// reaches back Retain days from it.
@@ -100,7 +100,8 @@ type Runner struct {
 	log   *slog.Logger
 	dec   model.Decoder
 	owned map[int]bool
-	n     int // partitions of the events topic
+	n     int   // partitions of the events topic
+	ids   []int // 0..n-1, for the default partitioner
 	// lastBeat is when the last heartbeat was published.
 	lastBeat time.Time
 	// assignedAt is the clock when the last partitions were taken over;
@@ -120,8 +121,8 @@ var _ stream.Handler = (*Runner)(nil)
 // New returns a Runner.
 func New(s Settings, o Options) (*Runner, error) {
 	switch {
-	case o.Detector == nil || o.History == nil || o.Offsets == nil || o.Publisher == nil || o.Partition == nil:
-		return nil, errors.New("detection: Detector, History, Offsets, Publisher and Partition are required")
+	case o.Detector == nil || o.History == nil || o.Offsets == nil || o.Publisher == nil:
+		return nil, errors.New("detection: Detector, History, Offsets and Publisher are required")
 	case s.EventsTopic == "" || s.FindingsTopic == "":
 		return nil, errors.New("detection: the events and findings topics are required")
 	case s.IngestGroup == "" || s.ResultsGroup == "":
@@ -154,7 +155,10 @@ func (r *Runner) owns(k model.BatchKey) bool {
 	if r.n == 0 {
 		return false
 	}
-	return r.owned[r.o.Partition([]byte(k.String()), r.n)]
+	if r.o.Partition != nil {
+		return r.owned[r.o.Partition([]byte(k.String()), r.n)]
+	}
+	return r.owned[murmur2In([]byte(k.String()), r.ids)]
 }
 
 // Assign takes over the partitions of a: batches of partitions no longer
@@ -171,6 +175,9 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 		}
 	}
 	r.n = a.Partitions
+	if len(r.ids) != r.n {
+		r.ids = partitionIDs(r.n)
+	}
 	r.owned = next
 	r.assignedAt, r.caughtUp = r.o.Now(), false
 	released := r.o.Detector.Release(func(k model.BatchKey) bool { return !r.owns(k) })
