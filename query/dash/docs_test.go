@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/handoff-dev/handoff/internal/testenv"
 )
 
 // docs/dashboards.md holds, between the markers below, every query's
@@ -92,7 +94,7 @@ func docsSection(t *testing.T, r *Runner) string {
 			if !ok {
 				return "", false
 			}
-			return sqlLiteral(v.arg), true
+			return testenv.SQLLiteral(v.arg), true
 		})
 		b.WriteString("```sql\n" + sql + "\n```\n\n")
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
