@@ -201,6 +201,6 @@ func (s *Server) findingsPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return render(w, http.StatusOK, "findings.html", map[string]any{
-		"Findings": all, "Filter": map[string]string{"pipeline": f.pipeline, "state": f.state, "kind": f.kind, "from": p.str("from"), "to": p.str("to")},
+		"Findings": all, "Filter": map[string]string{"pipeline": p.str("pipeline"), "state": f.State, "kind": p.str("kind"), "from": p.str("from"), "to": p.str("to")},
 	})
 }

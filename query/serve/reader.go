@@ -10,6 +10,7 @@ import (
 
 	"github.com/handoff-dev/handoff/ingest/schema"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/query/findings"
 )
 
 // Conn is what the server needs of a ClickHouse connection: reads only.
@@ -187,88 +188,30 @@ func (r *reader) storedDiagnosis(ctx context.Context, k model.BatchKey) ([]byte,
 }
 
 // Finding is the latest state of one finding of the streaming detector
-// (findings_v2, the record with the highest seq).
+// (findings.Finding), with what the API adds to it.
 type Finding struct {
-	Fingerprint  string     `json:"fingerprint"`
-	Batch        string     `json:"batch"`
-	Pipeline     string     `json:"pipeline"`
-	BusinessDate string     `json:"business_date"`
-	BatchID      string     `json:"batch_id"`
-	State        string     `json:"state"`
-	Kind         string     `json:"kind"`
-	Name         string     `json:"name"`
-	Seq          uint32     `json:"seq"`
-	RaisedAt     time.Time  `json:"raised_at"`
-	ResolvedAt   *time.Time `json:"resolved_at,omitempty"`
-	Deadline     *time.Time `json:"deadline,omitempty"`
-	LatenessMs   int64      `json:"lateness_ms"`
+	findings.Finding
 	// AgeSeconds is how long the finding has been open (until it was
 	// resolved, for a resolved one), as of the request.
-	AgeSeconds   int64  `json:"age_seconds"`
-	Severity     string `json:"severity"`
-	Owner        string `json:"owner"`
-	Status       string `json:"status"`
-	Verdict      string `json:"verdict"`
-	FirstMissing string `json:"first_missing"`
+	AgeSeconds int64 `json:"age_seconds"`
 	// URL is the batch's web page.
 	URL string `json:"url"`
 }
 
-// findingFilter selects findings; zero fields select all.
-type findingFilter struct {
-	pipeline, state, kind string
-	dates                 *dateRange
-}
-
 // findings reads the latest state of every finding f selects, open first,
-// then oldest raised first, at most limit.
-func (r *reader) findings(ctx context.Context, f findingFilter, limit int) ([]Finding, error) {
-	cond, args := "1 = 1", []any{}
-	if f.pipeline != "" {
-		cond += " AND pipeline = ?"
-		args = append(args, f.pipeline)
+// then oldest raised first, at most limit (query/findings has the SQL).
+func (r *reader) findings(ctx context.Context, f findings.Filter, limit int) ([]Finding, error) {
+	q, err := findings.Select(r.db, f, findings.ByRaised, limit)
+	if err != nil {
+		return nil, err
 	}
-	if f.dates != nil {
-		cond += " AND business_date >= toDate(?) AND business_date <= toDate(?)"
-		args = append(args, f.dates.from.String(), f.dates.to.String())
-	}
-	having := "1 = 1"
-	if f.state != "" {
-		having += " AND st = ?"
-		args = append(args, f.state)
-	}
-	if f.kind != "" {
-		having += " AND k = ?"
-		args = append(args, f.kind)
-	}
-	args = append(args, limit)
 	var out []Finding
-	err := r.each(ctx, "findings", "SELECT fingerprint, argMax(batch, seq), argMax(pipeline, seq), argMax(business_date, seq), argMax(batch_id, seq), "+
-		"toString(argMax(state, seq)) AS st, argMax(kind, seq) AS k, argMax(name, seq), max(seq), argMax(raised_ms, seq) AS raised, argMax(resolved_ms, seq), "+
-		"argMax(deadline_ms, seq), argMax(lateness_ms, seq), argMax(severity, seq), argMax(owner, seq), argMax(status, seq), argMax(verdict, seq), "+
-		"argMax(first_missing, seq) FROM "+r.db+"."+schema.Findings+" WHERE "+cond+" GROUP BY fingerprint HAVING "+having+
-		" ORDER BY st = 'open' DESC, raised, fingerprint LIMIT ?", args, func(rows driver.Rows) error {
-		var (
-			f                            Finding
-			bd                           time.Time
-			raised, resolved, deadlineMs int64
-		)
-		if err := rows.Scan(&f.Fingerprint, &f.Batch, &f.Pipeline, &bd, &f.BatchID, &f.State, &f.Kind, &f.Name, &f.Seq, &raised, &resolved,
-			&deadlineMs, &f.LatenessMs, &f.Severity, &f.Owner, &f.Status, &f.Verdict, &f.FirstMissing); err != nil {
+	err = r.each(ctx, "findings", q.SQL, q.Args, func(rows driver.Rows) error {
+		fd, err := findings.Scan(rows)
+		if err != nil {
 			return err
 		}
-		f.BusinessDate = schema.DateFromColumn(bd).String()
-		f.URL = batchPath(model.BatchKey{Pipeline: f.Pipeline, BusinessDate: schema.DateFromColumn(bd), BatchID: f.BatchID})
-		f.RaisedAt = time.UnixMilli(raised).UTC()
-		if resolved != 0 {
-			t := time.UnixMilli(resolved).UTC()
-			f.ResolvedAt = &t
-		}
-		if deadlineMs != 0 {
-			t := time.UnixMilli(deadlineMs).UTC()
-			f.Deadline = &t
-		}
-		out = append(out, f)
+		out = append(out, Finding{Finding: fd, URL: batchPath(fd.Key)})
 		return nil
 	})
 	return out, err

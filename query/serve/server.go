@@ -31,6 +31,7 @@ import (
 	"github.com/handoff-dev/handoff/ingest/schema"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
+	"github.com/handoff-dev/handoff/query/findings"
 	"github.com/handoff-dev/handoff/query/store"
 )
 
@@ -384,36 +385,37 @@ type FindingList struct {
 }
 
 // findingFilterOf reads the findings filters of a request.
-func findingFilterOf(p params) (findingFilter, error) {
-	var f findingFilter
-	var err error
-	if f.pipeline, err = p.pipeline(); err != nil {
+func findingFilterOf(p params) (findings.Filter, error) {
+	var f findings.Filter
+	pipeline, err := p.pipeline()
+	if err != nil {
 		return f, err
 	}
-	if f.state, err = p.oneOf("state", []string{"open", "resolved"}); err != nil {
+	if pipeline != "" {
+		f.Pipelines = []string{pipeline}
+	}
+	if f.State, err = p.oneOf("state", []string{findings.StateOpen, findings.StateResolved}); err != nil {
 		return f, err
 	}
-	if f.kind = p.str("kind"); f.kind != "" {
-		if err := model.CheckName("kind", f.kind); err != nil {
+	if kind := p.str("kind"); kind != "" {
+		if err := model.CheckName("kind", kind); err != nil {
 			return f, badParam("kind", "%v", err)
 		}
+		f.Kinds = []string{kind}
 	}
 	if p.str("from") != "" || p.str("to") != "" {
-		from, err := p.date("from", model.Date{})
-		if err != nil {
+		if f.From, err = p.date("from", model.Date{}); err != nil {
 			return f, err
 		}
-		to, err := p.date("to", model.Date{})
-		if err != nil {
+		if f.To, err = p.date("to", model.Date{}); err != nil {
 			return f, err
 		}
-		if from.IsZero() || to.IsZero() {
+		if f.From.IsZero() || f.To.IsZero() {
 			return f, badParam("from", "give both from and to, or neither")
 		}
-		if from.Compare(to) > 0 {
-			return f, badParam("from", "%s is after to=%s", from, to)
+		if f.From.Compare(f.To) > 0 {
+			return f, badParam("from", "%s is after to=%s", f.From, f.To)
 		}
-		f.dates = &dateRange{from: from, to: to}
 	}
 	return f, nil
 }
@@ -422,7 +424,7 @@ func findingFilterOf(p params) (findingFilter, error) {
 const maxFindings = 10_000
 
 // findingsOf reads the findings a request selects, with their ages.
-func (s *Server) findingsOf(ctx context.Context, f findingFilter) ([]Finding, error) {
+func (s *Server) findingsOf(ctx context.Context, f findings.Filter) ([]Finding, error) {
 	all, err := s.rd.findings(ctx, f, maxFindings)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,342 @@
+package findings_test
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/handoff-dev/handoff/analyzer/detect"
+	"github.com/handoff-dev/handoff/ingest/schema"
+	"github.com/handoff-dev/handoff/ingest/sink"
+	"github.com/handoff-dev/handoff/internal/testenv"
+	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/query/findings"
+)
+
+// The fixture's pipelines: two share the prefix "finance.".
+const (
+	balance = "finance.balance.daily"
+	ledger  = "finance.ledger.daily"
+	audit   = "ops.audit.hourly"
+)
+
+// record is one stored record of a finding, named by the test.
+type record struct {
+	id       string // the test's name of the finding
+	pipeline string
+	date     string
+	kind     detect.Kind
+	name     string
+	seq      uint32
+	state    string
+	status   string
+	resolved string // RFC 3339, "" while open
+}
+
+// records are the fixture, in storage order (not seq order): each
+// finding's latest record, by seq, decides its state.
+var records = []record{
+	// a1: open, its one record stored twice (a redelivery).
+	{"a1", balance, "2026-09-30", detect.Overdue, "signal_delivered", 1, "open", "late", ""},
+	{"a1", balance, "2026-09-30", detect.Overdue, "signal_delivered", 1, "open", "late", ""},
+	// a2: resolved; the resolution stored before the open record.
+	{"a2", balance, "2026-09-29", detect.Overdue, "consumed", 2, "resolved", "delivered", "2026-09-30T03:00:00Z"},
+	{"a2", balance, "2026-09-29", detect.Overdue, "consumed", 1, "open", "late", ""},
+	// b1: opened, resolved, opened again.
+	{"b1", ledger, "2026-09-30", detect.Missing, "not_produced", 1, "open", "late", ""},
+	{"b1", ledger, "2026-09-30", detect.Missing, "not_produced", 3, "open", "late", ""},
+	{"b1", ledger, "2026-09-30", detect.Missing, "not_produced", 2, "resolved", "delivered", "2026-10-01T05:00:00Z"},
+	// b2: an anomaly (no deadline) whose status changed while open.
+	{"b2", ledger, "2026-10-01", "row_mismatch", "", 1, "open", "late", ""},
+	{"b2", ledger, "2026-10-01", "row_mismatch", "", 2, "open", "broken", ""},
+	// c1: failed.
+	{"c1", audit, "2026-10-02", detect.Failed, "consumed", 1, "open", "failed", ""},
+}
+
+// ms parses an RFC 3339 time to Unix milliseconds, 0 for "".
+func ms(t *testing.T, s string) int64 {
+	t.Helper()
+	if s == "" {
+		return 0
+	}
+	v, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.UnixMilli()
+}
+
+// key returns the batch of r.
+func (r record) key() model.BatchKey {
+	d := model.MustParseDate(r.date)
+	return model.BatchKey{Pipeline: r.pipeline, BusinessDate: d, BatchID: d.Compact()}
+}
+
+// fingerprints maps the test's names to the findings' fingerprints.
+func fingerprints() map[string]string {
+	out := map[string]string{}
+	for _, r := range records {
+		out[r.id] = detect.Fingerprint(r.key(), r.kind, r.name)
+	}
+	return out
+}
+
+// row is r as ingest stores it: raised an hour (ledger: an hour and a
+// half) past a deadline at 22:00 of the business date, lateness as of the
+// record.
+func (r record) row(t *testing.T) schema.FindingRow {
+	k := r.key()
+	deadline := ms(t, r.date+"T22:00:00Z")
+	if r.kind == "row_mismatch" {
+		deadline = 0
+	}
+	raised := ms(t, r.date+"T23:00:00Z")
+	if r.pipeline == ledger {
+		raised += 30 * 60_000 // after balance's of the same day: no tie in ByRaised
+	}
+	return schema.FindingRow{Key: k, Fingerprint: detect.Fingerprint(k, r.kind, r.name), Seq: r.seq, State: r.state,
+		Kind: string(r.kind), Name: r.name, RaisedMS: raised, ResolvedMS: ms(t, r.resolved), DeadlineMS: deadline,
+		LatenessMS: int64(r.seq) * 3_600_000, Severity: "warning", Owner: "team-" + r.pipeline[:3], EvidenceAsOfMS: raised + int64(r.seq),
+		Status: r.status, Verdict: "not_identified", FirstMissing: r.name, Diagnosis: "{}"}
+}
+
+// load stores the records into a fresh database through ingest's schema
+// and sink, the whole set twice (two INSERTs: two parts that merges may
+// or may not have collapsed when the test reads), and returns the
+// database.
+func load(t *testing.T) string {
+	t.Helper()
+	conn := testenv.ClickHouse(t)
+	db := testenv.Database(t, conn, "findings_test")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := schema.Ensure(ctx, conn, db); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sink.New(conn, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := fixtureRows(t)
+	for range 2 {
+		if err := s.InsertColumns(ctx, schema.Findings, schema.FindingColumns, rows.Columns()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
+}
+
+// fixtureRows is the records as findings_v2 columns.
+func fixtureRows(t *testing.T) *schema.FindingRows {
+	rows := &schema.FindingRows{}
+	for i, r := range records {
+		rows.Add(r.row(t), schema.Source{Topic: "handoff.findings", Partition: 0, Offset: int64(i)}, 1)
+	}
+	return rows
+}
+
+// ids returns the test's names of fs, in order.
+func ids(fs []findings.Finding) []string {
+	byFP := map[string]string{}
+	for id, fp := range fingerprints() {
+		byFP[fp] = id
+	}
+	out := []string{}
+	for _, f := range fs {
+		out = append(out, byFP[f.Fingerprint])
+	}
+	return out
+}
+
+// readCase is one read of the fixture and the findings it must give,
+// by the test's names, in order.
+type readCase struct {
+	name  string
+	f     findings.Filter
+	order findings.Order
+	limit int
+	want  []string // nil: the open ones, in any order (Unordered)
+	trunc bool
+}
+
+var readCases = func() []readCase {
+	d := model.MustParseDate
+	return []readCase{
+		{"all, by batch", findings.Filter{}, findings.ByBatch, 100, []string{"a2", "a1", "b1", "b2", "c1"}, false},
+		{"open", findings.Filter{State: findings.StateOpen}, findings.ByBatch, 100, []string{"a1", "b1", "b2", "c1"}, false},
+		{"resolved", findings.Filter{State: findings.StateResolved}, findings.ByBatch, 100, []string{"a2"}, false},
+		{"one pipeline", findings.Filter{Pipelines: []string{balance}}, findings.ByBatch, 100, []string{"a2", "a1"}, false},
+		{"two pipelines", findings.Filter{Pipelines: []string{audit, balance}}, findings.ByBatch, 100, []string{"a2", "a1", "c1"}, false},
+		{"prefix", findings.Filter{Prefixes: []string{"finance."}}, findings.ByBatch, 100, []string{"a2", "a1", "b1", "b2"}, false},
+		{"pipeline or prefix", findings.Filter{Pipelines: []string{audit}, Prefixes: []string{"finance.led"}}, findings.ByBatch, 100, []string{"b1", "b2", "c1"}, false},
+		{"no such pipeline", findings.Filter{Pipelines: []string{"finance"}}, findings.ByBatch, 100, []string{}, false},
+		{"quoted pipeline is bound", findings.Filter{Pipelines: []string{`x'--`}, Prefixes: []string{`'`}}, findings.ByBatch, 100, []string{}, false},
+		{"dates", findings.Filter{From: d("2026-09-30"), To: d("2026-10-01")}, findings.ByBatch, 100, []string{"a1", "b1", "b2"}, false},
+		{"from only", findings.Filter{From: d("2026-10-01")}, findings.ByBatch, 100, []string{"b2", "c1"}, false},
+		{"to only", findings.Filter{To: d("2026-09-29")}, findings.ByBatch, 100, []string{"a2"}, false},
+		{"kind", findings.Filter{Kinds: []string{"overdue"}}, findings.ByBatch, 100, []string{"a2", "a1"}, false},
+		{"kinds", findings.Filter{Kinds: []string{"failed", "missing"}}, findings.ByBatch, 100, []string{"b1", "c1"}, false},
+		{"open overdue", findings.Filter{State: findings.StateOpen, Kinds: []string{"overdue"}}, findings.ByBatch, 100, []string{"a1"}, false},
+		{"by raised: open first, oldest first", findings.Filter{}, findings.ByRaised, 100, []string{"a1", "b1", "b2", "c1", "a2"}, false},
+		{"limit cuts", findings.Filter{}, findings.ByBatch, 2, []string{"a2", "a1"}, true},
+		{"limit exactly met", findings.Filter{}, findings.ByBatch, 5, []string{"a2", "a1", "b1", "b2", "c1"}, false},
+		{"no limit", findings.Filter{State: findings.StateOpen}, findings.Unordered, 0, nil, false},
+	}
+}()
+
+// check compares what a read gave (by the test's names) with c.
+func (c readCase) check(t *testing.T, got []string, truncated bool) {
+	t.Helper()
+	want := c.want
+	if want == nil {
+		got = slices.Sorted(slices.Values(got))
+		want = []string{"a1", "b1", "b2", "c1"}
+	}
+	if !slices.Equal(got, want) || truncated != c.trunc {
+		t.Errorf("%s: got %v truncated=%t, want %v truncated=%t", c.name, got, truncated, want, c.trunc)
+	}
+}
+
+// TestRead checks the selection on the 18.16 server: the latest record
+// by seq decides the state whatever the storage order, a record stored
+// several times is one finding, every filter, both orders, and the limit.
+func TestRead(t *testing.T) {
+	db := load(t)
+	conn := testenv.ClickHouse(t)
+	for _, c := range readCases {
+		res, err := findings.Read(context.Background(), conn, db, c.f, c.order, c.limit)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		c.check(t, ids(res.Findings), res.Truncated)
+	}
+}
+
+// TestReadCurrentClickHouse runs the same reads on a current ClickHouse
+// (chdb-core), over the same rows stored twice.
+func TestReadCurrentClickHouse(t *testing.T) {
+	const db = "handoff_chdb"
+	stmts, err := schema.Statements(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := fixtureRows(t)
+	for range 2 {
+		stmts = append(stmts, testenv.InsertSQL(db, schema.Findings, schema.FindingColumns, rows.Columns()))
+	}
+	var queries []testenv.CHDBQuery
+	for _, c := range readCases {
+		limit := c.limit
+		if limit > 0 {
+			limit++ // as Read asks, to see whether more match
+		}
+		q, err := findings.Select(db, c.f, c.order, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		queries = append(queries, testenv.CHDBQuery{Name: c.name, SQL: testenv.BindLiterals(q.SQL, q.Args)})
+	}
+	byFP := map[string]string{}
+	for id, fp := range fingerprints() {
+		byFP[fp] = id
+	}
+	for i, r := range testenv.RunCHDB(t, stmts, queries) {
+		c := readCases[i]
+		if r.Error != "" {
+			t.Errorf("%s on chdb: %s", c.name, r.Error)
+			continue
+		}
+		got := []string{}
+		for _, row := range r.Rows {
+			got = append(got, byFP[row[0]])
+		}
+		truncated := c.limit > 0 && len(got) > c.limit
+		if truncated {
+			got = got[:c.limit]
+		}
+		c.check(t, got, truncated)
+	}
+}
+
+// TestLatestRecord checks every field of findings read back: each is its
+// latest record's (highest seq), times in UTC.
+func TestLatestRecord(t *testing.T) {
+	db := load(t)
+	res, err := findings.Read(context.Background(), testenv.ClickHouse(t), db, findings.Filter{}, findings.ByBatch, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]findings.Finding{}
+	for i, id := range ids(res.Findings) {
+		byID[id] = res.Findings[i]
+	}
+	at := func(s string) *time.Time { v, _ := time.Parse(time.RFC3339, s); return &v }
+	key := model.BatchKey{Pipeline: balance, BusinessDate: model.MustParseDate("2026-09-29"), BatchID: "20260929"}
+	want := findings.Finding{Fingerprint: fingerprints()["a2"], Batch: key.String(), Pipeline: balance, BusinessDate: "2026-09-29",
+		BatchID: "20260929", State: "resolved", Kind: "overdue", Name: "consumed", Seq: 2, RaisedAt: *at("2026-09-29T23:00:00Z"),
+		ResolvedAt: at("2026-09-30T03:00:00Z"), Deadline: at("2026-09-29T22:00:00Z"), LatenessMs: 7_200_000,
+		EvidenceAsOf: at("2026-09-29T23:00:00Z").Add(2 * time.Millisecond), Severity: "warning", Owner: "team-fin",
+		Status: "delivered", Verdict: "not_identified", FirstMissing: "consumed", Key: key}
+	if got := byID["a2"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("a2:\n got %+v\nwant %+v", got, want)
+	}
+	// Reopened: the third record's, with no resolution time.
+	if b1 := byID["b1"]; b1.Seq != 3 || b1.State != "open" || b1.ResolvedAt != nil || b1.Status != "late" {
+		t.Errorf("b1 reopened: got seq %d state %s resolved %v status %s; want seq 3, open, none, late", b1.Seq, b1.State, b1.ResolvedAt, b1.Status)
+	}
+	// An anomaly: no deadline; the status of its second record.
+	if b2 := byID["b2"]; b2.Deadline != nil || b2.Status != "broken" || b2.Late(time.Now()) != 2*time.Hour {
+		t.Errorf("b2: deadline %v status %s late %v; want none, broken, its recorded 2h", b2.Deadline, b2.Status, b2.Late(time.Now()))
+	}
+	// Open with a deadline: late as of the time asked, not as recorded.
+	if a1 := byID["a1"]; a1.Late(*at("2026-10-03T00:00:00Z")) != 50*time.Hour {
+		t.Errorf("a1 late as of 2026-10-03: %v, want 50h", a1.Late(*at("2026-10-03T00:00:00Z")))
+	}
+}
+
+// TestCheck: user input the filter refuses, named by field.
+func TestCheck(t *testing.T) {
+	for _, tt := range []struct {
+		f     findings.Filter
+		field string
+		says  string
+	}{
+		{findings.Filter{Pipelines: []string{"a b"}}, "pipeline", "spaces"},
+		{findings.Filter{Pipelines: []string{""}}, "pipeline", "missing"},
+		{findings.Filter{Prefixes: []string{"x/"}}, "pipeline", "'/'"},
+		{findings.Filter{State: "open' OR 1=1"}, "state", "want open or resolved"},
+		{findings.Filter{Kinds: []string{"overdue", "late"}}, "kind", "not a finding kind"},
+		{findings.Filter{From: model.MustParseDate("2026-10-02"), To: model.MustParseDate("2026-10-01")}, "from", "after"},
+	} {
+		err := tt.f.Check()
+		fe, ok := err.(*findings.FieldError)
+		if !ok || fe.Field != tt.field || !strings.Contains(fe.Reason, tt.says) {
+			t.Errorf("Check(%+v) = %v; want a %s error saying %q", tt.f, err, tt.field, tt.says)
+		}
+	}
+	ok := findings.Filter{Pipelines: []string{balance}, Prefixes: []string{"finance."}, State: "open", Kinds: findings.Kinds(),
+		From: model.MustParseDate("2026-10-01"), To: model.MustParseDate("2026-10-01")}
+	if err := ok.Check(); err != nil {
+		t.Errorf("Check(%+v) = %v, want nil", ok, err)
+	}
+}
+
+// TestSelectRefuses: what Select refuses before anything is sent.
+func TestSelectRefuses(t *testing.T) {
+	for _, tt := range []struct {
+		db    string
+		order findings.Order
+		limit int
+	}{
+		{"handoff.findings_v2 FINAL --", findings.ByBatch, 1},
+		{"handoff", findings.Order(99), 1},
+		{"handoff", findings.ByBatch, -1},
+	} {
+		if q, err := findings.Select(tt.db, findings.Filter{}, tt.order, tt.limit); err == nil {
+			t.Errorf("Select(%q, %d, %d) = %q, want an error", tt.db, tt.order, tt.limit, q.SQL)
+		}
+	}
+}
