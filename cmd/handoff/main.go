@@ -110,6 +110,7 @@ func commands() []command {
 		{"watch", "emit the boundary events that files arriving in a directory prove", runWatch},
 		{"openlineage", "map OpenLineage run events (Kafka or a file) to delivery events", runOpenLineage},
 		{"serve", "serve the JSON API and web pages over the delivery history", runServe},
+		{"findings", "print the detector's stored findings (open ones by default)", runFindings},
 	}
 }
 

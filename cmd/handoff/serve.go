@@ -15,8 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/handoff-dev/handoff/ingest/chconn"
-	"github.com/handoff-dev/handoff/ingest/schema"
 	"github.com/handoff-dev/handoff/query/dash"
 	"github.com/handoff-dev/handoff/query/serve"
 )
@@ -24,11 +22,8 @@ import (
 // serveConfig is serve's configuration: environment variables first, then
 // flags, which win.
 type serveConfig struct {
-	Addr         string        `env:"HANDOFF_SERVE_ADDR" envDefault:"127.0.0.1:8080"`
-	ClickHouse   string        `env:"HANDOFF_CLICKHOUSE_ADDR" envDefault:"127.0.0.1:19000"`
-	Database     string        `env:"HANDOFF_CLICKHOUSE_DATABASE" envDefault:"handoff"`
-	User         string        `env:"HANDOFF_CLICKHOUSE_USER"`
-	Password     string        `env:"HANDOFF_CLICKHOUSE_PASSWORD"`
+	Addr         string `env:"HANDOFF_SERVE_ADDR" envDefault:"127.0.0.1:8080"`
+	ClickHouse   clickhouseConfig
 	Contracts    string        `env:"HANDOFF_CONTRACTS"`
 	QueryTimeout time.Duration `env:"HANDOFF_SERVE_QUERY_TIMEOUT" envDefault:"10s"`
 }
@@ -43,10 +38,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	fs := flag.NewFlagSet("handoff serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "HTTP listen address (env HANDOFF_SERVE_ADDR)")
-	fs.StringVar(&cfg.ClickHouse, "clickhouse-addr", cfg.ClickHouse, "ClickHouse native protocol host:port (env HANDOFF_CLICKHOUSE_ADDR)")
-	fs.StringVar(&cfg.Database, "clickhouse-database", cfg.Database, "ClickHouse database of handoff's tables (env HANDOFF_CLICKHOUSE_DATABASE)")
-	fs.StringVar(&cfg.User, "clickhouse-user", cfg.User, "ClickHouse user; a readonly=1 user is enough (env HANDOFF_CLICKHOUSE_USER)")
-	fs.StringVar(&cfg.Password, "clickhouse-password", cfg.Password, "ClickHouse password (env HANDOFF_CLICKHOUSE_PASSWORD)")
+	cfg.ClickHouse.register(fs)
 	fs.StringVar(&cfg.Contracts, "contract", cfg.Contracts, "delivery contract file or directory, for diagnoses on read (env HANDOFF_CONTRACTS); default: the default contract")
 	fs.DurationVar(&cfg.QueryTimeout, "query-timeout", cfg.QueryTimeout, "time limit of every ClickHouse query (env HANDOFF_SERVE_QUERY_TIMEOUT)")
 	fs.Usage = func() {
@@ -61,27 +53,27 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	if cfg.QueryTimeout <= 0 {
 		return usageError("--query-timeout %v: want a positive duration such as 10s", cfg.QueryTimeout)
 	}
-	if err := schema.CheckDatabase(cfg.Database); err != nil {
-		return usageError("--clickhouse-database: %v", err)
+	if err := cfg.ClickHouse.check(); err != nil {
+		return err
 	}
 	contracts, err := loadContracts(cfg.Contracts)
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	conn, err := chconn.Open(ctx, chconn.Config{Addr: cfg.ClickHouse, User: cfg.User, Password: cfg.Password})
+	conn, err := cfg.ClickHouse.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	runner, err := dash.NewRunner(conn, cfg.Database)
+	runner, err := dash.NewRunner(conn, cfg.ClickHouse.Database)
 	if err != nil {
 		return usageError("--clickhouse-database: %v", err)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv, err := serve.New(ctx, conn, serve.Options{
-		Database: cfg.Database, Contracts: contracts, Dashboards: runner,
+		Database: cfg.ClickHouse.Database, Contracts: contracts, Dashboards: runner,
 		QueryTimeout: cfg.QueryTimeout, Registry: reg, Logger: log,
 	})
 	if err != nil {
@@ -93,7 +85,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	}
 	defer gcDefaults(serveGCPercent, softMemoryLimit)()
 	hs := serve.HTTPServer(srv)
-	log.Info("serving", "url", "http://"+ln.Addr().String()+"/", "database", cfg.Database, "readonly_user", srv.Readonly())
+	log.Info("serving", "url", "http://"+ln.Addr().String()+"/", "database", cfg.ClickHouse.Database, "readonly_user", srv.Readonly())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
