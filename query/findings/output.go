@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -12,9 +13,10 @@ import (
 )
 
 // WriteText writes res for a person: a header, one aligned line per
-// finding in the order read, and a summary line (Summary). Times are UTC
-// to the second; LATE is Late(now). With no finding it writes the summary
-// only.
+// finding in the order read, and a summary line (Summary). state is the
+// filter's (a STATE column only when it is "", both states; a RESOLVED
+// column only when a resolved finding is shown). Times are UTC to the
+// second; LATE is Late(now). With no finding it writes the summary only.
 func WriteText(w io.Writer, res Result, state string, now time.Time) error {
 	bw := bufio.NewWriter(w)
 	if len(res.Findings) > 0 {
@@ -22,24 +24,31 @@ func WriteText(w io.Writer, res Result, state string, now time.Time) error {
 		for i := range res.Findings {
 			resolved = resolved || res.Findings[i].State != StateOpen
 		}
-		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-		fmt.Fprint(tw, "BUSINESS_DATE\tPIPELINE\tBATCH\tKIND\tBOUNDARY\tVERDICT\tSTATUS\tSTATE\tOPENED\tDUE\tLATE")
-		if resolved {
-			fmt.Fprint(tw, "\tRESOLVED")
+		cols := []string{"BUSINESS_DATE", "PIPELINE", "BATCH", "KIND", "BOUNDARY", "VERDICT", "STATUS"}
+		if state == "" {
+			cols = append(cols, "STATE")
 		}
-		fmt.Fprintln(tw)
+		cols = append(cols, "OPENED", "DUE", "LATE")
+		if resolved {
+			cols = append(cols, "RESOLVED")
+		}
+		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 		for i := range res.Findings {
 			f := &res.Findings[i]
 			boundary := f.FirstMissing
 			if boundary == "" {
 				boundary = f.Name
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", f.BusinessDate, f.Pipeline, f.BatchID, f.Kind,
-				dash(boundary), dash(f.Verdict), dash(f.Status), f.State, stamp(&f.RaisedAt), stamp(f.Deadline), late(f.Late(now)))
-			if resolved {
-				fmt.Fprintf(tw, "\t%s", stamp(f.ResolvedAt))
+			line := []string{f.BusinessDate, f.Pipeline, f.BatchID, f.Kind, dash(boundary), dash(f.Verdict), dash(f.Status)}
+			if state == "" {
+				line = append(line, f.State)
 			}
-			fmt.Fprintln(tw)
+			line = append(line, stamp(&f.RaisedAt), stamp(f.Deadline), late(f.Late(now)))
+			if resolved {
+				line = append(line, stamp(f.ResolvedAt))
+			}
+			fmt.Fprintln(tw, strings.Join(line, "\t"))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
