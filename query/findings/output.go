@@ -2,6 +2,7 @@ package findings
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -120,20 +121,13 @@ func dash(s string) string {
 }
 
 // WriteJSON writes res as one JSON object, one finding per line:
-// {"count":N,"truncated":false,"findings":[...]}.
+// {"count":N,"truncated":false,"findings":[...]}. As everywhere in
+// handoff's JSON, <, > and & are not HTML-escaped.
 func WriteJSON(w io.Writer, res Result) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "{\"count\":%d,\"truncated\":%t,\"findings\":[", len(res.Findings), res.Truncated)
-	for i := range res.Findings {
-		b, err := json.Marshal(&res.Findings[i])
-		if err != nil {
-			return fmt.Errorf("finding %s as JSON: %w", res.Findings[i].Fingerprint, err)
-		}
-		if i > 0 {
-			bw.WriteByte(',')
-		}
-		bw.WriteByte('\n')
-		bw.Write(b)
+	if err := writeLines(bw, res, ","); err != nil {
+		return err
 	}
 	if len(res.Findings) > 0 {
 		bw.WriteByte('\n')
@@ -146,11 +140,33 @@ func WriteJSON(w io.Writer, res Result) error {
 // for none).
 func WriteJSONL(w io.Writer, res Result) error {
 	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
+	if err := writeLines(bw, res, ""); err != nil {
+		return err
+	}
+	if len(res.Findings) > 0 {
+		bw.WriteByte('\n')
+	}
+	return bw.Flush()
+}
+
+// writeLines writes each finding of res as compact JSON on a line of its
+// own: sep, a newline, the finding (no newline after the last).
+func writeLines(bw *bufio.Writer, res Result, sep string) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
 	for i := range res.Findings {
+		buf.Reset()
 		if err := enc.Encode(&res.Findings[i]); err != nil {
 			return fmt.Errorf("finding %s as JSON: %w", res.Findings[i].Fingerprint, err)
 		}
+		if i > 0 {
+			bw.WriteString(sep)
+			bw.WriteByte('\n')
+		} else if sep != "" {
+			bw.WriteByte('\n')
+		}
+		bw.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 	}
-	return bw.Flush()
+	return nil
 }
