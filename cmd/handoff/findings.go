@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -105,7 +106,8 @@ func findingsCmd(ctx context.Context, args []string, stdout, stderr io.Writer, n
 	}
 	f.Kinds = splitList(kinds)
 	if err := f.Check(); err != nil {
-		if fe, ok := err.(*findings.FieldError); ok {
+		var fe *findings.FieldError
+		if errors.As(err, &fe) {
 			return usageError("--%s: %s", fe.Field, fe.Reason)
 		}
 		return usageError("%v", err)
