@@ -468,7 +468,8 @@ func (d *Detector) Stats() Stats {
 // batch that changed or whose timer fired is evaluated as of safe; the
 // findings carry now as raised_at or resolved_at and safe as
 // evidence_as_of. safe later than now is taken as now; a safe earlier than
-// the previous one is taken as the previous one.
+// the previous one is taken as the previous one; a zero safe (no evidence
+// yet) evaluates nothing.
 func (d *Detector) Advance(now, safe time.Time) []Finding {
 	now = now.UTC().Truncate(time.Millisecond)
 	safe = safe.UTC().Truncate(time.Millisecond)
@@ -477,6 +478,13 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 	}
 	if safe.Before(d.safe) {
 		safe = d.safe
+	}
+	if safe.IsZero() {
+		// No evidence yet (a stream before its first watermark): a
+		// judgement as of nothing would resolve every restored finding and
+		// carry no evidence_as_of. The batches stay dirty for the first
+		// Advance with evidence.
+		return nil
 	}
 	d.safe = safe
 	d.compactQuiet()

@@ -181,3 +181,48 @@ func diffSummaries(got, want []record) string {
 	}
 	return "none"
 }
+
+// TestNoJudgementBeforeEvidence: a detector that has just restored its
+// history and findings is advanced by the stream before its first
+// watermark, with a zero safe time. It must publish nothing then (as of no
+// evidence every batch looks empty: the restored open findings would all
+// be resolved, with no evidence_as_of, which the results consumer rejects),
+// and at the first advance with evidence exactly what a detector that
+// never stopped publishes.
+func TestNoJudgementBeforeEvidence(t *testing.T) {
+	contracts := seedContracts(t)
+	cfg := detect.Config{Contracts: contracts, From: model.MustParseDate("2026-09-29")}
+	a := newPlayer(mustNew(t, cfg), seedEvents(t), nil)
+	for s := at("2026-09-29T00:00:00Z"); !s.After(at("2026-10-01T03:00:00Z")); s = s.Add(30 * time.Minute) {
+		a.step(s)
+	}
+	if open := latest(a.findings); len(open) == 0 || open[0].State != detect.Open {
+		t.Fatalf("the seed raised %+v by 2026-10-01T03:00Z; want an open finding to restore", summarize(open))
+	}
+	b := a.restart(t, cfg)
+	if fs := b.d.Advance(at("2026-10-01T03:01:00Z"), time.Time{}); len(fs) != 0 {
+		t.Fatalf("advance with no evidence yet published %d records, e.g. %+v; want none", len(fs), summarize(fs)[0])
+	}
+	if fs := b.step(at("2026-10-01T03:02:00Z")); len(fs) != 0 {
+		t.Errorf("first advance with evidence published %+v; want nothing (all published before the restart)", summarize(fs))
+	}
+
+	// A batch whose restored finding has no history read back (it is
+	// suspended until the wiring resumes it) is not judged as of nothing
+	// either.
+	c := mustNew(t, cfg)
+	if err := c.Restore(latest(a.findings)...); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range c.Suspended() {
+		c.Resume(k)
+	}
+	if fs := c.Advance(at("2026-10-01T03:01:00Z"), time.Time{}); len(fs) != 0 {
+		t.Fatalf("advance with no evidence yet published %d records, e.g. %+v; want none", len(fs), summarize(fs)[0])
+	}
+	for _, f := range c.Advance(at("2026-10-01T03:02:00Z"), at("2026-10-01T03:02:00Z")) {
+		if f.EvidenceAsOf.IsZero() {
+			t.Errorf("finding %s %s/%s published without evidence_as_of", f.Batch, f.Kind, f.Name)
+		}
+	}
+}

@@ -35,6 +35,10 @@ type Config struct {
 	Database       string        `env:"HANDOFF_CLICKHOUSE_DATABASE" envDefault:"handoff"`
 	User           string        `env:"HANDOFF_CLICKHOUSE_USER" envDefault:"default"`
 	Password       string        `env:"HANDOFF_CLICKHOUSE_PASSWORD"`
+	// Cluster is the ClickHouse cluster handoff ingest writes to (the same
+	// variable): set, the history read back on a takeover goes through a
+	// freshly synchronised replica of each shard (ingest/replicas).
+	Cluster string `env:"HANDOFF_CLICKHOUSE_CLUSTER"`
 	Contracts      string        `env:"HANDOFF_CONTRACTS"`
 	ExpectFrom     string        `env:"HANDOFF_DETECT_EXPECT_FROM" envDefault:"yesterday"`
 	RetainDays     int           `env:"HANDOFF_DETECT_RETAIN_DAYS" envDefault:"35"`
@@ -82,6 +86,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Database, "clickhouse-database", c.Database, "ClickHouse database (HANDOFF_CLICKHOUSE_DATABASE)")
 	fs.StringVar(&c.User, "clickhouse-user", c.User, "ClickHouse user; read-only is enough (HANDOFF_CLICKHOUSE_USER)")
 	fs.StringVar(&c.Password, "clickhouse-password", c.Password, "ClickHouse password (HANDOFF_CLICKHOUSE_PASSWORD)")
+	fs.StringVar(&c.Cluster, "clickhouse-cluster", c.Cluster, "ClickHouse cluster (<remote_servers> name) handoff ingest writes to; set, the history is read through a synchronised replica of each shard; empty: a single server (HANDOFF_CLICKHOUSE_CLUSTER)")
 	fs.StringVar(&c.Contracts, "contract", c.Contracts, "delivery contract file or directory (HANDOFF_CONTRACTS); without it every pipeline gets the default contract and nothing is expected")
 	fs.StringVar(&c.ExpectFrom, "expect-from", c.ExpectFrom, "first business date of the expected-batch calendar: YYYY-MM-DD, today, yesterday, or off (HANDOFF_DETECT_EXPECT_FROM)")
 	fs.IntVar(&c.RetainDays, "retain-days", c.RetainDays, "days of history read on start and of delivered batches remembered (HANDOFF_DETECT_RETAIN_DAYS)")
@@ -120,6 +125,9 @@ func (c *Config) Validate() error {
 	}
 	if err := schema.CheckDatabase(c.Database); err != nil {
 		errs = append(errs, fmt.Errorf("--clickhouse-database: %w", err))
+	}
+	if err := (schema.Layout{Cluster: c.Cluster}).Check(); err != nil {
+		errs = append(errs, fmt.Errorf("--clickhouse-cluster: %w", err))
 	}
 	if _, err := c.ExpectFromDate(time.Now()); err != nil {
 		errs = append(errs, err)

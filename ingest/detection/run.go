@@ -11,6 +11,7 @@ import (
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/ingest/chconn"
+	"github.com/handoff-dev/handoff/ingest/replicas"
 	"github.com/handoff-dev/handoff/ingest/stream"
 	"github.com/handoff-dev/handoff/ingest/topics"
 	"github.com/handoff-dev/handoff/query/store"
@@ -53,7 +54,8 @@ func Run(ctx context.Context, cfg Config, o RunOptions) error {
 		topics.Spec{Name: cfg.FindingsTopic, Partitions: cfg.Partitions, ReplicationFactor: cfg.Replication}); err != nil {
 		return fmt.Errorf("detect: topics: %w", err)
 	}
-	conn, err := chconn.Open(ctx, chconn.Config{Addr: cfg.ClickHouseAddr, User: cfg.User, Password: cfg.Password})
+	chcfg := chconn.Config{Addr: cfg.ClickHouseAddr, User: cfg.User, Password: cfg.Password}
+	conn, err := chconn.Open(ctx, chcfg)
 	if err != nil {
 		return fmt.Errorf("detect: ClickHouse (to read the stored history): %w", err)
 	}
@@ -61,6 +63,15 @@ func Run(ctx context.Context, cfg Config, o RunOptions) error {
 	st, err := store.New(conn, cfg.Database)
 	if err != nil {
 		return err
+	}
+	var history History = st
+	if cfg.Cluster != "" {
+		set, err := replicas.New(conn, chcfg, cfg.Cluster, cfg.Database, log)
+		if err != nil {
+			return fmt.Errorf("detect: %w", err)
+		}
+		defer set.Close()
+		history = ClusterHistory{Replicas: set, Store: st}
 	}
 	pub := NewKafkaPublisher(cfg.Brokers)
 	pub.Log = log
@@ -76,7 +87,7 @@ func Run(ctx context.Context, cfg Config, o RunOptions) error {
 		Instance:      cfg.Instance,
 	}, Options{
 		Detector:  d,
-		History:   st,
+		History:   history,
 		Offsets:   KafkaOffsets{Client: &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second}},
 		Publisher: pub,
 		Metrics:   m,

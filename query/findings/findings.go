@@ -101,6 +101,20 @@ type Filter struct {
 	State string
 	// Kinds are finding kinds (Kinds()); empty: every kind.
 	Kinds []string
+	// Local reads the table's local replicated part (findings_v2_local) on
+	// the server the connection is on, instead of the Distributed table:
+	// one replica's copy of one shard, for reads that must see every
+	// acknowledged record (the detector's restore on a cluster, through
+	// ingest/replicas). Not user input.
+	Local bool
+}
+
+// table is the table f reads in database db.
+func (f *Filter) table(db string) string {
+	if f.Local {
+		return db + "." + schema.Findings + schema.LocalSuffix
+	}
+	return db + "." + schema.Findings
 }
 
 // FieldError is a Filter field with a value Check refuses.
@@ -255,7 +269,7 @@ func Select(db string, f Filter, o Order, limit int) (Query, error) {
 		SQL: "SELECT fingerprint, argMax(batch, seq), pipeline, business_date, batch_id, toString(argMax(state, seq)) AS st, " +
 			"argMax(kind, seq) AS k, argMax(name, seq) AS nm, max(seq), argMax(raised_ms, seq) AS raised, argMax(resolved_ms, seq), " +
 			"argMax(deadline_ms, seq), argMax(lateness_ms, seq), argMax(evidence_as_of_ms, seq), argMax(severity, seq), argMax(owner, seq), " +
-			"argMax(status, seq), argMax(verdict, seq), argMax(first_missing, seq) FROM " + db + "." + schema.Findings + where +
+			"argMax(status, seq), argMax(verdict, seq), argMax(first_missing, seq) FROM " + f.table(db) + where +
 			" GROUP BY pipeline, business_date, batch_id, fingerprint" + having + tail,
 		Args: args,
 	}, nil
@@ -326,7 +340,7 @@ func Read(ctx context.Context, conn Querier, db string, f Filter, o Order, limit
 	}
 	rows, err := conn.Query(ctx, q.SQL, q.Args...)
 	if err != nil {
-		return Result{}, fmt.Errorf("read findings from %s.%s: %w", db, schema.Findings, err)
+		return Result{}, fmt.Errorf("read findings from %s: %w", f.table(db), err)
 	}
 	defer rows.Close()
 	var res Result
@@ -337,12 +351,12 @@ func Read(ctx context.Context, conn Querier, db string, f Filter, o Order, limit
 		}
 		fd, err := Scan(rows)
 		if err != nil {
-			return Result{}, fmt.Errorf("read findings from %s.%s: %w", db, schema.Findings, err)
+			return Result{}, fmt.Errorf("read findings from %s: %w", f.table(db), err)
 		}
 		res.Findings = append(res.Findings, fd)
 	}
 	if err := rows.Err(); err != nil {
-		return Result{}, fmt.Errorf("read findings from %s.%s: %w", db, schema.Findings, err)
+		return Result{}, fmt.Errorf("read findings from %s: %w", f.table(db), err)
 	}
 	return res, nil
 }

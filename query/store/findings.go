@@ -16,7 +16,7 @@ import (
 // publishing a record twice (detect.Detector.Restore). The SQL is
 // query/findings' (argMax by seq, no FINAL).
 func (s *Store) Findings(ctx context.Context, from model.Date) ([]detect.Finding, error) {
-	res, err := findings.Read(ctx, s.conn, s.db, findings.Filter{From: from}, findings.Unordered, 0)
+	res, err := findings.Read(ctx, s.conn, s.db, findings.Filter{From: from, Local: s.local}, findings.Unordered, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,29 @@ type Store struct {
 	// then carry no attrs. Backfill sets it: the two attrs arrays were a
 	// tenth of its decoding.
 	ReplayOnly bool
+	// local: read the tables' local replicated parts (NAME_local) on the
+	// server conn is connected to, not the Distributed tables (Local).
+	local bool
+}
+
+// Local returns a Store that reads the local replicated part of each table
+// (events_local, findings_v2_local) on the server conn is connected to:
+// one replica's copy of one shard of a cluster. ingest/replicas uses it to
+// read a shard through a replica it has just synchronised, which a read
+// through the Distributed table (any replica, maybe behind) cannot
+// promise.
+func (s *Store) Local(conn driver.Conn) *Store {
+	l := *s
+	l.conn, l.local = conn, true
+	return &l
+}
+
+// events is the table the reads select from.
+func (s *Store) events() string {
+	if s.local {
+		return s.db + "." + schema.Events + schema.LocalSuffix
+	}
+	return s.db + "." + schema.Events
 }
 
 // New returns a Store reading database db over conn. db is checked by
@@ -125,7 +148,7 @@ func batchWhere(pipeline string, from, to model.Date) *where {
 // key order; for heartbeats (event_date) it is by day. Either way the
 // copies of an event are adjacent.
 func (s *Store) selectWhere(w *where, dateCol string) query {
-	return query{sql: "SELECT " + s.columns() + " FROM " + s.db + "." + schema.Events + " WHERE " + w.String() +
+	return query{sql: "SELECT " + s.columns() + " FROM " + s.events() + " WHERE " + w.String() +
 		" ORDER BY " + dateCol + ", pipeline, batch_id, event_id", args: w.args}
 }
 
@@ -185,10 +208,10 @@ func (s *Store) windowed(ctx context.Context, w *where, dateCol string) ([]query
 	if limit == 0 {
 		limit = DefaultWindowRows
 	}
-	rows, err := s.conn.Query(ctx, "SELECT "+dateCol+", count() FROM "+s.db+".events WHERE "+w.String()+
+	rows, err := s.conn.Query(ctx, "SELECT "+dateCol+", count() FROM "+s.events()+" WHERE "+w.String()+
 		" GROUP BY "+dateCol+" ORDER BY "+dateCol, w.args...)
 	if err != nil {
-		return nil, fmt.Errorf("plan the read of %s.events: %w", s.db, err)
+		return nil, fmt.Errorf("plan the read of %s: %w", s.events(), err)
 	}
 	defer rows.Close()
 	var (
@@ -198,7 +221,7 @@ func (s *Store) windowed(ctx context.Context, w *where, dateCol string) ([]query
 	)
 	for rows.Next() {
 		if err := rows.Scan(&d, &c); err != nil {
-			return nil, fmt.Errorf("plan the read of %s.events: scan: %w", s.db, err)
+			return nil, fmt.Errorf("plan the read of %s: scan: %w", s.events(), err)
 		}
 		day := d.Format(time.DateOnly)
 		if len(windows) == 0 || n+c > limit {
@@ -209,7 +232,7 @@ func (s *Store) windowed(ctx context.Context, w *where, dateCol string) ([]query
 		n += c
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("plan the read of %s.events: %w", s.db, err)
+		return nil, fmt.Errorf("plan the read of %s: %w", s.events(), err)
 	}
 	out := make([]query, 0, len(windows))
 	for _, win := range windows {
@@ -260,14 +283,14 @@ type rowKey struct {
 func (s *Store) each(ctx context.Context, q query, prev *rowKey, fn func(model.Event) error) error {
 	rows, err := s.conn.Query(ctx, q.sql, q.args...)
 	if err != nil {
-		return fmt.Errorf("read events from %s.events: %w", s.db, err)
+		return fmt.Errorf("read events from %s: %w", s.events(), err)
 	}
 	defer rows.Close()
 	sc := schema.EventScanner{ReplayOnly: s.ReplayOnly}
 	for rows.Next() {
 		var e model.Event
 		if err := sc.Scan(rows, &e); err != nil {
-			return fmt.Errorf("read events from %s.events: %w", s.db, err)
+			return fmt.Errorf("read events from %s: %w", s.events(), err)
 		}
 		k := rowKey{pipeline: e.Pipeline, batchID: e.BatchID, eventID: e.ID, businessDate: e.BusinessDate}
 		if k == *prev {
@@ -279,7 +302,7 @@ func (s *Store) each(ctx context.Context, q query, prev *rowKey, fn func(model.E
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read events from %s.events: %w", s.db, err)
+		return fmt.Errorf("read events from %s: %w", s.events(), err)
 	}
 	return nil
 }
@@ -321,9 +344,9 @@ func (s *Store) Census(ctx context.Context, f CensusFilter) ([]PipelineRows, err
 	}
 	args := append([]any{f.ReadFrom.String(), f.From.String()}, w.args...)
 	rows, err := s.conn.Query(ctx, "SELECT pipeline, min(business_date), countIf(business_date >= toDate(?)), countIf(business_date >= toDate(?)) FROM "+
-		s.db+".events WHERE "+w.String()+" GROUP BY pipeline ORDER BY pipeline", args...)
+		s.events()+" WHERE "+w.String()+" GROUP BY pipeline ORDER BY pipeline", args...)
 	if err != nil {
-		return nil, fmt.Errorf("count the events of %s.events by pipeline: %w", s.db, err)
+		return nil, fmt.Errorf("count the events of %s by pipeline: %w", s.events(), err)
 	}
 	defer rows.Close()
 	var out []PipelineRows
@@ -333,7 +356,7 @@ func (s *Store) Census(ctx context.Context, f CensusFilter) ([]PipelineRows, err
 			first time.Time
 		)
 		if err := rows.Scan(&p.Pipeline, &first, &p.Rows, &p.InRange); err != nil {
-			return nil, fmt.Errorf("count the events of %s.events by pipeline: scan: %w", s.db, err)
+			return nil, fmt.Errorf("count the events of %s by pipeline: scan: %w", s.events(), err)
 		}
 		if p.InRange == 0 {
 			continue
@@ -342,7 +365,7 @@ func (s *Store) Census(ctx context.Context, f CensusFilter) ([]PipelineRows, err
 		out = append(out, p)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("count the events of %s.events by pipeline: %w", s.db, err)
+		return nil, fmt.Errorf("count the events of %s by pipeline: %w", s.events(), err)
 	}
 	return out, nil
 }
@@ -367,7 +390,7 @@ func (s *Store) EachBatchEvent(ctx context.Context, pipelines []string, from, to
 	w.add("batch_id != ''")
 	w.add("business_date >= toDate(?)", from.String())
 	w.add("business_date <= toDate(?)", to.String())
-	q := query{sql: "SELECT " + s.columns() + " FROM " + s.db + ".events WHERE " + w.String(), args: w.args}
+	q := query{sql: "SELECT " + s.columns() + " FROM " + s.events() + " WHERE " + w.String(), args: w.args}
 	// The rows are kept in blocks: one growing slice of events copied
 	// itself over and over (a fifth of the CPU of a backfill).
 	const block = 4096
@@ -436,11 +459,11 @@ func (s *Store) LatestHeartbeats(ctx context.Context, pipelines []string, asOf t
 		w.in("pipeline", pipelines)
 	}
 	args := append(slices.Clone(w.args), w.args...)
-	rows, err := s.conn.Query(ctx, "SELECT pipeline, system, component, time_ms, event_id FROM "+s.db+".events WHERE "+w.String()+
-		" AND (pipeline, system, component, time_ms) IN (SELECT pipeline, system, component, max(time_ms) FROM "+s.db+".events WHERE "+w.String()+
+	rows, err := s.conn.Query(ctx, "SELECT pipeline, system, component, time_ms, event_id FROM "+s.events()+" WHERE "+w.String()+
+		" AND (pipeline, system, component, time_ms) IN (SELECT pipeline, system, component, max(time_ms) FROM "+s.events()+" WHERE "+w.String()+
 		" GROUP BY pipeline, system, component) ORDER BY pipeline, system, component, event_id", args...)
 	if err != nil {
-		return nil, fmt.Errorf("read the latest heartbeats from %s.events: %w", s.db, err)
+		return nil, fmt.Errorf("read the latest heartbeats from %s: %w", s.events(), err)
 	}
 	defer rows.Close()
 	var out []model.Event
@@ -451,13 +474,13 @@ func (s *Store) LatestHeartbeats(ctx context.Context, pipelines []string, asOf t
 			ms     int64
 		)
 		if err := rows.Scan(&e.Pipeline, &system, &e.Component, &ms, &e.ID); err != nil {
-			return nil, fmt.Errorf("read the latest heartbeats from %s.events: scan: %w", s.db, err)
+			return nil, fmt.Errorf("read the latest heartbeats from %s: scan: %w", s.events(), err)
 		}
 		e.Spec, e.Type, e.System, e.Time = model.SpecV1, model.ProcessHeartbeat, model.System(system), time.UnixMilli(ms).UTC()
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read the latest heartbeats from %s.events: %w", s.db, err)
+		return nil, fmt.Errorf("read the latest heartbeats from %s: %w", s.events(), err)
 	}
 	return out, nil
 }

@@ -1,0 +1,53 @@
+package detection
+
+import (
+	"context"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/handoff-dev/handoff/analyzer/detect"
+	"github.com/handoff-dev/handoff/ingest/replicas"
+	"github.com/handoff-dev/handoff/ingest/schema"
+	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/query/store"
+)
+
+// ClusterHistory is the History of a detector on a ClickHouse cluster: it
+// reads each shard through a replica synchronised just before
+// (ingest/replicas), so that what handoff ingest has committed is all
+// there. A read through the Distributed tables may land on a replica that
+// has not fetched those rows yet; a detector that took over partitions
+// then judged batches without their events.
+type ClusterHistory struct {
+	Replicas *replicas.Set
+	Store    *store.Store // its Local view is used on each replica
+}
+
+var _ History = ClusterHistory{}
+
+// PartitionEvents reads the partitions' events shard by shard.
+func (h ClusterHistory) PartitionEvents(ctx context.Context, topic string, partitions []int, from model.Date, fn func(*model.Event) error) error {
+	return h.Replicas.Each(ctx, []string{schema.Events}, func(ctx context.Context, conn driver.Conn) error {
+		return h.Store.Local(conn).PartitionEvents(ctx, topic, partitions, from, fn)
+	})
+}
+
+// BatchEvents reads one batch's events (from the shard that holds them;
+// the others return none).
+func (h ClusterHistory) BatchEvents(ctx context.Context, key model.BatchKey, fn func(*model.Event) error) error {
+	return h.Replicas.Each(ctx, []string{schema.Events}, func(ctx context.Context, conn driver.Conn) error {
+		return h.Store.Local(conn).BatchEvents(ctx, key, fn)
+	})
+}
+
+// Findings reads the latest record of each finding, shard by shard (a
+// finding's records are all on its batch's shard).
+func (h ClusterHistory) Findings(ctx context.Context, from model.Date) ([]detect.Finding, error) {
+	var out []detect.Finding
+	err := h.Replicas.Each(ctx, []string{schema.Findings}, func(ctx context.Context, conn driver.Conn) error {
+		fs, err := h.Store.Local(conn).Findings(ctx, from)
+		out = append(out, fs...)
+		return err
+	})
+	return out, err
+}
