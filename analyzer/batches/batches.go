@@ -125,6 +125,17 @@ func (s *Set) quiet(b *batch) {
 	}
 }
 
+// Known declares that pipeline's history starts at first, a date before
+// the events the set is given (a read of a range of dates that starts
+// with the context of its first batch: ContextStart): continuity is then
+// checked from first on, as a set holding the whole history would. An
+// event of an earlier date lowers it, as it would without the call.
+func (s *Set) Known(pipeline string, first model.Date) {
+	if d, ok := s.first[pipeline]; !ok || first.Compare(d) < 0 {
+		s.first[strings.Clone(pipeline)] = first
+	}
+}
+
 // Len returns the number of batches.
 func (s *Set) Len() int { return len(s.states) }
 
