@@ -44,16 +44,12 @@ func Topics(t testing.TB, brokers []string, prefix string) {
 	})
 }
 
-// deleteTopics deletes the topics of brokers whose names start with
-// prefix.
-func deleteTopics(brokers []string, prefix string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, done := client(brokers)
-	defer done()
+// topicsWith returns the names of the topics of brokers that start with
+// prefix ("": all), sorted.
+func topicsWith(ctx context.Context, c *kafka.Client, prefix string) ([]string, error) {
 	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var names []string
 	for _, tp := range meta.Topics {
@@ -61,10 +57,21 @@ func deleteTopics(brokers []string, prefix string) error {
 			names = append(names, tp.Name)
 		}
 	}
-	if len(names) == 0 {
-		return nil
-	}
 	slices.Sort(names)
+	return names, nil
+}
+
+// deleteTopics deletes the topics of brokers whose names start with
+// prefix.
+func deleteTopics(brokers []string, prefix string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, done := client(brokers)
+	defer done()
+	names, err := topicsWith(ctx, c, prefix)
+	if err != nil || len(names) == 0 {
+		return err
+	}
 	resp, err := c.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: names})
 	if err != nil {
 		return err

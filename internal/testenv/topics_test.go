@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,17 +60,13 @@ func existing(t *testing.T, brokers []string, names ...string) []string {
 	defer cancel()
 	c, done := client(brokers)
 	defer done()
-	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{})
+	all, err := topicsWith(ctx, c, "")
 	if err != nil {
 		t.Fatalf("list topics: %v", err)
 	}
-	have := map[string]bool{}
-	for _, tp := range meta.Topics {
-		have[tp.Name] = true
-	}
 	var out []string
 	for _, n := range names {
-		if have[n] {
+		if slices.Contains(all, n) {
 			out = append(out, n)
 		}
 	}
