@@ -228,7 +228,10 @@ func (k BatchKey) Compare(o BatchKey) int {
 	return strings.Compare(k.BatchID, o.BatchID)
 }
 
-// ParseBatchKey parses pipeline/business_date/batch_id.
+// ParseBatchKey parses pipeline/business_date/batch_id. The business date
+// must lie in the storable range (MinBusinessDay..MaxBusinessDay), as the
+// codec requires of an event's: a key outside it names no batch that can
+// exist, and would be stored as another date.
 func ParseBatchKey(s string) (BatchKey, error) {
 	parts := strings.Split(s, "/")
 	if len(parts) != 3 {
@@ -240,6 +243,9 @@ func ParseBatchKey(s string) (BatchKey, error) {
 	d, err := ParseDate(parts[1])
 	if err != nil {
 		return BatchKey{}, &ValidationError{Field: "business_date", Value: parts[1], Reason: err.Error(), Kind: RejectBadValue}
+	}
+	if !dateStorable(d) {
+		return BatchKey{}, badValue("business_date", parts[1], dateRangeReason)
 	}
 	if err := checkName("batch_id", parts[2]); err != nil {
 		return BatchKey{}, err

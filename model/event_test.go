@@ -19,6 +19,8 @@ func TestBatchKeyString(t *testing.T) {
 	}
 }
 
+const dateRange = "outside 1970-01-02..2105-12-31, the dates ClickHouse stores (1970-01-01 marks heartbeats)"
+
 func TestParseBatchKeyErrors(t *testing.T) {
 	tests := []struct {
 		in    string
@@ -31,6 +33,13 @@ func TestParseBatchKeyErrors(t *testing.T) {
 		{"p/2026-13-01/b", "business_date", `business_date "2026-13-01": month out of range`},
 		{"p/2026-09-30/", "batch_id", `batch_id: required field is missing`},
 		{"p q/2026-09-30/b", "pipeline", `pipeline "p q": must not contain '/', spaces or control characters`},
+		// Dates ParseDate reads but business_date cannot store: the codec's
+		// bounds and wording (see the check below the table).
+		{"p/1970-01-01/b", "business_date", `business_date "1970-01-01": ` + dateRange},
+		{"p/1969-12-31/b", "business_date", `business_date "1969-12-31": ` + dateRange},
+		{"p/2106-01-01/b", "business_date", `business_date "2106-01-01": ` + dateRange},
+		{"p/9999-12-31/b", "business_date", `business_date "9999-12-31": ` + dateRange},
+		{"p/0001-01-01/b", "business_date", `business_date "0001-01-01": ` + dateRange},
 	}
 	for _, tt := range tests {
 		_, err := model.ParseBatchKey(tt.in)
@@ -42,6 +51,19 @@ func TestParseBatchKeyErrors(t *testing.T) {
 		if ve.Field != tt.field || err.Error() != tt.err {
 			t.Errorf("ParseBatchKey(%q): field %q error %q; want %q %q", tt.in, ve.Field, err, tt.field, tt.err)
 		}
+	}
+	// The bounds themselves are accepted, and the codec says the same of
+	// a date just outside them as ParseBatchKey.
+	for _, ok := range []string{"p/1970-01-02/b", "p/2105-12-31/b"} {
+		if _, err := model.ParseBatchKey(ok); err != nil {
+			t.Errorf("ParseBatchKey(%q): %v, want accepted (a bound of the storable range)", ok, err)
+		}
+	}
+	_, codecErr := model.Decode([]byte(`{"spec":"handoff/v1","event_id":"e1","type":"job.started","time":"2026-10-01T00:00:00Z",` +
+		`"pipeline":"p","business_date":"2106-01-01","batch_id":"b","system":"producer"}`))
+	_, keyErr := model.ParseBatchKey("p/2106-01-01/b")
+	if codecErr == nil || keyErr == nil || codecErr.Error() != keyErr.Error() {
+		t.Errorf("business_date 2106-01-01: codec says %v, ParseBatchKey %v; want the same rejection", codecErr, keyErr)
 	}
 }
 

@@ -228,6 +228,17 @@ func dateStorable(d Date) bool {
 	return d.Compare(Date{1970, 1, 2}) >= 0 && d.Compare(Date{2105, 12, 31}) <= 0
 }
 
+// CheckStorableTime returns nil when t lies within
+// MinTimeMillis..MaxTimeMillis, else a *ValidationError naming field with
+// the codec's reason, for records other than events (findings) whose
+// times are stored the same way.
+func CheckStorableTime(field string, t time.Time) error {
+	if timeStorable(t) {
+		return nil
+	}
+	return badValue(field, t.UTC().Format(time.RFC3339Nano), timeRangeReason)
+}
+
 // timeStorable reports whether t lies within MinTimeMillis..MaxTimeMillis.
 func timeStorable(t time.Time) bool {
 	ms := t.UnixMilli()

@@ -11,6 +11,7 @@ package batches
 import (
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/replay"
@@ -31,7 +32,15 @@ type Set struct {
 	contracts Contracts
 	asOf      time.Time
 	asOfMs    int64
-	states    map[model.BatchKey]*replay.State
+	// states is keyed by each state's own key (replay.State.Key, copied
+	// into its arena), never by an event's: an event's strings share the
+	// decoder's allocation for the whole event (attrs included), which a
+	// map key would keep alive for the run.
+	states map[model.BatchKey]*batch
+	// last is the batch of the previous batch event: when an event of
+	// another batch comes, last has gone quiet and is compacted, as the
+	// detector compacts its quiet batches.
+	last *batch
 	// first is each pipeline's earliest business date: the start of what
 	// the set knows, before which no batch is expected. Kept up to date by
 	// Add, so that diagnosing one batch never scans them all.
@@ -50,7 +59,7 @@ func New(contracts Contracts, asOf time.Time) *Set {
 		contracts: contracts,
 		asOf:      asOf,
 		asOfMs:    asOf.UnixMilli(),
-		states:    make(map[model.BatchKey]*replay.State),
+		states:    make(map[model.BatchKey]*batch),
 		first:     make(map[string]model.Date),
 	}
 }
@@ -68,15 +77,63 @@ func (s *Set) Add(e *model.Event) {
 		return
 	}
 	k := e.Key()
-	st := s.states[k]
-	if st == nil {
-		st = new(replay.State)
-		s.states[k] = st
-		if d, ok := s.first[k.Pipeline]; !ok || k.BusinessDate.Compare(d) < 0 {
-			s.first[k.Pipeline] = k.BusinessDate
-		}
+	if s.last != nil && s.last.st.Key() != k {
+		s.quiet(s.last)
 	}
-	st.Step(e)
+	b := s.states[k]
+	if b == nil {
+		b = new(batch)
+		b.st.Step(e)
+		key := b.st.Key()
+		if key.IsZero() { // an event Step refused (unknown type): the state has no key of its own
+			key = model.BatchKey{Pipeline: strings.Clone(k.Pipeline), BusinessDate: k.BusinessDate, BatchID: strings.Clone(k.BatchID)}
+		}
+		s.states[key] = b
+		if d, ok := s.first[k.Pipeline]; !ok || k.BusinessDate.Compare(d) < 0 {
+			s.first[key.Pipeline] = k.BusinessDate
+		}
+	} else {
+		b.st.Step(e)
+	}
+	s.last = b
+}
+
+// batch is one batch's state and its length when it was last compacted.
+type batch struct {
+	st        replay.State
+	compacted int
+}
+
+// quiet compacts b, whose batch had an event of another batch come after
+// its own: a batch's events mostly come together (ClickHouse's sort key,
+// a producer's run), so it is likely done, and it would otherwise hold
+// the room its arena and records keep for more events until the set is
+// dropped. Compaction waits until the batch has doubled since the last
+// one, so that interleaved batches cost amortised linear time, not a copy
+// per event. The map is keyed again with the compacted state's key, whose
+// strings moved to the new arena (the old key would keep the old one).
+func (s *Set) quiet(b *batch) {
+	if n := b.st.Len(); n == 0 || n < 2*b.compacted {
+		return
+	}
+	old := b.st.Key()
+	b.st.Compact()
+	b.compacted = b.st.Len()
+	if k := b.st.Key(); !k.IsZero() {
+		delete(s.states, old)
+		s.states[k] = b
+	}
+}
+
+// Known declares that pipeline's history starts at first, a date before
+// the events the set is given (a read of a range of dates that starts
+// with the context of its first batch: ContextStart): continuity is then
+// checked from first on, as a set holding the whole history would. An
+// event of an earlier date lowers it, as it would without the call.
+func (s *Set) Known(pipeline string, first model.Date) {
+	if d, ok := s.first[pipeline]; !ok || first.Compare(d) < 0 {
+		s.first[strings.Clone(pipeline)] = first
+	}
 }
 
 // Len returns the number of batches.
@@ -115,13 +172,13 @@ func (s *Set) DiagnoseKeys(keys []model.BatchKey) []replay.Diagnosis {
 	out := make([]replay.Diagnosis, 0, len(keys))
 	verdicts := make(map[model.BatchKey]model.Hypothesis)
 	for _, k := range keys {
-		st := s.states[k]
-		if st == nil {
+		b := s.states[k]
+		if b == nil {
 			continue
 		}
 		c := s.contracts.For(k.Pipeline)
 		ctx := replay.Context{Previous: s.previous(k, c, verdicts), Alive: s.aliveFor(k.Pipeline)}
-		out = append(out, st.Evaluate(c, s.asOf, ctx))
+		out = append(out, b.st.Evaluate(c, s.asOf, ctx))
 	}
 	return out
 }
@@ -129,13 +186,13 @@ func (s *Set) DiagnoseKeys(keys []model.BatchKey) []replay.Diagnosis {
 // DiagnoseOne evaluates a single batch, with the same context Diagnose
 // would give it. It reports false when the batch has no events.
 func (s *Set) DiagnoseOne(k model.BatchKey) (replay.Diagnosis, bool) {
-	st := s.states[k]
-	if st == nil {
+	b := s.states[k]
+	if b == nil {
 		return replay.Diagnosis{}, false
 	}
 	c := s.contracts.For(k.Pipeline)
 	ctx := replay.Context{Previous: s.previous(k, c, map[model.BatchKey]model.Hypothesis{}), Alive: s.aliveFor(k.Pipeline)}
-	return st.Evaluate(c, s.asOf, ctx), true
+	return b.st.Evaluate(c, s.asOf, ctx), true
 }
 
 // previous builds the continuity context of batch k (PreviousOf), with
@@ -156,13 +213,13 @@ func (n setNeighbours) First(pipeline string) (model.Date, bool) {
 }
 
 func (n setNeighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
-	st := n.s.states[k]
-	if st == nil {
+	b := n.s.states[k]
+	if b == nil {
 		return 0, false
 	}
 	v, ok := n.verdicts[k]
 	if !ok {
-		v = st.Verdict(n.s.contracts.For(k.Pipeline), n.s.asOf)
+		v = b.st.Verdict(n.s.contracts.For(k.Pipeline), n.s.asOf)
 		n.verdicts[k] = v
 	}
 	return v, true

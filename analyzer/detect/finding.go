@@ -2,10 +2,14 @@ package detect
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"reflect"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/replay"
@@ -211,9 +215,13 @@ type wireFinding struct {
 }
 
 // FindingError says which field of a finding record is wrong and why.
+// Kind classifies it as the events' dead letters are (bad_json,
+// missing_field, bad_value), so a consumer that stores findings files a
+// bad record under the same reasons.
 type FindingError struct {
 	Field  string
 	Reason string
+	Kind   model.RejectKind
 }
 
 func (e *FindingError) Error() string {
@@ -224,21 +232,57 @@ func (e *FindingError) Error() string {
 }
 
 func bad(field, format string, args ...any) error {
-	return &FindingError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	return &FindingError{Field: field, Reason: fmt.Sprintf(format, args...), Kind: model.RejectBadValue}
 }
 
-// ParseFinding decodes one finding record written by AppendJSON. Unknown
-// fields are ignored (a newer writer may add some). It checks what a
-// consumer relies on: every required field present, state open or
-// resolved, resolved_at present exactly when resolved, the batch key
-// well formed and equal to pipeline/business_date/batch_id, the
-// fingerprint equal to Fingerprint of the batch, kind and name, and the
-// diagnosis a JSON object of the same batch. Errors are *FindingError.
+func missing(field string) error {
+	return &FindingError{Field: field, Reason: "required field is missing", Kind: model.RejectMissingField}
+}
+
+// decodeError classifies a json.Unmarshal error of the record (prefix "")
+// or of its diagnosis (prefix "diagnosis."): a value of the wrong type
+// names its field; anything else is not JSON of the finding format.
+func decodeError(prefix string, err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return &FindingError{Field: prefix + te.Field, Reason: "want a JSON " + jsonKind(te.Type.Kind()) + ", got " + te.Value, Kind: model.RejectBadValue}
+	}
+	if prefix != "" {
+		return &FindingError{Field: strings.TrimSuffix(prefix, "."), Reason: err.Error(), Kind: model.RejectBadValue}
+	}
+	return &FindingError{Reason: "not a JSON object of the finding format: " + err.Error(), Kind: model.RejectBadJSON}
+}
+
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "string"
+	case reflect.Map, reflect.Struct:
+		return "object"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Bool:
+		return "boolean"
+	}
+	return "number"
+}
+
+// ParseFinding decodes one finding record written by AppendJSON. It is the
+// one decoder of the format: the detector's restore, notify and the
+// results consumer that stores findings all read records through it.
+// Unknown fields are ignored (a newer writer may add some). It checks what
+// a consumer relies on: every required field present, state open or
+// resolved, resolved_at present exactly when resolved, the batch key well
+// formed (its business date in the storable range) and equal to
+// pipeline/business_date/batch_id, the fingerprint equal to Fingerprint of
+// the batch, kind and name, status and verdict known names when given,
+// and the diagnosis a JSON object of the same batch with a known status
+// and a boundary (or "") as first_missing. Errors are *FindingError.
 func ParseFinding(data []byte) (Finding, error) {
 	var w wireFinding
 	var f Finding
 	if err := json.Unmarshal(data, &w); err != nil {
-		return f, &FindingError{Reason: "not a JSON object of the finding format: " + err.Error()}
+		return f, decodeError("", err)
 	}
 	for _, req := range [...]struct {
 		name string
@@ -246,10 +290,13 @@ func ParseFinding(data []byte) (Finding, error) {
 	}{{"fingerprint", w.Fingerprint}, {"state", w.State}, {"kind", w.Kind}, {"name", w.Name}, {"batch", w.Batch},
 		{"seq", w.Seq}, {"raised_at", w.RaisedAt}, {"evidence_as_of", w.EvidenceAsOf}, {"lateness_ms", w.LatenessMs}} {
 		if isNil(req.v) {
-			return f, bad(req.name, "required field is missing")
+			return f, missing(req.name)
 		}
 	}
-	if len(w.Diagnosis) == 0 || w.Diagnosis[0] != '{' {
+	if len(w.Diagnosis) == 0 || string(w.Diagnosis) == "null" {
+		return f, &FindingError{Field: "diagnosis", Reason: "required: want the batch's diagnosis as a JSON object", Kind: model.RejectMissingField}
+	}
+	if w.Diagnosis[0] != '{' {
 		return f, bad("diagnosis", "required: want the batch's diagnosis as a JSON object")
 	}
 	f.State = State(*w.State)
@@ -297,6 +344,9 @@ func ParseFinding(data []byte) (Finding, error) {
 		*t.t = v.UTC()
 	}
 	if (f.State == Resolved) != (w.ResolvedAt != nil) {
+		if f.State == Resolved {
+			return f, &FindingError{Field: "resolved_at", Reason: "must be present exactly when state is resolved (state resolved)", Kind: model.RejectMissingField}
+		}
 		return f, bad("resolved_at", "must be present exactly when state is resolved (state %s)", f.State)
 	}
 	f.Lateness = time.Duration(*w.LatenessMs) * time.Millisecond
@@ -304,17 +354,49 @@ func ParseFinding(data []byte) (Finding, error) {
 		return f, bad("lateness_ms", "%d is out of range", *w.LatenessMs)
 	}
 	f.Status, f.Verdict = replay.Status(w.Status), w.Verdict
+	if err := checkStatus("status", f.Status, true); err != nil {
+		return f, err
+	}
+	if f.Verdict != "" {
+		if _, err := model.ParseHypothesis(f.Verdict); err != nil {
+			return f, bad("verdict", "%q: want delivered or a hypothesis (not_produced ... not_consumed)", f.Verdict)
+		}
+	}
 	f.Severity, f.Owner = w.Severity, w.Owner
 	if len(w.Labels) > 0 {
 		f.Labels = w.Labels
 	}
 	if err := json.Unmarshal(w.Diagnosis, &f.Diagnosis); err != nil {
-		return f, bad("diagnosis", "%v", err)
+		return f, decodeError("diagnosis.", err)
 	}
 	if f.Diagnosis.Batch != *w.Batch {
-		return f, bad("diagnosis", "is of batch %q, the finding of %q", f.Diagnosis.Batch, *w.Batch)
+		return f, bad("diagnosis.batch", "%q differs from the finding's batch %q", f.Diagnosis.Batch, *w.Batch)
+	}
+	if err := checkStatus("diagnosis.status", f.Diagnosis.Status, false); err != nil {
+		return f, err
+	}
+	if fm := f.Diagnosis.FirstMissing; fm != "" {
+		if _, err := model.ParseBoundary(fm); err != nil {
+			return f, bad("diagnosis.first_missing", "%q: want a boundary name (produced ... consumed) or \"\"", fm)
+		}
 	}
 	return f, nil
+}
+
+// checkStatus checks that s is one of replay.Statuses ("" only when
+// optional): a status no dashboard or route knows would silently fall out
+// of all of them.
+func checkStatus(field string, s replay.Status, optional bool) error {
+	if s == "" {
+		if optional {
+			return nil
+		}
+		return missing(field)
+	}
+	if slices.Contains(replay.Statuses[:], s) {
+		return nil
+	}
+	return bad(field, "%q: want broken, delivered, failed, late or in_progress", s)
 }
 
 func isNil(v any) bool {

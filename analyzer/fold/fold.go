@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
@@ -52,6 +53,13 @@ type Options struct {
 	Workers int
 	// Window is the most batches in a piece; zero means DefaultWindow.
 	Window int
+	// From: batches of business dates before From are folded for
+	// continuity only (the context of a range read from ContextStart);
+	// they are not diagnosed nor handed over. Zero: every batch is.
+	From model.Date
+	// First, when not nil, gives a pipeline's earliest business date in
+	// the whole history when the input starts later (batches.Set.Known).
+	First func(pipeline string) (model.Date, bool)
 }
 
 // Fold folds events and hands the rendered diagnoses to yield, in batch
@@ -156,6 +164,11 @@ func (f *Fold[T]) Add(e *model.Event) error {
 	s := f.sets[e.Pipeline]
 	if s == nil {
 		s = batches.New(f.contracts, f.asOf)
+		if f.opts.First != nil {
+			if d, ok := f.opts.First(e.Pipeline); ok {
+				s.Known(e.Pipeline, d)
+			}
+		}
 		f.sets[e.Pipeline] = s
 	}
 	f.cur, f.curName = s, e.Pipeline
@@ -205,11 +218,23 @@ func (f *Fold[T]) submit(name string) error {
 	if n == 0 { // heartbeats only
 		return nil
 	}
+	var keys []model.BatchKey
+	if !f.opts.From.IsZero() {
+		keys = s.Keys()
+		from := f.opts.From
+		// One pipeline: the keys are in date order.
+		keys = keys[sort.Search(len(keys), func(i int) bool { return keys[i].BusinessDate.Compare(from) >= 0 }):]
+		if n = len(keys); n == 0 { // context only
+			return nil
+		}
+	}
 	f.batches += n
-	if n <= f.opts.Window {
+	if n <= f.opts.Window && keys == nil {
 		return f.queue(&piece[T]{set: s})
 	}
-	keys := s.Keys() // sorted once, cut into windows
+	if keys == nil {
+		keys = s.Keys() // sorted once, cut into windows
+	}
 	for i := 0; i < n; i += f.opts.Window {
 		if err := f.queue(&piece[T]{set: s, keys: keys[i:min(i+f.opts.Window, n)]}); err != nil {
 			return err

@@ -270,3 +270,62 @@ func TestFoldErrors(t *testing.T) {
 		}
 	})
 }
+
+// TestFoldRangeWithContext: a range read the way diagnose reads ClickHouse
+// (the events from the context start of the range on, the pipelines'
+// first dates given by First, batches before From folded for continuity
+// only) gives the diagnoses of a fold over the whole history, restricted
+// to the range: the first batch of the range included, whose previous
+// batch lies before it. Without First, the fold would take the context
+// date as the start of the history; without the context, the first batch
+// would have no previous batch to check.
+func TestFoldRangeWithContext(t *testing.T) {
+	pipelines := []string{"a.daily", "b.daily"}
+	from := model.MustParseDate("2026-06-20")
+	// a.daily never produced the batch before the range: only the
+	// pipeline's first date tells a gap from the start of the history.
+	evs := slices.DeleteFunc(events(pipelines, 40), func(e model.Event) bool {
+		return e.Pipeline == "a.daily" && e.BusinessDate == from.AddDays(-1)
+	})
+	var want strings.Builder
+	for _, l := range strings.SplitAfter(single(evs), "\n") {
+		if l != "" && !strings.Contains(l, `"business_date":"2026-06-0`) && !strings.Contains(l, `"business_date":"2026-06-1`) {
+			want.WriteString(l)
+		}
+	}
+	if !strings.Contains(want.String(), `"kind":"continuity_gap"`) {
+		t.Fatal("no continuity gap in range: the test proves nothing")
+	}
+	first := map[string]model.Date{}
+	var read []model.Event
+	for _, e := range evs {
+		if !e.Type.HasBatch() {
+			read = append(read, e)
+			continue
+		}
+		if d, ok := first[e.Pipeline]; !ok || e.BusinessDate.Compare(d) < 0 {
+			first[e.Pipeline] = e.BusinessDate
+		}
+		if e.BusinessDate.Compare(batches.ContextStart(contracts{}.For(e.Pipeline), e.Pipeline, from)) >= 0 {
+			read = append(read, e)
+		}
+	}
+	got, _ := run(t, read, fold.Options{Workers: 2, Window: 7, From: from, First: func(p string) (model.Date, bool) {
+		d, ok := first[p]
+		return d, ok
+	}})
+	if got != want.String() {
+		gl, wl := strings.Split(got, "\n"), strings.Split(want.String(), "\n")
+		for i := range min(len(gl), len(wl)) {
+			if gl[i] != wl[i] {
+				t.Fatalf("%d lines, want %d; line %d differs:\n got %s\nwant %s", len(gl), len(wl), i, gl[i], wl[i])
+			}
+		}
+		t.Fatalf("%d lines, want %d", len(gl), len(wl))
+	}
+	// Without the pipelines' first dates the range's first batch of
+	// a.daily reads as the start of the history, and its gap goes unseen.
+	if noFirst, _ := run(t, read, fold.Options{From: from}); noFirst == want.String() {
+		t.Fatal("the range's first batches have the same diagnosis with and without First: the test proves nothing")
+	}
+}

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/handoff-dev/handoff/ingest/results"
 	"github.com/handoff-dev/handoff/internal/progress"
 	"github.com/handoff-dev/handoff/internal/testenv"
@@ -391,11 +389,7 @@ func TestBackfillPublishesOnce(t *testing.T) {
 	file := writeEvents(t, events)
 	addr, conn, db := storeTwice(t, "handoff_backfill_pub", events)
 	topic := "test." + db + ".diagnoses"
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		(&kafka.Client{Addr: kafka.TCP(brokers...)}).DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{topic, topic + ".dlq"}})
-	})
+	testenv.Topics(t, brokers, topic)
 
 	const from, to = "2026-09-01", "2026-09-30"
 	code, out, errOut := runCmd(t, "", "--events", file, "--contract", contracts, "--as-of", seedAsOf, "--format", "json")

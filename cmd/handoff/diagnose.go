@@ -105,11 +105,11 @@ func diagnose(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		only = k
 	}
-	src, err := openSource(ctx, cfg, stdin, only)
+	contracts, err := loadContracts(cfg.Contracts)
 	if err != nil {
 		return err
 	}
-	contracts, err := loadContracts(cfg.Contracts)
+	src, err := openSource(ctx, cfg, stdin, only, contracts, asOf)
 	if err != nil {
 		return err
 	}

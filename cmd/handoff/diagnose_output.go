@@ -170,7 +170,8 @@ func foldAll[T any](ctx context.Context, d *diagnoser, render func([]replay.Diag
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	written := func(p T) error { return writing(yield(p)) }
-	f := fold.New(ctx, batches.Contracts(d.contracts), d.asOf, fold.Options{Grouped: d.src.grouped()}, render, written)
+	sc := d.src.scope()
+	f := fold.New(ctx, batches.Contracts(d.contracts), d.asOf, fold.Options{Grouped: d.src.grouped(), From: sc.from, First: sc.firstOf}, render, written)
 	if err := d.feed(ctx, f.Add); err != nil {
 		return err
 	}
@@ -263,6 +264,9 @@ func writing(err error) error {
 // the other batches of the pipeline still count for continuity.
 func (d *diagnoser) one(ctx context.Context, k model.BatchKey, format string) error {
 	set := batches.New(d.contracts, d.asOf)
+	if first, ok := d.src.scope().firstOf(k.Pipeline); ok {
+		set.Known(k.Pipeline, first)
+	}
 	if err := d.feed(ctx, func(e *model.Event) error {
 		if e.Pipeline == k.Pipeline {
 			set.Add(e)

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/handoff-dev/handoff/ingest/chconn"
 	"github.com/handoff-dev/handoff/ingest/jsonl"
 	"github.com/handoff-dev/handoff/ingest/schema"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/model/contract"
+	"github.com/handoff-dev/handoff/query/backfill"
 	"github.com/handoff-dev/handoff/query/store"
 )
 
@@ -26,14 +29,37 @@ type eventSource interface {
 	// begins.
 	grouped() bool
 	feed(ctx context.Context, add func(*model.Event) error, rep *reporter) error
+	// scope says which of the batches fed to diagnose and where each
+	// pipeline's history starts, when the source feeds more than the
+	// batches asked for (a range read with its context) or starts later
+	// than the history.
+	scope() sourceScope
 }
 
-func openSource(ctx context.Context, cfg diagnoseConfig, stdin io.Reader, only model.BatchKey) (eventSource, error) {
+// sourceScope is what a source knows beyond its events.
+type sourceScope struct {
+	// from: batches of earlier business dates are fed for continuity only,
+	// not diagnosed (zero: every batch is).
+	from model.Date
+	// first holds pipelines' earliest business date in the whole history
+	// (batches.Set.Known).
+	first map[string]model.Date
+}
+
+// firstOf answers fold.Options.First.
+func (sc sourceScope) firstOf(pipeline string) (model.Date, bool) {
+	d, ok := sc.first[pipeline]
+	return d, ok
+}
+
+// openSource opens the source cfg names. contracts and asOf are those of
+// the diagnoses: ClickHouse reads the context of a range under them.
+func openSource(ctx context.Context, cfg diagnoseConfig, stdin io.Reader, only model.BatchKey, contracts *contract.Set, asOf time.Time) (eventSource, error) {
 	switch {
 	case cfg.ClickHouse != "" && cfg.Events != "":
 		return nil, usageError("--events and --clickhouse are exclusive: read from one source")
 	case cfg.ClickHouse != "":
-		return openClickHouse(ctx, cfg, only)
+		return openClickHouse(ctx, cfg, only, contracts, asOf)
 	case cfg.Pipeline != "" || cfg.From != "" || cfg.To != "":
 		return nil, usageError("--pipeline, --from and --to select what to read from ClickHouse: use them with --clickhouse ADDR")
 	case cfg.Events == "":
@@ -64,6 +90,9 @@ func (s *fileSource) name() string { return s.label }
 // grouped: a file may hold its events in any order.
 func (s *fileSource) grouped() bool { return false }
 
+// scope: a file is the whole history it has.
+func (s *fileSource) scope() sourceScope { return sourceScope{} }
+
 func (s *fileSource) feed(ctx context.Context, add func(*model.Event) error, rep *reporter) error {
 	if s.closer != nil {
 		defer s.closer.Close()
@@ -91,14 +120,25 @@ func (s *fileSource) feed(ctx context.Context, add func(*model.Event) error, rep
 	return nil
 }
 
+// The dates a read of ClickHouse is bounded by when --from or --to is not
+// given: the storable range of business_date.
+var (
+	firstDate = model.Date{Year: 1970, Month: 1, Day: 2}
+	lastDate  = model.Date{Year: 2105, Month: 12, Day: 31}
+)
+
 // openClickHouse opens the ClickHouse source: one pipeline (optionally a
-// range of business dates), or the pipeline of --batch around its date.
-func openClickHouse(ctx context.Context, cfg diagnoseConfig, only model.BatchKey) (eventSource, error) {
-	f := store.Filter{Pipeline: cfg.Pipeline, Heartbeats: true}
+// range of business dates), or the pipeline of --batch. It reads the
+// range's context as backfill does (backfill.ReadContext): from the
+// previous batch of the first batch in range on, with the pipeline's first
+// business date in the whole table and its latest heartbeats as of asOf,
+// so that diagnose and backfill give the same diagnoses.
+func openClickHouse(ctx context.Context, cfg diagnoseConfig, only model.BatchKey, contracts *contract.Set, asOf time.Time) (eventSource, error) {
+	var from, to model.Date
 	for _, d := range []struct {
 		flag, v string
 		to      *model.Date
-	}{{"from", cfg.From, &f.From}, {"to", cfg.To, &f.To}} {
+	}{{"from", cfg.From, &from}, {"to", cfg.To, &to}} {
 		if d.v == "" {
 			continue
 		}
@@ -108,21 +148,30 @@ func openClickHouse(ctx context.Context, cfg diagnoseConfig, only model.BatchKey
 		}
 		*d.to = date
 	}
+	pipeline := cfg.Pipeline
 	if !only.IsZero() {
-		if f.Pipeline != "" && f.Pipeline != only.Pipeline {
-			return nil, usageError("--pipeline %s and --batch %s name different pipelines", f.Pipeline, only)
+		if pipeline != "" && pipeline != only.Pipeline {
+			return nil, usageError("--pipeline %s and --batch %s name different pipelines", pipeline, only)
 		}
-		f.Pipeline = only.Pipeline
-		if f.From.IsZero() && f.To.IsZero() {
-			// The week before the batch holds its previous batch under any
-			// daily or weekday schedule: continuity needs it.
-			f.From, f.To = only.BusinessDate.AddDays(-7), only.BusinessDate
+		pipeline = only.Pipeline
+		if from.IsZero() && to.IsZero() {
+			// The batch alone; its context brings its previous batch.
+			from, to = only.BusinessDate, only.BusinessDate
 		}
+	}
+	if from.IsZero() {
+		from = firstDate
+	}
+	if to.IsZero() {
+		to = lastDate
+	}
+	if to.Compare(from) < 0 {
+		return nil, usageError("--to %s is before --from %s", to, from)
 	}
 	if err := schema.CheckDatabase(cfg.Database); err != nil {
 		return nil, usageError("--database: %v", err)
 	}
-	if f.Pipeline == "" {
+	if pipeline == "" {
 		return nil, usageError("--clickhouse needs --pipeline P (optionally --from/--to) or --batch KEY: handoff reads one pipeline at a time")
 	}
 	conn, err := chconn.Open(ctx, chconn.Config{Addr: cfg.ClickHouse, User: cfg.User, Password: cfg.Password})
@@ -134,8 +183,22 @@ func openClickHouse(ctx context.Context, cfg diagnoseConfig, only model.BatchKey
 		conn.Close()
 		return nil, usageError("--database: %v", err)
 	}
-	label := fmt.Sprintf("clickhouse %s/%s.events pipeline %s", cfg.ClickHouse, cfg.Database, f.Pipeline)
-	return &clickhouseSource{label: label, st: st, filter: f, close: conn.Close}, nil
+	label := fmt.Sprintf("clickhouse %s/%s.events pipeline %s", cfg.ClickHouse, cfg.Database, pipeline)
+	cx, err := backfill.ReadContext(ctx, st, contracts, []string{pipeline}, from, to, asOf)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%s: %w", label, err)
+	}
+	src := &clickhouseSource{label: label, st: st, close: conn.Close, heartbeats: cx.Heartbeats,
+		filter: store.Filter{Pipeline: pipeline, From: cx.ReadFrom, To: to}, sc: sourceScope{from: from}}
+	if len(cx.Census) == 0 {
+		// Nothing in range: nothing to read (a read from ReadFrom would
+		// diagnose nothing either).
+		src.filter.From, src.filter.To = from, to
+	} else {
+		src.sc.first = map[string]model.Date{pipeline: cx.Census[0].First}
+	}
+	return src, nil
 }
 
 // clickhouseSource reads stored events; they were validated on ingest, so
@@ -144,7 +207,10 @@ type clickhouseSource struct {
 	label  string
 	st     *store.Store
 	filter store.Filter
-	close  func() error
+	// heartbeats are the pipeline's latest, as of the diagnoses, fed first.
+	heartbeats []model.Event
+	sc         sourceScope
+	close      func() error
 }
 
 func (s *clickhouseSource) name() string { return s.label }
@@ -152,17 +218,26 @@ func (s *clickhouseSource) name() string { return s.label }
 // grouped: the store reads one pipeline, in its sort key order.
 func (s *clickhouseSource) grouped() bool { return true }
 
+func (s *clickhouseSource) scope() sourceScope { return s.sc }
+
 func (s *clickhouseSource) feed(ctx context.Context, add func(*model.Event) error, rep *reporter) error {
 	defer s.close()
 	n := 0
-	err := s.st.EachEvent(ctx, s.filter, func(e model.Event) error {
+	each := func(e model.Event) error {
 		n++
 		if !e.Type.HasBatch() {
 			rep.sum.heartbeats++
 		}
 		rep.tick(n)
 		return add(&e)
-	})
+	}
+	var err error
+	for i := 0; i < len(s.heartbeats) && err == nil; i++ {
+		err = each(s.heartbeats[i])
+	}
+	if err == nil {
+		err = s.st.EachEvent(ctx, s.filter, each)
+	}
 	rep.sum.lines = n
 	rep.sum.events = n
 	if err != nil {

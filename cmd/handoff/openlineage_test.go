@@ -99,7 +99,7 @@ func TestOpenLineageFileToDiagnosis(t *testing.T) {
 func TestOpenLineageThroughKafka(t *testing.T) {
 	svc := startServices(t, "handoff_ol")
 	ctx, brokers, chAddr, db, topic := svc.ctx, svc.brokers, svc.chAddr, svc.db, svc.topic
-	olTopic := testenv.Name("openlineage")
+	olTopic := testenv.Topic(t, brokers, "openlineage")
 	contractFile := filepath.Join(t.TempDir(), "abs.yaml")
 	os.WriteFile(contractFile, []byte(olContract), 0o644)
 	background, b := svc.background, strings.Join(brokers, ",")

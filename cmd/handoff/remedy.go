@@ -118,18 +118,22 @@ func replayBatch(ctx context.Context, cfg *remedyConfig, set *contract.Set, stde
 		dc.Pipeline = cfg.key.Pipeline
 		dc.From, dc.To = cfg.key.BusinessDate.AddDays(-7).String(), cfg.key.BusinessDate.AddDays(7).String()
 	}
-	src, err := openSource(ctx, dc, nil, model.BatchKey{})
-	if err != nil {
-		return replay.Diagnosis{}, nil, err
-	}
 	asOf := cfg.asOf
 	if asOf.IsZero() {
 		asOf = time.Now()
+	}
+	src, err := openSource(ctx, dc, nil, model.BatchKey{}, set, asOf)
+	if err != nil {
+		return replay.Diagnosis{}, nil, err
 	}
 	msgs := bufio.NewWriter(stderr)
 	defer msgs.Flush()
 	rep := &reporter{w: msgs, name: src.name(), sum: &summary{rejected: map[model.RejectKind]int{}}}
 	bs := batches.New(batches.Contracts(set), asOf)
+	sc := src.scope()
+	if first, ok := sc.firstOf(cfg.key.Pipeline); ok {
+		bs.Known(cfg.key.Pipeline, first)
+	}
 	err = src.feed(ctx, func(e *model.Event) error {
 		if e.Pipeline == cfg.key.Pipeline {
 			bs.Add(e)
@@ -140,7 +144,7 @@ func replayBatch(ctx context.Context, cfg *remedyConfig, set *contract.Set, stde
 	if err != nil {
 		return replay.Diagnosis{}, nil, err
 	}
-	all := bs.Diagnose(nil)
+	all := bs.Diagnose(func(k model.BatchKey) bool { return k.BusinessDate.Compare(sc.from) >= 0 })
 	for _, d := range all {
 		if d.Batch == cfg.key.String() {
 			return d, all, nil

@@ -205,7 +205,7 @@ func startServices(t *testing.T, prefix string) *liveServices {
 	clearEnv(t)
 	t.Setenv("HANDOFF_KAFKA_BROKERS", "")
 	s.db = testenv.Database(t, testenv.ClickHouse(t), prefix)
-	s.topic = testenv.Name(prefix)
+	s.topic = testenv.Topic(t, s.brokers, prefix)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	t.Cleanup(s.cancel)
 	s.background("ingest", "ingest", "--kafka-brokers", strings.Join(s.brokers, ","), "--topic", s.topic, "--dlq-topic", s.topic+".dlq",

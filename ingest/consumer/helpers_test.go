@@ -37,12 +37,7 @@ func newSetup(t testing.TB, name string) *setup {
 	s.topic = "test." + s.db
 	s.dlq = s.topic + ".dlq"
 	s.group = s.db
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		c := &kafka.Client{Addr: kafka.TCP(s.brokers...)}
-		c.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{s.topic, s.dlq}})
-	})
+	testenv.Topics(t, s.brokers, s.topic)
 	return s
 }
 

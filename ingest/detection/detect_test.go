@@ -78,11 +78,7 @@ func newEnvWithoutIngestParts(t *testing.T, parts int) *env {
 	if err := topics.Ensure(ctx, e.brokers, specs...); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		(&kafka.Client{Addr: kafka.TCP(e.brokers...)}).DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: all})
-	})
+	testenv.Topics(t, e.brokers, pre)
 	return e
 }
 

@@ -231,12 +231,6 @@ func TestEmitManyLargeEvents(t *testing.T) {
 
 // tempTopic returns a unique topic name and deletes the topic at cleanup.
 func tempTopic(t *testing.T, brokers []string, prefix string) string {
-	topic := testenv.Name(prefix)
-	t.Cleanup(func() {
-		tr := &kafka.Transport{}
-		defer tr.CloseIdleConnections()
-		c := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}
-		c.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
-	})
+	topic := testenv.Topic(t, brokers, prefix)
 	return topic
 }

@@ -133,7 +133,7 @@ func publish(t testing.TB, brokers []string, topic string, records ...[]byte) {
 func testConfig(t testing.TB) Config {
 	brokers := testenv.KafkaBrokers(t)
 	return Config{
-		Brokers: brokers, FindingsTopic: testenv.Name("notify_findings"), DLQTopic: testenv.Name("notify_dlq"),
+		Brokers: brokers, FindingsTopic: testenv.Topic(t, brokers, "notify_findings"), DLQTopic: testenv.Topic(t, brokers, "notify_dlq"),
 		Group: testenv.Name("notify"), Partitions: 3,
 		ServeURL: "http://127.0.0.1:8080", WebhookSecret: "s3cret",
 		Lease: 3 * time.Second, Resend: time.Second,

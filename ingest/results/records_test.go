@@ -3,6 +3,7 @@ package results
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
+	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
@@ -167,10 +169,10 @@ func TestParseRejects(t *testing.T) {
 		{"finding no raised_at", true, withField(t, find, "raised_at", ""), model.RejectMissingField, "raised_at", "required"},
 		{"finding no evidence_as_of", true, withField(t, find, "evidence_as_of", ""), model.RejectMissingField, "evidence_as_of", "required"},
 		{"resolved without resolved_at", true, withField(t, resolved, "resolved_at", ""), model.RejectMissingField, "resolved_at", "state is resolved"},
-		{"open with resolved_at", true, withField(t, find, "resolved_at", `"2026-10-04T00:00:00Z"`), model.RejectBadValue, "resolved_at", "open finding"},
+		{"open with resolved_at", true, withField(t, find, "resolved_at", `"2026-10-04T00:00:00Z"`), model.RejectBadValue, "resolved_at", "exactly when state is resolved"},
 		{"finding no seq", true, withField(t, find, "seq", ""), model.RejectMissingField, "seq", "required"},
 		{"finding seq 0", true, withField(t, find, "seq", "0"), model.RejectBadValue, "seq", "1 or more"},
-		{"finding seq too large", true, withField(t, find, "seq", "4294967296"), model.RejectBadValue, "seq", "1 or more"},
+		{"finding seq too large", true, withField(t, find, "seq", "4294967296"), model.RejectBadValue, "seq", "largest seq findings_v2 stores"},
 		{"finding seq string", true, withField(t, find, "seq", `"1"`), model.RejectBadValue, "seq", "want a JSON number"},
 		{"finding status unknown", true, withField(t, find, "status", `"fine"`), model.RejectBadValue, "status", "want broken"},
 		{"finding verdict unknown", true, withField(t, find, "verdict", `"maybe"`), model.RejectBadValue, "verdict", "hypothesis"},
@@ -179,6 +181,14 @@ func TestParseRejects(t *testing.T) {
 		{"diagnosis not an object", true, withField(t, find, "diagnosis", `"late"`), model.RejectBadValue, "diagnosis", "object"},
 		{"diagnosis of another batch", true, withField(t, find, "diagnosis", string(withField(t, diag, "batch", `"p/2026-01-01/x"`))), model.RejectBadValue, "diagnosis.batch", "differs"},
 		{"diagnosis bad status", true, withField(t, find, "diagnosis", string(withField(t, diag, "status", `"fine"`))), model.RejectBadValue, "diagnosis.status", "want broken"},
+		{"finding foreign fingerprint", true, withField(t, find, "fingerprint", `"ab12"`), model.RejectBadValue, "fingerprint", "not the fingerprint"},
+		{"finding no lateness_ms", true, withField(t, find, "lateness_ms", ""), model.RejectMissingField, "lateness_ms", "required"},
+		{"finding no diagnosis", true, withField(t, find, "diagnosis", ""), model.RejectMissingField, "diagnosis", "required"},
+		{"finding null diagnosis", true, withField(t, find, "diagnosis", "null"), model.RejectMissingField, "diagnosis", "required"},
+		{"diagnosis bad first_missing", true, withField(t, find, "diagnosis", string(withField(t, diag, "first_missing", `"lunch"`))), model.RejectBadValue, "diagnosis.first_missing", "boundary"},
+		{"diagnosis hypotheses not a list", true, withField(t, find, "diagnosis", string(withField(t, diag, "hypotheses", `{}`))), model.RejectBadValue, "diagnosis.hypotheses", "want a JSON array"},
+		{"finding raised_at after 2105", true, withField(t, find, "raised_at", `"2106-03-01T00:00:00Z"`), model.RejectBadValue, "raised_at", "the times ClickHouse stores"},
+		{"finding date out of range", true, withField(t, withField(t, withField(t, withField(t, find, "business_date", ""), "pipeline", ""), "batch_id", ""), "batch", `"p/2106-01-01/x"`), model.RejectBadValue, "batch", "business_date"},
 		{"finding bad deadline", true, withField(t, find, "deadline", `"soon"`), model.RejectBadValue, "deadline", "RFC 3339"},
 	}
 	for _, tt := range tests {
@@ -226,16 +236,87 @@ func TestParseFinding(t *testing.T) {
 		t.Fatalf("got  %+v\nwant %+v", f, want)
 	}
 
-	// Optional fields absent or null: still valid, zero values.
-	min := []byte(`{"fingerprint":"ab12","state":"open","kind":"missing","seq":1,"batch":"p/2026-09-30/20260930",` +
-		`"pipeline":"p","business_date":"2026-09-30","batch_id":"20260930","raised_at":"2026-09-30T22:00:00+08:00",` +
-		`"evidence_as_of":"2026-09-30T14:00:01Z","resolved_at":null,"diagnosis":null,"labels":null}`)
+	// Optional fields absent or null: still valid, zero values; status
+	// and verdict then come from the diagnosis.
+	k, err := model.ParseBatchKey(d.Batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	min := []byte(`{"fingerprint":"` + detect.Fingerprint(k, "missing", "") + `","state":"open","kind":"missing","name":"","seq":1,` +
+		`"batch":"` + d.Batch + `","raised_at":"2026-09-30T22:00:00+08:00","evidence_as_of":"2026-09-30T14:00:01Z",` +
+		`"lateness_ms":0,"resolved_at":null,"labels":null,"diagnosis":` + string(diag) + `}`)
 	f, err = ParseFinding(min)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.RaisedMS != time.Date(2026, 9, 30, 14, 0, 0, 0, time.UTC).UnixMilli() || f.ResolvedMS != 0 || f.Diagnosis != "" || f.LabelKeys != nil {
+	if f.RaisedMS != time.Date(2026, 9, 30, 14, 0, 0, 0, time.UTC).UnixMilli() || f.ResolvedMS != 0 || f.DeadlineMS != 0 ||
+		f.LabelKeys != nil || f.Status != d.Status || f.Diagnosis != string(diag) {
 		t.Fatalf("minimal finding parsed as %+v", f)
+	}
+}
+
+// TestParseFindingOneDecoder: the findings consumer stores a record
+// exactly when the detector's decoder reads it, and stores what that
+// decoder read. Records within the storable ranges: the detector's golden
+// records, generated ones, and each broken in ways a second decoder could
+// judge differently.
+func TestParseFindingOneDecoder(t *testing.T) {
+	diag := diagnosisRecords(t, 40, "pipe.one")[0]
+	good := append(detectRecords(t),
+		findingRecord(t, diag, "overdue", "signal_delivered", StateOpen, 1, asOf.Add(-time.Hour), 0),
+		findingRecord(t, diag, "row_mismatch", "", StateResolved, 4, asOf.Add(-time.Hour), time.Minute))
+	recs := append([][]byte{}, good...)
+	for _, g := range good[len(good)-2:] {
+		for _, m := range []struct{ field, v string }{
+			{"fingerprint", `"ab12"`}, {"name", ""}, {"lateness_ms", ""}, {"lateness_ms", "1e30"}, {"diagnosis", ""}, {"diagnosis", "null"},
+			{"pipeline", `"other"`}, {"pipeline", ""}, {"business_date", ""}, {"batch_id", ""},
+			{"status", `""`}, {"status", ""}, {"status", `"fine"`}, {"verdict", `"maybe"`}, {"verdict", ""},
+			{"deadline", `"soon"`}, {"resolved_at", `"2026-10-04T00:00:00Z"`}, {"resolved_at", ""}, {"severity", "1"}, {"labels", `{"a":1}`},
+			{"diagnosis", string(withField(t, diag, "status", `"fine"`))},
+			{"diagnosis", string(withField(t, diag, "status", ""))},
+			{"diagnosis", string(withField(t, diag, "verdict", `"maybe"`))},
+			{"diagnosis", string(withField(t, diag, "first_missing", `"lunch"`))},
+			{"diagnosis", string(withField(t, diag, "batch", ""))},
+			{"diagnosis", string(withField(t, diag, "as_of", `"yesterday"`))},
+		} {
+			recs = append(recs, withField(t, g, m.field, m.v))
+		}
+	}
+	accepted := 0
+	for _, r := range recs {
+		want, derr := detect.ParseFinding(r)
+		got, err := ParseFinding(r)
+		if (err == nil) != (derr == nil) {
+			t.Errorf("stored error %v, the detector's decoder %v:\n%.300s", err, derr, r)
+			continue
+		}
+		if err != nil {
+			var fe *detect.FindingError
+			ve, ok := err.(*model.ValidationError)
+			if !ok || !errors.As(derr, &fe) || ve.Field != fe.Field || ve.Kind == "" {
+				t.Errorf("error %v (%T), want a *model.ValidationError naming the decoder's field (%v)", err, err, derr)
+			}
+			continue
+		}
+		accepted++
+		status, verdict := string(want.Status), want.Verdict
+		if status == "" {
+			status = string(want.Diagnosis.Status)
+		}
+		if verdict == "" {
+			verdict = want.Diagnosis.Verdict.String()
+		}
+		if got.Key != want.Batch || got.Fingerprint != want.Fingerprint || got.State != string(want.State) || got.Kind != string(want.Kind) ||
+			got.Name != want.Name || int(got.Seq) != want.Seq || got.LatenessMS != want.Lateness.Milliseconds() ||
+			got.RaisedMS != want.RaisedAt.UnixMilli() || got.EvidenceAsOfMS != want.EvidenceAsOf.UnixMilli() ||
+			got.Status != status || got.Verdict != verdict || got.FirstMissing != want.Diagnosis.FirstMissing ||
+			got.Severity != want.Severity || got.Owner != want.Owner || len(got.LabelKeys) != len(want.Labels) ||
+			got.Diagnosis != string(want.Diagnosis.AppendJSON(nil)) {
+			t.Errorf("stored %+v\nthe decoder read %+v", got, want)
+		}
+	}
+	if accepted < len(good) || accepted == len(recs) {
+		t.Fatalf("%d of %d records accepted: the table no longer tells the decoders apart", accepted, len(recs))
 	}
 }
 
@@ -261,7 +342,8 @@ func FuzzParseDiagnosis(f *testing.F) {
 }
 
 // FuzzParseFinding: any input is either a *model.ValidationError or a
-// finding that satisfies the lifecycle's rules.
+// finding that satisfies the lifecycle's rules and that the detector's
+// decoder accepts too.
 func FuzzParseFinding(f *testing.F) {
 	diag := diagnosisRecords(f, 60, "pipe.fuzz")[0]
 	f.Add(findingRecord(f, diag, "overdue", "signal_delivered", StateOpen, 1, asOf, 0))
@@ -271,6 +353,9 @@ func FuzzParseFinding(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		x, err := ParseFinding(b)
+		if _, derr := detect.ParseFinding(b); err == nil && derr != nil {
+			t.Fatalf("stored a record the detector's decoder rejects (%v): %q", derr, b)
+		}
 		if err != nil {
 			if _, ok := err.(*model.ValidationError); !ok {
 				t.Fatalf("error %v is %T, want *model.ValidationError", err, err)
@@ -284,13 +369,12 @@ func FuzzParseFinding(f *testing.F) {
 	})
 }
 
-// detectRecords returns the records of testdata/detect-seed-findings.jsonl:
-// the seed case's findings exactly as analyzer/detect writes them (its
-// golden file, copied from the detect branch at e1a7361). Once both are
-// merged, a test can encode detect.Finding values directly instead.
+// detectRecords returns the records of analyzer/detect's golden file: the
+// seed case's findings exactly as the detector writes them (read from
+// there, so that the two packages cannot drift apart).
 func detectRecords(t testing.TB) [][]byte {
 	t.Helper()
-	b, err := os.ReadFile("testdata/detect-seed-findings.jsonl")
+	b, err := os.ReadFile("../../analyzer/detect/testdata/seed-findings.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/model"
 )
@@ -63,7 +64,7 @@ type Finding struct {
 	// them at the top level for routing; else the embedded diagnosis')
 	// and the diagnosis' first_missing.
 	Summary
-	// Diagnosis is the embedded diagnosis JSON ("" when the record has none).
+	// Diagnosis is the embedded diagnosis JSON.
 	Diagnosis string
 }
 
@@ -92,29 +93,6 @@ type identityWire struct {
 	BatchID      *string `json:"batch_id"`
 }
 
-// findingWire is a finding record (analyzer/detect writes it). Unknown
-// fields are ignored, so the detector may add fields without breaking
-// storage.
-type findingWire struct {
-	Fingerprint *string `json:"fingerprint"`
-	State       *string `json:"state"`
-	Kind        *string `json:"kind"`
-	Name        *string `json:"name"`
-	identityWire
-	Status       *string           `json:"status"`
-	Verdict      *string           `json:"verdict"`
-	Seq          *int64            `json:"seq"`
-	RaisedAt     *string           `json:"raised_at"`
-	ResolvedAt   *string           `json:"resolved_at"`
-	Deadline     *string           `json:"deadline"`
-	LatenessMS   *int64            `json:"lateness_ms"`
-	Severity     *string           `json:"severity"`
-	Owner        *string           `json:"owner"`
-	Labels       map[string]string `json:"labels"`
-	EvidenceAsOf *string           `json:"evidence_as_of"`
-	Diagnosis    json.RawMessage   `json:"diagnosis"`
-}
-
 // ParseDiagnosis decodes and validates a diagnoses-topic record: the
 // identity (batch must be pipeline/business_date/batch_id), status, verdict,
 // first_missing and as_of. Errors are *model.ValidationError naming the
@@ -139,111 +117,73 @@ func ParseDiagnosis(value []byte) (Diagnosis, error) {
 	return Diagnosis{Key: key, AsOfMS: asOf, Summary: sum, JSON: string(value)}, nil
 }
 
-// ParseFinding decodes and validates a findings-topic record (as
-// analyzer/detect's Finding.AppendJSON writes it). Required: fingerprint,
-// state (open or resolved), kind, the batch identity, seq (>= 1),
-// raised_at, evidence_as_of, and resolved_at exactly when the state is
-// resolved. Optional: name, status and verdict (checked like a
-// diagnosis'), deadline, lateness_ms, severity, owner, labels (string
-// values) and diagnosis (a diagnosis object of the same batch). It is no
-// stricter than the detector's own decoder, so that no record the
-// detector writes is dead-lettered. Errors are *model.ValidationError
-// naming the field.
+// ParseFinding decodes a findings-topic record with the detector's own
+// decoder (detect.ParseFinding: the format's one decoder, so a record is
+// stored exactly when the detector, notify and a restore would read it)
+// and adds what storage needs on top: the record within MaxRecordBytes,
+// seq within findings_v2's UInt32, every time within the storable range
+// (model.CheckStorableTime), labels as sorted keys and values,
+// the status and verdict to file the row under (the record's own, which
+// it was routed by, else the diagnosis') and the diagnosis as JSON.
+// Errors are *model.ValidationError naming the field, with the
+// dead-letter reason as Kind.
 func ParseFinding(value []byte) (Finding, error) {
-	var w findingWire
-	if err := decode(value, &w); err != nil {
-		return Finding{}, err
+	if len(value) > MaxRecordBytes {
+		return Finding{}, tooLarge(len(value))
 	}
-	var f Finding
-	var err error
-	if f.Key, err = identity(&w.identityWire); err != nil {
-		return Finding{}, err
+	d, err := detect.ParseFinding(value)
+	if err != nil {
+		var fe *detect.FindingError
+		if errors.As(err, &fe) {
+			return Finding{}, &model.ValidationError{Field: fe.Field, Reason: fe.Reason, Kind: fe.Kind}
+		}
+		return Finding{}, &model.ValidationError{Reason: err.Error(), Kind: model.RejectBadJSON}
 	}
-	if f.Fingerprint, err = name("fingerprint", w.Fingerprint); err != nil {
-		return Finding{}, err
+	if d.Seq > math.MaxUint32 {
+		return Finding{}, badValue("seq", strconv.Itoa(d.Seq), fmt.Sprintf("over %d, the largest seq findings_v2 stores", uint32(math.MaxUint32)))
 	}
-	if f.Kind, err = name("kind", w.Kind); err != nil {
-		return Finding{}, err
+	f := Finding{Key: d.Batch, Fingerprint: d.Fingerprint, State: string(d.State), Kind: string(d.Kind), Name: d.Name,
+		Seq: uint32(d.Seq), LatenessMS: d.Lateness.Milliseconds(), Severity: d.Severity, Owner: d.Owner}
+	for _, t := range [...]struct {
+		field string
+		t     time.Time
+		ms    *int64
+	}{{"raised_at", d.RaisedAt, &f.RaisedMS}, {"resolved_at", d.ResolvedAt, &f.ResolvedMS}, {"deadline", d.Deadline, &f.DeadlineMS}, {"evidence_as_of", d.EvidenceAsOf, &f.EvidenceAsOfMS}} {
+		if t.t.IsZero() {
+			continue
+		}
+		if err := model.CheckStorableTime(t.field, t.t); err != nil {
+			return Finding{}, err
+		}
+		*t.ms = t.t.UnixMilli()
 	}
-	f.Name = deref(w.Name)
-	switch {
-	case w.Seq == nil:
-		return Finding{}, missing("seq")
-	case *w.Seq < 1 || *w.Seq > math.MaxUint32:
-		return Finding{}, badValue("seq", strconv.FormatInt(*w.Seq, 10), "want 1 or more (the record number of the fingerprint)")
-	}
-	f.Seq = uint32(*w.Seq)
-	switch f.State = deref(w.State); f.State {
-	case StateOpen, StateResolved:
-	case "":
-		return Finding{}, missing("state")
-	default:
-		return Finding{}, badValue("state", f.State, "want open or resolved")
-	}
-	if f.RaisedMS, err = requiredTime("raised_at", w.RaisedAt); err != nil {
-		return Finding{}, err
-	}
-	if f.EvidenceAsOfMS, err = requiredTime("evidence_as_of", w.EvidenceAsOf); err != nil {
-		return Finding{}, err
-	}
-	if f.ResolvedMS, err = optionalTime("resolved_at", w.ResolvedAt); err != nil {
-		return Finding{}, err
-	}
-	switch {
-	case f.State == StateResolved && f.ResolvedMS == 0:
-		return Finding{}, &model.ValidationError{Field: "resolved_at", Reason: "required when state is resolved", Kind: model.RejectMissingField}
-	case f.State == StateOpen && f.ResolvedMS != 0:
-		return Finding{}, badValue("resolved_at", deref(w.ResolvedAt), "set on an open finding")
-	}
-	if f.DeadlineMS, err = optionalTime("deadline", w.Deadline); err != nil {
-		return Finding{}, err
-	}
-	if w.LatenessMS != nil {
-		f.LatenessMS = *w.LatenessMS
-	}
-	f.Severity, f.Owner = deref(w.Severity), deref(w.Owner)
-	if len(w.Labels) > 0 {
-		f.LabelKeys = make([]string, 0, len(w.Labels))
-		for k := range w.Labels {
+	if len(d.Labels) > 0 {
+		f.LabelKeys = make([]string, 0, len(d.Labels))
+		for k := range d.Labels {
 			f.LabelKeys = append(f.LabelKeys, k)
 		}
 		slices.Sort(f.LabelKeys)
 		f.LabelValues = make([]string, len(f.LabelKeys))
 		for i, k := range f.LabelKeys {
-			f.LabelValues[i] = w.Labels[k]
+			f.LabelValues[i] = d.Labels[k]
 		}
 	}
-	if raw := bytes.TrimSpace(w.Diagnosis); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
-		if raw[0] != '{' {
-			return Finding{}, badValue("diagnosis", string(raw), "want a diagnosis object")
-		}
-		var d diagnosisWire
-		if err := decodePrefixed("diagnosis.", raw, &d); err != nil {
-			return Finding{}, err
-		}
-		if d.Batch != nil && *d.Batch != f.Key.String() {
-			return Finding{}, badValue("diagnosis.batch", *d.Batch, "differs from the finding's batch "+f.Key.String())
-		}
-		if f.Summary, err = summary("diagnosis.", &d); err != nil {
-			return Finding{}, err
-		}
-		f.Diagnosis = string(raw)
+	f.Summary = Summary{Status: string(d.Status), Verdict: d.Verdict, FirstMissing: d.Diagnosis.FirstMissing}
+	if f.Status == "" {
+		f.Status = string(d.Diagnosis.Status)
 	}
-	// The record's own status and verdict (what it was routed by) win over
-	// the diagnosis'; they are the same when both are written.
-	if st := deref(w.Status); st != "" {
-		if err := checkStatus("status", st); err != nil {
-			return Finding{}, err
-		}
-		f.Status = st
+	if f.Verdict == "" {
+		f.Verdict = d.Diagnosis.Verdict.String()
 	}
-	if v := deref(w.Verdict); v != "" {
-		if err := checkVerdict("verdict", v); err != nil {
-			return Finding{}, err
-		}
-		f.Verdict = v
-	}
+	// The diagnosis as the analyzer encodes it: byte for byte what the
+	// detector wrote (its encoding round-trips), without fields this
+	// version does not know.
+	f.Diagnosis = string(d.Diagnosis.AppendJSON(nil))
 	return f, nil
+}
+
+func tooLarge(n int) error {
+	return &model.ValidationError{Reason: fmt.Sprintf("record of %d bytes is over the %d-byte limit", n, MaxRecordBytes), Kind: model.RejectTooLarge}
 }
 
 // decode unmarshals a record's value into w, classifying the failure: too
@@ -251,7 +191,7 @@ func ParseFinding(value []byte) (Finding, error) {
 // (bad_value, naming the field).
 func decode(value []byte, w any) error {
 	if len(value) > MaxRecordBytes {
-		return &model.ValidationError{Reason: fmt.Sprintf("record of %d bytes is over the %d-byte limit", len(value), MaxRecordBytes), Kind: model.RejectTooLarge}
+		return tooLarge(len(value))
 	}
 	v := bytes.TrimSpace(value)
 	if len(v) == 0 || v[0] != '{' {

@@ -100,7 +100,7 @@ func produce(t *testing.T, brokers []string, topic string, from, n int) {
 func setup(t *testing.T, partitions int) (brokers []string, topic string) {
 	t.Helper()
 	brokers = testenv.KafkaBrokers(t)
-	topic = testenv.Name("stream")
+	topic = testenv.Topic(t, brokers, "stream")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := topics.Ensure(ctx, brokers, topics.Spec{Name: topic, Partitions: partitions}); err != nil {

@@ -159,28 +159,14 @@ func Run(ctx context.Context, r Reader, cfg Config, hooks Hooks) (*Summary, erro
 	asOf := cfg.AsOf.UTC().Truncate(time.Millisecond)
 	started := time.Now()
 
-	// Read early enough for the previous batch of every pipeline's first
-	// batch in range. Pipelines without a contract have no schedule, so
-	// no continuity to look back for.
-	readFrom := cfg.From
-	named := cfg.Pipelines
-	if named == nil {
-		named = cfg.Contracts.Pipelines()
-	}
-	for _, p := range named {
-		if d := batches.ContextStart(cfg.Contracts.For(p), p, cfg.From); d.Compare(readFrom) < 0 {
-			readFrom = d
-		}
-	}
-	census, err := r.Census(ctx, store.CensusFilter{Pipelines: cfg.Pipelines, ReadFrom: readFrom, From: cfg.From, To: cfg.To})
+	cx, err := ReadContext(ctx, r, cfg.Contracts, cfg.Pipelines, cfg.From, cfg.To, asOf)
 	if err != nil {
 		return nil, fmt.Errorf("backfill: %w", err)
 	}
+	census, readFrom := cx.Census, cx.ReadFrom
 	plan := Plan{Pipelines: len(census), ReadFrom: readFrom}
-	names := make([]string, len(census))
-	for i, p := range census {
+	for _, p := range census {
 		plan.Rows += int64(p.Rows)
-		names[i] = p.Pipeline
 	}
 	if hooks.Planned != nil {
 		hooks.Planned(plan)
@@ -190,13 +176,9 @@ func Run(ctx context.Context, r Reader, cfg Config, hooks Hooks) (*Summary, erro
 		sum.Took = time.Since(started)
 		return sum, nil
 	}
-	hbs, err := r.LatestHeartbeats(ctx, names, asOf)
-	if err != nil {
-		return nil, fmt.Errorf("backfill: %w", err)
-	}
 	var procs batches.Processes
-	for i := range hbs {
-		procs.Add(&hbs[i])
+	for i := range cx.Heartbeats {
+		procs.Add(&cx.Heartbeats[i])
 	}
 
 	units := cut(census, uint64(cfg.UnitRows))
@@ -246,6 +228,73 @@ func Run(ctx context.Context, r Reader, cfg Config, hooks Hooks) (*Summary, erro
 	sum.Events = w.events.Load()
 	sum.Took = time.Since(started)
 	return sum, nil
+}
+
+// ContextReader reads what ReadContext needs; *store.Store implements it.
+type ContextReader interface {
+	Census(ctx context.Context, f store.CensusFilter) ([]store.PipelineRows, error)
+	LatestHeartbeats(ctx context.Context, pipelines []string, asOf time.Time) ([]model.Event, error)
+}
+
+// Context is what the diagnoses of the batches of [From, To] need besides
+// their own events to equal those over the whole stored history: where to
+// start reading, where each pipeline's history starts, and the latest
+// heartbeats. Backfill and `handoff diagnose --clickhouse` both read it
+// (ReadContext), so that they give the same answer on the same events.
+type Context struct {
+	// ReadFrom is the first business date to read: From, or earlier for
+	// the previous batch of the first batch in range of every pipeline
+	// (batches.ContextStart), never before the first storable date.
+	// Batches before From are folded for continuity only.
+	ReadFrom model.Date
+	// Census lists, in pipeline order, the pipelines with batch events in
+	// [From, To], each with its first business date in the whole table
+	// (where continuity starts: batches.Set.Known, OrderedOptions.First)
+	// and its rows.
+	Census []store.PipelineRows
+	// Heartbeats are the latest heartbeat of each process of those
+	// pipelines up to the as-of time (none when Census is empty).
+	Heartbeats []model.Event
+}
+
+// firstStorable is the first business date the events table can hold.
+var firstStorable = model.Date{Year: 1970, Month: 1, Day: 2}
+
+// ReadContext reads the Context of diagnosing pipelines (nil: every
+// pipeline with a batch event in [from, to]) over [from, to] as of asOf.
+// Pipelines without a contract have no schedule, so no continuity to look
+// back for.
+func ReadContext(ctx context.Context, r ContextReader, contracts Contracts, pipelines []string, from, to model.Date, asOf time.Time) (*Context, error) {
+	// Read early enough for the previous batch of every pipeline's first
+	// batch in range.
+	cx := &Context{ReadFrom: from}
+	named := pipelines
+	if named == nil {
+		named = contracts.Pipelines()
+	}
+	for _, p := range named {
+		if d := batches.ContextStart(contracts.For(p), p, from); d.Compare(cx.ReadFrom) < 0 {
+			cx.ReadFrom = d
+		}
+	}
+	if cx.ReadFrom.Compare(firstStorable) < 0 {
+		cx.ReadFrom = firstStorable
+	}
+	var err error
+	if cx.Census, err = r.Census(ctx, store.CensusFilter{Pipelines: pipelines, ReadFrom: cx.ReadFrom, From: from, To: to}); err != nil {
+		return nil, err
+	}
+	if len(cx.Census) == 0 {
+		return cx, nil
+	}
+	names := make([]string, len(cx.Census))
+	for i, p := range cx.Census {
+		names[i] = p.Pipeline
+	}
+	if cx.Heartbeats, err = r.LatestHeartbeats(ctx, names, asOf.UTC().Truncate(time.Millisecond)); err != nil {
+		return nil, err
+	}
+	return cx, nil
 }
 
 // cut packs consecutive pipelines into units of at most limit stored
