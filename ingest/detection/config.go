@@ -23,22 +23,22 @@ import (
 // (brokers, topics, groups, ClickHouse) have the same names, so one
 // environment file serves both.
 type Config struct {
-	Brokers        []string      `env:"HANDOFF_KAFKA_BROKERS" envSeparator:","`
-	Topic          string        `env:"HANDOFF_TOPIC" envDefault:"handoff.events"`
-	FindingsTopic  string        `env:"HANDOFF_FINDINGS_TOPIC" envDefault:"handoff.findings"`
-	Group          string        `env:"HANDOFF_DETECT_GROUP" envDefault:"handoff-detect"`
-	IngestGroup    string        `env:"HANDOFF_GROUP" envDefault:"handoff-ingest"`
-	ResultsGroup   string        `env:"HANDOFF_RESULTS_GROUP" envDefault:"handoff-ingest-results"`
-	Partitions     int           `env:"HANDOFF_TOPIC_PARTITIONS" envDefault:"6"`
-	Replication    int           `env:"HANDOFF_TOPIC_REPLICATION" envDefault:"1"`
-	ClickHouseAddr string        `env:"HANDOFF_CLICKHOUSE_ADDR"`
-	Database       string        `env:"HANDOFF_CLICKHOUSE_DATABASE" envDefault:"handoff"`
-	User           string        `env:"HANDOFF_CLICKHOUSE_USER" envDefault:"default"`
-	Password       string        `env:"HANDOFF_CLICKHOUSE_PASSWORD"`
+	Brokers        []string `env:"HANDOFF_KAFKA_BROKERS" envSeparator:","`
+	Topic          string   `env:"HANDOFF_TOPIC" envDefault:"handoff.events"`
+	FindingsTopic  string   `env:"HANDOFF_FINDINGS_TOPIC" envDefault:"handoff.findings"`
+	Group          string   `env:"HANDOFF_DETECT_GROUP" envDefault:"handoff-detect"`
+	IngestGroup    string   `env:"HANDOFF_GROUP" envDefault:"handoff-ingest"`
+	ResultsGroup   string   `env:"HANDOFF_RESULTS_GROUP" envDefault:"handoff-ingest-results"`
+	Partitions     int      `env:"HANDOFF_TOPIC_PARTITIONS" envDefault:"6"`
+	Replication    int      `env:"HANDOFF_TOPIC_REPLICATION" envDefault:"1"`
+	ClickHouseAddr string   `env:"HANDOFF_CLICKHOUSE_ADDR"`
+	Database       string   `env:"HANDOFF_CLICKHOUSE_DATABASE" envDefault:"handoff"`
+	User           string   `env:"HANDOFF_CLICKHOUSE_USER" envDefault:"default"`
+	Password       string   `env:"HANDOFF_CLICKHOUSE_PASSWORD"`
 	// Cluster is the ClickHouse cluster handoff ingest writes to (the same
 	// variable): set, the history read back on a takeover goes through a
 	// freshly synchronised replica of each shard (ingest/replicas).
-	Cluster string `env:"HANDOFF_CLICKHOUSE_CLUSTER"`
+	Cluster        string        `env:"HANDOFF_CLICKHOUSE_CLUSTER"`
 	Contracts      string        `env:"HANDOFF_CONTRACTS"`
 	ExpectFrom     string        `env:"HANDOFF_DETECT_EXPECT_FROM" envDefault:"yesterday"`
 	RetainDays     int           `env:"HANDOFF_DETECT_RETAIN_DAYS" envDefault:"35"`

@@ -13,7 +13,9 @@ import (
 // TestSummary: the summary line for each state filter, singular and
 // plural, and the truncation note.
 func TestSummary(t *testing.T) {
-	f := func(pipeline, state string) findings.Finding { return findings.Finding{Pipeline: pipeline, State: state} }
+	f := func(pipeline, state string) findings.Finding {
+		return findings.Finding{Pipeline: pipeline, State: state}
+	}
 	for _, tt := range []struct {
 		res   findings.Result
 		state string
