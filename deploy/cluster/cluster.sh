@@ -31,7 +31,12 @@
 # Environment (optional): HANDOFF_CLUSTER_PORT_BASE (default 26000; every port
 # above is relative to it), HANDOFF_CLUSTER_START_TIMEOUT (seconds, default
 # 180), HANDOFF_KAFKA_LIBS (Kafka jars; default: those deploy/services/kafka.sh
-# installs, fetched when missing).
+# installs, fetched when missing), HANDOFF_CLUSTER_MIN_FREE_GB (default 20:
+# `up` refuses to start with less free disk under the data directory).
+#
+# Disk: Kafka keeps at most 256 MiB per partition replica (log.retention.bytes),
+# ClickHouse's logs 2 x 50 MiB per server; the tables grow with what is sent
+# (about 40 bytes per event per replica). `status` prints the data's size.
 set -euo pipefail
 
 # shellcheck disable=SC2034 # SVC is used by lib.sh
@@ -172,6 +177,13 @@ transaction.state.log.min.isr=2
 unclean.leader.election.enable=false
 num.io.threads=2
 num.network.threads=2
+# Disk: a 1,000,000-event fault test writes about 100 MiB to each events
+# and findings partition; without a cap, repeated runs filled a 250 GB
+# disk. 256 MiB per partition replica (deleted by 32 MiB segments, checked
+# each minute) bounds the busy topics at a few GiB per broker.
+log.retention.bytes=268435456
+log.segment.bytes=33554432
+log.retention.check.interval.ms=60000
 EOF
   mv "$d/server.properties.tmp" "$d/server.properties"
   if [ ! -f "$d/data/meta.properties" ]; then
@@ -282,7 +294,19 @@ EOF
   mv "$C_ENV.tmp" "$C_ENV"
 }
 
+# check_disk refuses to start the cluster on a nearly full disk: brokers and
+# servers fail in confusing ways when writes fail, and a full disk stops
+# every other process on the machine too.
+check_disk() {
+  local want="${HANDOFF_CLUSTER_MIN_FREE_GB:-20}" free
+  mkdir -p "$C_DIR"
+  free=$(df -Pk "$C_DIR" | awk 'NR==2 {print int($4 / 1048576)}')
+  [ "$free" -ge "$want" ] ||
+    die "only ${free} GiB free under $C_DIR, want ${want} (HANDOFF_CLUSTER_MIN_FREE_GB): free space, or delete the cluster's data with: $0 wipe"
+}
+
 cmd_up() {
+  check_disk
   install
   local node
   start_node zk
@@ -334,6 +358,7 @@ cmd_status() {
       rc=3
     fi
   done
+  [ -d "$C_DIR" ] && echo "data: $(du -sh "$C_DIR" 2>/dev/null | cut -f1) under $C_DIR, $(df -Ph "$C_DIR" | awk 'NR==2 {print $4}') free"
   return $rc
 }
 
