@@ -21,7 +21,7 @@ var commandFlags = map[string][]string{
 	"broker": {"port", "data-dir", "partitions"},
 	"notify": {"kafka-brokers", "findings-topic", "dlq-topic", "group", "topic-partitions", "alertmanager-url", "webhook-url",
 		"webhook-secret", "serve-url", "lease", "resend", "retry-for", "retry-max", "request-timeout", "metrics-addr", "log-level", "log-format"},
-	"detect": {"kafka-brokers", "topic", "findings-topic", "group", "ingest-group", "results-group", "clickhouse-addr",
+	"detect": {"kafka-brokers", "topic", "findings-topic", "group", "ingest-group", "results-group", "clickhouse-addr", "clickhouse-cluster",
 		"clickhouse-database", "clickhouse-user", "clickhouse-password", "contract", "expect-from", "retain-days", "tick",
 		"heartbeat", "instance", "session-timeout", "metrics-addr", "now", "log-level", "log-format"},
 	"restore-signal": {"batch", "dir", "contract", "events", "clickhouse", "database", "as-of", "format", "settle",
