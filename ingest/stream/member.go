@@ -75,7 +75,10 @@ type Handler interface {
 	// Advance tells the handler the time (now) and the watermark (safe):
 	// every message that was in the owned partitions at safe has been
 	// folded. When it returns nil, the work for every message folded so far
-	// is durable and their offsets are committed.
+	// is durable and their offsets are committed. It is not called until
+	// the generation has a watermark (safe is never zero), and safe never
+	// goes back within a member's life: a new generation's first
+	// watermark is later than the last one.
 	Advance(ctx context.Context, now, safe time.Time) error
 	// Revoke ends the generation: the partitions now belong to others.
 	Revoke(ctx context.Context)
@@ -237,6 +240,13 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 				for _, l := range wm.Behind() {
 					m.lag(l.Partition, l.Lag)
 				}
+			}
+			if safe.IsZero() {
+				// Nothing of this generation's partitions is known to be
+				// folded yet (a start or a rebalance with a backlog): an
+				// Advance would judge as of no evidence, and a commit
+				// before the handler's Advance could lose its output.
+				continue
 			}
 			if err := h.Advance(ctx, now, safe); err != nil {
 				return fmt.Errorf("stream: advance to %s: %w", now.UTC().Format(time.RFC3339), err)

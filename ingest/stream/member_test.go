@@ -52,6 +52,9 @@ func (r *recorder) Fold(_ context.Context, m kafka.Message) error {
 func (r *recorder) Advance(_ context.Context, _, safe time.Time) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if safe.IsZero() {
+		return fmt.Errorf("advanced with a zero safe time: no watermark yet")
+	}
 	if safe.Before(r.safe) {
 		return fmt.Errorf("watermark went back from %v to %v", r.safe, safe)
 	}
@@ -111,7 +114,12 @@ func setup(t *testing.T, partitions int) (brokers []string, topic string) {
 
 func start(t *testing.T, brokers []string, topic, group string, h stream.Handler) (stop func()) {
 	t.Helper()
-	m, err := stream.NewMember(stream.Config{Brokers: brokers, Topic: topic, Group: group, Tick: 100 * time.Millisecond, SessionTimeout: 6 * time.Second})
+	return startTick(t, brokers, topic, group, h, 100*time.Millisecond)
+}
+
+func startTick(t *testing.T, brokers []string, topic, group string, h stream.Handler, tick time.Duration) (stop func()) {
+	t.Helper()
+	m, err := stream.NewMember(stream.Config{Brokers: brokers, Topic: topic, Group: group, Tick: tick, SessionTimeout: 6 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,4 +254,21 @@ func TestMemberRebalanceSplitsPartitions(t *testing.T) {
 		}
 		return n == 100, fmt.Sprintf("%d of 100 new messages folded", n)
 	})
+}
+
+// TestMemberNoAdvanceBeforeWatermark: a member that starts on a backlog
+// ticks (every millisecond here) long before it has folded the messages
+// that were in the topic; until then it has no watermark and must not
+// advance its handler (the recorder fails on a zero safe time): a
+// detector advanced then judged every batch as of no evidence.
+func TestMemberNoAdvanceBeforeWatermark(t *testing.T) {
+	brokers, topic := setup(t, 2)
+	produce(t, brokers, topic, 0, 20000)
+	r := newRecorder()
+	stop := startTick(t, brokers, topic, testenv.Name("group"), r, time.Millisecond)
+	testenv.Eventually(t, 60*time.Second, "the member folds the backlog and advances", func() (bool, string) {
+		folded, _, safe := r.snapshot()
+		return len(folded) == 20000 && !safe.IsZero(), fmt.Sprintf("folded %d of 20000, safe %v", len(folded), safe)
+	})
+	stop() // fails the test if the member stopped on a zero safe time
 }
