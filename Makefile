@@ -25,6 +25,8 @@ vet:
 	@bash deploy/check-imports.sh
 	@# No tracked binary or file over 1 MiB; go.mod tidy.
 	@bash deploy/check-tree.sh
+	@# Every relative link and #anchor in the Markdown resolves.
+	@bash deploy/check-links.sh
 
 services:
 	bash deploy/services/up.sh
