@@ -15,7 +15,7 @@
 // Run "handoff COMMAND -h" for a command's flags (printed on standard
 // error, exit 0). Deployment settings (addresses, topics, tuning) also read
 // HANDOFF_* environment variables, and a flag given on the command line
-// wins; the README lists which flags have one.
+// wins; docs/configuration.md lists which flags have one.
 //
 // This file only wires: each command lives in its own file and calls into
 // the rooms (model, analyzer, ingest, query).
@@ -36,7 +36,7 @@ import (
 	_ "time/tzdata"
 )
 
-// Exit codes, documented in the README.
+// Exit codes, documented in docs/configuration.md.
 const (
 	exitOK           = 0 // success; for diagnose: every batch delivered
 	exitNotDelivered = 1 // diagnose: at least one batch is not delivered

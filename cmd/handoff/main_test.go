@@ -8,7 +8,7 @@ import (
 )
 
 // commandFlags is, per command, the flags its documentation promises
-// (README.md, docs/). Written out here rather than read from the flag sets,
+// (docs/configuration.md, docs/). Written out here rather than read from the flag sets,
 // so that a renamed or dropped flag fails this test instead of passing with
 // it. Commands may have more flags than listed.
 var commandFlags = map[string][]string{
@@ -36,7 +36,7 @@ var commandFlags = map[string][]string{
 		"clickhouse-database", "clickhouse-user", "clickhouse-password"},
 }
 
-// TestCommandHelp checks -h of every command as the README documents it:
+// TestCommandHelp checks -h of every command as docs/configuration.md documents it:
 // exit 0, nothing on standard output, and on standard error a usage that
 // names the command and each of its documented flags.
 func TestCommandHelp(t *testing.T) {

@@ -214,7 +214,7 @@ start_ch() {
 }
 
 # The application processes read the same variables as in production
-# (README, "Clusters").
+# (docs/cluster.md, "In short").
 app_env() {
   local n="$2"
   echo HANDOFF_KAFKA_BROKERS="$(brokers)"
