@@ -310,8 +310,12 @@ cmd_up() {
   install
   local node
   start_node zk
+  # A ClickHouse server attaches its replicated tables at start and exits
+  # when ZooKeeper does not answer (seen on every restart of a cluster
+  # that has tables): ZooKeeper first.
+  wait_ready zk
   for node in "${KAFKA_NODES[@]}" "${CH_NODES[@]}"; do start_node "$node"; done
-  wait_ready zk "${KAFKA_NODES[@]}" "${CH_NODES[@]}"
+  wait_ready "${KAFKA_NODES[@]}" "${CH_NODES[@]}"
   write_env
   for node in "${APP_NODES[@]}"; do start_node "$node"; done
   wait_ready "${APP_NODES[@]}"

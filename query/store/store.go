@@ -459,8 +459,12 @@ func (s *Store) LatestHeartbeats(ctx context.Context, pipelines []string, asOf t
 		w.in("pipeline", pipelines)
 	}
 	args := append(slices.Clone(w.args), w.args...)
+	// GLOBAL IN: on a cluster both reads are of the Distributed table, and
+	// a plain IN would run the subquery on every shard against every shard
+	// (ClickHouse refuses it: distributed_product_mode = 'deny'); GLOBAL
+	// runs it once and ships the result. On one server it is a plain IN.
 	rows, err := s.conn.Query(ctx, "SELECT pipeline, system, component, time_ms, event_id FROM "+s.events()+" WHERE "+w.String()+
-		" AND (pipeline, system, component, time_ms) IN (SELECT pipeline, system, component, max(time_ms) FROM "+s.events()+" WHERE "+w.String()+
+		" AND (pipeline, system, component, time_ms) GLOBAL IN (SELECT pipeline, system, component, max(time_ms) FROM "+s.events()+" WHERE "+w.String()+
 		" GROUP BY pipeline, system, component) ORDER BY pipeline, system, component, event_id", args...)
 	if err != nil {
 		return nil, fmt.Errorf("read the latest heartbeats from %s: %w", s.events(), err)
