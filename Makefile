@@ -66,7 +66,7 @@ cluster-status:
 # compared with.
 cluster-test: cluster services
 	set -a; . $(DATA_DIR)/services.env; . $(DATA_DIR)/cluster/cluster.env; set +a; \
-	$(GO) test -tags cluster -count=1 -v -timeout 60m ./deploy/cluster/
+	$(GO) test -tags cluster -count=1 -v -timeout 150m ./deploy/cluster/
 
 demo: build
 	bash deploy/demo/demo.sh

@@ -14,11 +14,11 @@
 // open (found by the local cluster's ingester-and-detector kill test).
 //
 // Set.Each makes such a read exact: for every shard it runs SYSTEM SYNC
-// REPLICA on one replica (the first, in the cluster's order, that
-// answers), which returns once that replica has fetched every part
-// recorded in the shard's replication log when it was called (a part is
-// in the log before its insert is acknowledged), and then reads that
-// replica's local tables directly. A shard whose replicas are all down, or
+// REPLICA on its replicas (all at once; the first to finish is used),
+// which returns once that replica has fetched every part recorded in the
+// shard's replication log when it was called (a part is in the log before
+// its insert is acknowledged), and then reads that replica's local tables
+// directly. A shard whose replicas are all down, or
 // whose only copy of a part is on a replica that is down, fails the read:
 // the caller retries, it does not read around the hole.
 package replicas
@@ -39,8 +39,8 @@ import (
 	"github.com/handoff-dev/handoff/ingest/schema"
 )
 
-// DefaultSyncTimeout bounds one SYSTEM SYNC REPLICA before the next
-// replica of the shard is tried.
+// DefaultSyncTimeout bounds the synchronisation of a shard: how long Each
+// waits for the first of its replicas to finish SYSTEM SYNC REPLICA.
 const DefaultSyncTimeout = 2 * time.Minute
 
 // Shard is one shard of a cluster: its number and its replicas' native
@@ -98,8 +98,11 @@ type Set struct {
 	// DefaultSyncTimeout).
 	SyncTimeout time.Duration
 
-	mu    sync.Mutex
-	conns map[string]driver.Conn
+	mu       sync.Mutex
+	conns    map[string]driver.Conn
+	syncs    map[string]syncState // by shard and tables
+	layout   []Shard
+	shardsAt time.Time
 }
 
 // New returns a Set for database db of cluster, reading the cluster's
@@ -116,7 +119,7 @@ func New(conn driver.Conn, cfg chconn.Config, cluster, db string, log *slog.Logg
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Set{conn: conn, cfg: cfg, cluster: cluster, db: db, log: log, conns: map[string]driver.Conn{}}, nil
+	return &Set{conn: conn, cfg: cfg, cluster: cluster, db: db, log: log, conns: map[string]driver.Conn{}, syncs: map[string]syncState{}}, nil
 }
 
 // Close closes the connections to the servers.
@@ -134,20 +137,26 @@ func (s *Set) Close() error {
 }
 
 // Each calls read once per shard with a connection to a replica of that
-// shard which has just been synchronised (SYSTEM SYNC REPLICA) on every
-// table of tables (names without the _local suffix, e.g. schema.Events);
-// read must select from the local tables (query/store's Store.Local). The
-// shards are read one after the other, so read sees the rows of one shard
-// at a time, each shard's complete. A replica that cannot be reached or
-// synchronised is skipped for the next of its shard; a shard with none
-// left fails Each with the reasons.
-func (s *Set) Each(ctx context.Context, tables []string, read func(ctx context.Context, conn driver.Conn) error) error {
-	shards, err := Shards(ctx, s.conn, s.cluster)
+// shard which has been synchronised (SYSTEM SYNC REPLICA) on every table
+// of tables (names without the _local suffix, e.g. schema.Events) by a
+// synchronisation that started at or after since; read must select from
+// the local tables (query/store's Store.Local). A synchronisation covers
+// every write acknowledged before it started, so since is the time after
+// which the writes the caller needs were acknowledged: time.Now() when
+// they were just committed, earlier when older writes are enough (one
+// synchronisation then serves many reads). The shards are read one after
+// the other, each shard's rows complete. When a new synchronisation is
+// needed every replica of the shard is asked at once and the first to
+// finish is read: a replica that is down or still catching up after a
+// restart (minutes, under load) does not hold the read up. A shard with no
+// replica synchronised within SyncTimeout fails Each with the reasons.
+func (s *Set) Each(ctx context.Context, tables []string, since time.Time, read func(ctx context.Context, conn driver.Conn) error) error {
+	shards, err := s.shards(ctx)
 	if err != nil {
 		return err
 	}
 	for _, sh := range shards {
-		conn, err := s.synced(ctx, sh, tables)
+		conn, err := s.synced(ctx, sh, tables, since)
 		if err != nil {
 			return err
 		}
@@ -158,38 +167,89 @@ func (s *Set) Each(ctx context.Context, tables []string, read func(ctx context.C
 	return nil
 }
 
-// synced returns a connection to the first replica of sh synchronised on
-// every table.
-func (s *Set) synced(ctx context.Context, sh Shard, tables []string) (driver.Conn, error) {
-	var errs []error
-	for _, addr := range sh.Replicas {
-		conn, err := s.dial(ctx, addr)
-		if err == nil {
-			err = s.sync(ctx, conn, tables)
-		}
-		if err == nil {
-			return conn, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		s.log.Warn("replicas: replica not usable for a complete read; trying the next of its shard", "shard", sh.Num, "replica", addr, "err", err)
-		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+// shardsTTL is how long the cluster's layout is reused before
+// system.clusters is read again.
+const shardsTTL = 30 * time.Second
+
+func (s *Set) shards(ctx context.Context) ([]Shard, error) {
+	s.mu.Lock()
+	if time.Since(s.shardsAt) < shardsTTL {
+		defer s.mu.Unlock()
+		return s.layout, nil
 	}
-	return nil, fmt.Errorf("replicas: no replica of shard %d of cluster %s could be synchronised for a complete read (%w); is one of them up, and are the replicas of %s catching up? (system.replicas, system.replication_queue)",
-		sh.Num, s.cluster, errors.Join(errs...), s.db)
+	s.mu.Unlock()
+	shards, err := Shards(ctx, s.conn, s.cluster)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.layout, s.shardsAt = shards, time.Now()
+	s.mu.Unlock()
+	return shards, nil
 }
 
-func (s *Set) sync(ctx context.Context, conn driver.Conn, tables []string) error {
+// syncState is the last synchronisation of a shard's replica.
+type syncState struct {
+	addr    string
+	started time.Time
+}
+
+// synced returns a connection to a replica of sh synchronised on every
+// table by a synchronisation that started at or after since.
+func (s *Set) synced(ctx context.Context, sh Shard, tables []string, since time.Time) (driver.Conn, error) {
+	key := fmt.Sprint(sh.Num, tables)
+	s.mu.Lock()
+	last, ok := s.syncs[key]
+	s.mu.Unlock()
+	if ok && !last.started.Before(since) {
+		if conn, err := s.dial(ctx, last.addr); err == nil {
+			return conn, nil
+		}
+	}
+	started := time.Now()
 	timeout := s.SyncTimeout
 	if timeout <= 0 {
 		timeout = DefaultSyncTimeout
 	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel() // the slower replicas' synchronisations are abandoned
+	type result struct {
+		addr string
+		conn driver.Conn
+		err  error
+	}
+	results := make(chan result, len(sh.Replicas))
+	for _, addr := range sh.Replicas {
+		go func() {
+			conn, err := s.dial(rctx, addr)
+			if err == nil {
+				err = s.sync(rctx, conn, tables)
+			}
+			results <- result{addr, conn, err}
+		}()
+	}
+	var errs []error
+	for range sh.Replicas {
+		r := <-results
+		if r.err == nil {
+			s.mu.Lock()
+			s.syncs[key] = syncState{addr: r.addr, started: started}
+			s.mu.Unlock()
+			return r.conn, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", r.addr, r.err))
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	s.log.Warn("replicas: no replica of a shard synchronised for a complete read", "shard", sh.Num, "err", errors.Join(errs...))
+	return nil, fmt.Errorf("replicas: no replica of shard %d of cluster %s synchronised within %s for a complete read (%w); is one of them up, and are the replicas of %s catching up? (system.replicas, system.replication_queue)",
+		sh.Num, s.cluster, timeout, errors.Join(errs...), s.db)
+}
+
+func (s *Set) sync(ctx context.Context, conn driver.Conn, tables []string) error {
 	for _, t := range tables {
-		sctx, cancel := context.WithTimeout(ctx, timeout)
-		err := conn.Exec(sctx, "SYSTEM SYNC REPLICA "+s.db+"."+t+schema.LocalSuffix)
-		cancel()
-		if err != nil {
+		if err := conn.Exec(ctx, "SYSTEM SYNC REPLICA "+s.db+"."+t+schema.LocalSuffix); err != nil {
 			return fmt.Errorf("SYSTEM SYNC REPLICA %s.%s%s: %w", s.db, t, schema.LocalSuffix, err)
 		}
 	}
