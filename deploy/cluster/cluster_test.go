@@ -149,8 +149,14 @@ func TestDistributedReadEqualsSingleServer(t *testing.T) {
 		return n == want, fmt.Sprintf("%d of %d distinct events", n, want)
 	})
 	t.Logf("%d events emitted and stored by 2 ingesters in %s", want, time.Since(start).Round(time.Millisecond))
-	if n := count(t, dist, "SELECT count() FROM "+e.db+".events WHERE pipeline = ?", pipeline); n != want {
-		t.Errorf("count() through the Distributed table = %d, want %d (each event once)", n, want)
+	// Copies of an event are allowed until a merge collapses them (at
+	// least once: an ingester that loses a partition in a rebalance may
+	// have stored what the next one stores again; reads skip copies). Two
+	// ingesters starting together rebalance while these events arrive.
+	if n := count(t, dist, "SELECT count() FROM "+e.db+".events WHERE pipeline = ?", pipeline); n < want {
+		t.Errorf("count() through the Distributed table = %d, fewer rows than the %d distinct events", n, want)
+	} else {
+		t.Logf("%d rows for %d events: %d copies of redelivered events, not merged yet", n, want, n-want)
 	}
 
 	// Replicas of a shard converge on the same rows; the shards' batches
