@@ -481,6 +481,10 @@ func (s *Store) LatestHeartbeats(ctx context.Context, pipelines []string, asOf t
 			return nil, fmt.Errorf("read the latest heartbeats from %s: scan: %w", s.events(), err)
 		}
 		e.Spec, e.Type, e.System, e.Time = model.SpecV1, model.ProcessHeartbeat, model.System(system), time.UnixMilli(ms).UTC()
+		if n := len(out); n > 0 && out[n-1].ID == e.ID && out[n-1].Pipeline == e.Pipeline &&
+			out[n-1].System == e.System && out[n-1].Component == e.Component {
+			continue // a copy merges have not collapsed yet (adjacent: sorted by event_id)
+		}
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
