@@ -158,14 +158,24 @@ func load(t *testing.T, ctx context.Context, conn driver.Conn, db string) {
 	if err := s.Events(ctx, events); err != nil {
 		t.Fatal(err)
 	}
-	insertRow(t, ctx, conn, "INSERT INTO "+db+"."+schema.Diagnoses+" ("+schema.DiagnosisColumns+")",
-		[]any{storedPipeline, time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC), "20261001", storedPipeline + "/2026-10-01/20261001", asOf.UnixMilli(),
-			"failed", "not_produced", "produced", storedDiagnosis, asOf.UnixMilli(), "t", int32(0), int64(1)})
+	// Stored through ingest's rows and sink, as handoff ingest stores them:
+	// only ingest writes to ClickHouse.
+	var diags schema.DiagnosisRows
+	diags.Add(schema.DiagnosisRow{Key: model.BatchKey{Pipeline: storedPipeline, BusinessDate: model.MustParseDate("2026-10-01"), BatchID: "20261001"},
+		AsOfMS: asOf.UnixMilli(), Status: "failed", Verdict: "not_produced", FirstMissing: "produced", Diagnosis: storedDiagnosis},
+		schema.Source{Topic: "t", Partition: 0, Offset: 1}, asOf.UnixMilli())
+	if err := s.InsertColumns(ctx, schema.Diagnoses, schema.DiagnosisColumns, diags.Columns()); err != nil {
+		t.Fatal(err)
+	}
 	// Findings: the seed's overdue finding (open, raised first), a newer
 	// open one, and one resolved after two records (the highest seq is its
 	// state).
-	bd := time.Date(2026, 9, 30, 0, 0, 0, 0, time.UTC)
+	key, err := model.ParseBatchKey(seedBatch)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ms := func(s string) int64 { t, _ := time.Parse(time.RFC3339, s); return t.UnixMilli() }
+	var finds schema.FindingRows
 	for _, r := range []struct {
 		fp       string
 		seq      uint32
@@ -179,9 +189,13 @@ func load(t *testing.T, ctx context.Context, conn driver.Conn, db string) {
 		{"fp-done", 1, "open", "overdue", "2026-09-29T22:15:00Z", 0},
 		{"fp-done", 2, "resolved", "overdue", "2026-09-29T22:15:00Z", ms("2026-09-30T01:00:00Z")},
 	} {
-		insertRow(t, ctx, conn, "INSERT INTO "+db+"."+schema.Findings+" ("+schema.FindingColumns+")",
-			[]any{seedPipeline, bd, "20260930", seedBatch, r.fp, r.seq, r.state, r.kind, "signal_delivered", ms(r.raised), r.resolved, ms("2026-09-30T22:00:00Z"),
-				int64(900000), "warning", "finance-data", []string{}, []string{}, ms(r.raised), "late", "not_identified", "signal_delivered", "{}", asOf.UnixMilli(), "t", int32(0), int64(r.seq)})
+		finds.Add(schema.FindingRow{Key: key, Fingerprint: r.fp, Seq: r.seq, State: r.state, Kind: r.kind, Name: "signal_delivered",
+			RaisedMS: ms(r.raised), ResolvedMS: r.resolved, DeadlineMS: ms("2026-09-30T22:00:00Z"), LatenessMS: 900000,
+			Severity: "warning", Owner: "finance-data", EvidenceAsOfMS: ms(r.raised), Status: "late", Verdict: "not_identified",
+			FirstMissing: "signal_delivered", Diagnosis: "{}"}, schema.Source{Topic: "t", Partition: 0, Offset: int64(r.seq)}, asOf.UnixMilli())
+	}
+	if err := s.InsertColumns(ctx, schema.Findings, schema.FindingColumns, finds.Columns()); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -191,20 +205,6 @@ const storedDiagnosis = `{"batch":"stored.pipe/2026-10-01/20261001","pipeline":"
 	`"status":"failed","verdict":"not_produced","first_missing":"produced","hypotheses":[],"anomalies":[],"as_of":"2026-10-03T00:00:00Z",` +
 	`"contract":"default","boundaries":[],"next_step":{"action":"finalize_artifact","summary":"stored","checks":[]},"events":1,"timeline":[],` +
 	`"expected":{},"alive":[],"first_event_at":"2026-10-01T01:00:00Z","last_event_at":"2026-10-01T01:00:00Z"}`
-
-func insertRow(t *testing.T, ctx context.Context, conn driver.Conn, insert string, row []any) {
-	t.Helper()
-	b, err := conn.PrepareBatch(ctx, insert)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Append(row...); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Send(); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // get requests path and returns the status and body.
 func (f *fixture) get(t *testing.T, path string) (int, []byte) {
