@@ -370,7 +370,6 @@ func (c *readonlyConn) Query(ctx context.Context, sql string, args ...any) (driv
 	return c.Conn.Query(ctx, sql, args...)
 }
 
-
 // TestScanLimit: a list over more events than the server reads per
 // request is a 400 saying how to narrow it; under the limit it is served.
 func TestScanLimit(t *testing.T) {
