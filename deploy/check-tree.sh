@@ -2,7 +2,8 @@
 # Checks what the repository tracks and declares (run by `make vet`):
 #   no tracked build output: no executable binary (ELF, Mach-O, PE) and no
 #   file over 1 MiB, wherever `go build` put it;
-#   go.mod and go.sum are tidy (`go mod tidy -diff` prints nothing).
+#   go.mod and go.sum are tidy (`go mod tidy -diff` prints nothing);
+#   every tracked Go file is gofmt'ed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 limit=$((1024 * 1024))
@@ -25,6 +26,11 @@ done < <(git ls-files -z)
 if ! out=$(go mod tidy -diff 2>&1); then
   echo "check-tree: go.mod/go.sum are not tidy; run 'go mod tidy':" >&2
   echo "$out" >&2
+  fail=1
+fi
+if unformatted=$(gofmt -l $(git ls-files '*.go')) && [ -n "$unformatted" ]; then
+  echo "check-tree: not gofmt'ed (run gofmt -w on them):" >&2
+  echo "$unformatted" >&2
   fail=1
 fi
 exit $fail
