@@ -14,12 +14,12 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
-	"github.com/handoff-dev/handoff/ingest/chconn"
-	"github.com/handoff-dev/handoff/ingest/schema"
+	"github.com/handoff-dev/handoff/store/chconn"
+	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/internal/progress"
 	"github.com/handoff-dev/handoff/model"
-	"github.com/handoff-dev/handoff/query/backfill"
-	"github.com/handoff-dev/handoff/query/store"
+	"github.com/handoff-dev/handoff/judge/backfill"
+	"github.com/handoff-dev/handoff/store/history"
 )
 
 // backfillConfig is backfill's configuration: environment first, flags win.
@@ -186,7 +186,7 @@ func backfillCmd(ctx context.Context, args []string, stdout, stderr io.Writer, n
 		return err
 	}
 	defer conn.Close()
-	st, err := store.New(conn, cfg.Database)
+	st, err := history.New(conn, cfg.Database)
 	if err != nil {
 		return usageError("--clickhouse-database: %v", err)
 	}

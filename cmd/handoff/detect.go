@@ -6,13 +6,13 @@ import (
 	"io"
 	"time"
 
-	"github.com/handoff-dev/handoff/ingest/detection"
+	"github.com/handoff-dev/handoff/judge/live"
 )
 
 // runDetect is `handoff detect`: the streaming detector over the events
 // topic, publishing findings until ctx is done (docs/detect.md).
 func runDetect(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	cfg, err := detection.LoadConfig(nil)
+	cfg, err := live.LoadConfig(nil)
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -40,7 +40,7 @@ func runDetect(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if cfg.Now != "" {
 		log.Warn("detect: the clock starts at --now, not at the wall clock: for demos and tests only", "now", cfg.Now)
 	}
-	if err := detection.Run(ctx, cfg, detection.RunOptions{Contracts: contracts, Logger: log, Registry: reg, Now: clock}); err != nil {
+	if err := live.Run(ctx, cfg, live.RunOptions{Contracts: contracts, Logger: log, Registry: reg, Now: clock}); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/handoff-dev/handoff/ingest/schema"
-	"github.com/handoff-dev/handoff/ingest/sink"
+	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/writer"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 )
@@ -172,7 +172,7 @@ func storeTwice(t *testing.T, prefix string, events []model.Event) (string, driv
 	if err := schema.Ensure(ctx, conn, db); err != nil {
 		t.Fatal(err)
 	}
-	sk, err := sink.New(conn, db)
+	sk, err := writer.New(conn, db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,13 +8,13 @@ import (
 	"os"
 	"time"
 
-	"github.com/handoff-dev/handoff/ingest/chconn"
+	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/ingest/jsonl"
-	"github.com/handoff-dev/handoff/ingest/schema"
+	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
-	"github.com/handoff-dev/handoff/query/backfill"
-	"github.com/handoff-dev/handoff/query/store"
+	"github.com/handoff-dev/handoff/judge/backfill"
+	"github.com/handoff-dev/handoff/store/history"
 )
 
 // eventSource feeds a source's events to the fold, handing the input it
@@ -178,7 +178,7 @@ func openClickHouse(ctx context.Context, cfg diagnoseConfig, only model.BatchKey
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.New(conn, cfg.Database)
+	st, err := history.New(conn, cfg.Database)
 	if err != nil {
 		conn.Close()
 		return nil, usageError("--database: %v", err)
@@ -190,7 +190,7 @@ func openClickHouse(ctx context.Context, cfg diagnoseConfig, only model.BatchKey
 		return nil, fmt.Errorf("%s: %w", label, err)
 	}
 	src := &clickhouseSource{label: label, st: st, close: conn.Close, heartbeats: cx.Heartbeats,
-		filter: store.Filter{Pipeline: pipeline, From: cx.ReadFrom, To: to}, sc: sourceScope{from: from}}
+		filter: history.Filter{Pipeline: pipeline, From: cx.ReadFrom, To: to}, sc: sourceScope{from: from}}
 	if len(cx.Census) == 0 {
 		// Nothing in range: nothing to read (a read from ReadFrom would
 		// diagnose nothing either).
@@ -205,8 +205,8 @@ func openClickHouse(ctx context.Context, cfg diagnoseConfig, only model.BatchKey
 // nothing is rejected here.
 type clickhouseSource struct {
 	label  string
-	st     *store.Store
-	filter store.Filter
+	st     *history.Store
+	filter history.Filter
 	// heartbeats are the pipeline's latest, as of the diagnoses, fed first.
 	heartbeats []model.Event
 	sc         sourceScope

@@ -14,7 +14,7 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/handoff-dev/handoff/ingest/emit"
-	"github.com/handoff-dev/handoff/ingest/topics"
+	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/model"
 )
 

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
-	"github.com/handoff-dev/handoff/ingest/schema"
-	"github.com/handoff-dev/handoff/ingest/sink"
+	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/writer"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 )
@@ -74,7 +74,7 @@ func findingsCase(t *testing.T) []string {
 			Status: r.status, Verdict: r.verdict, FirstMissing: r.miss, Diagnosis: "{}"},
 			schema.Source{Topic: "handoff.findings", Offset: int64(i)}, 1)
 	}
-	s, err := sink.New(conn, db)
+	s, err := writer.New(conn, db)
 	if err != nil {
 		t.Fatal(err)
 	}

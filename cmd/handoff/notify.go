@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/handoff-dev/handoff/ingest/notify"
+	"github.com/handoff-dev/handoff/notify"
 )
 
 // runNotify is `handoff notify`: deliver findings from the findings topic

@@ -13,7 +13,7 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/handoff-dev/handoff/ingest/emit"
-	olin "github.com/handoff-dev/handoff/ingest/openlineage"
+	olin "github.com/handoff-dev/handoff/ingest/lineage"
 	"github.com/handoff-dev/handoff/model"
 )
 

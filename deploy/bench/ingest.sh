@@ -279,7 +279,7 @@ leg_handoff() {
 
 # --- leg 2: ClickHouse Kafka engine -------------------------------------------
 
-# handoff.events (ingest/schema/schema.sql) as 18.16 lets a materialized view
+# handoff.events (store/schema/schema.sql) as 18.16 lets a materialized view
 # fill it: time, event_date and ingested are ALIAS instead of MATERIALIZED
 # (18.16 wants MATERIALIZED columns in the view's output, and a view cannot
 # name an output column `time` while reading the input column `time`).

@@ -20,10 +20,10 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/handoff-dev/handoff/ingest/chconn"
+	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/ingest/emit"
-	"github.com/handoff-dev/handoff/ingest/schema"
-	"github.com/handoff-dev/handoff/ingest/sink"
+	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/writer"
 	"github.com/handoff-dev/handoff/internal/testenv"
 )
 
@@ -134,7 +134,7 @@ func TestDistributedReadEqualsSingleServer(t *testing.T) {
 	if err := schema.Ensure(ctx, single, db); err != nil {
 		t.Fatal(err)
 	}
-	sk, err := sink.New(single, db)
+	sk, err := writer.New(single, db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,20 +7,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-dev/handoff/ingest/chconn"
-	"github.com/handoff-dev/handoff/ingest/detection"
-	"github.com/handoff-dev/handoff/ingest/replicas"
-	"github.com/handoff-dev/handoff/ingest/schema"
-	"github.com/handoff-dev/handoff/ingest/sink"
+	"github.com/handoff-dev/handoff/store/chconn"
+	"github.com/handoff-dev/handoff/judge/live"
+	"github.com/handoff-dev/handoff/store/replicas"
+	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/writer"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
-	"github.com/handoff-dev/handoff/query/store"
+	"github.com/handoff-dev/handoff/store/history"
 )
 
 // TestHistoryReadsEveryAcknowledgedRow: rows acknowledged by ch2 that its
 // replica ch1 has not fetched (fetches stopped on ch1) are missing from
 // ch1, the replica a Distributed read may pick; the detector's cluster
-// history (ingest/replicas) cannot synchronise ch1, moves to ch2 and reads
+// history (store/replicas) cannot synchronise ch1, moves to ch2 and reads
 // every row.
 func TestHistoryReadsEveryAcknowledgedRow(t *testing.T) {
 	e := clusterEnv(t)
@@ -47,7 +47,7 @@ func TestHistoryReadsEveryAcknowledgedRow(t *testing.T) {
 		events[i].Pipeline = prefix
 		b.Add(&events[i], schema.Source{Topic: "cluster-replicas", Partition: 0, Offset: int64(i)}, now)
 	}
-	s, err := sink.New(ch2, e.db)
+	s, err := writer.New(ch2, e.db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,11 +66,11 @@ func TestHistoryReadsEveryAcknowledgedRow(t *testing.T) {
 	}
 	defer set.Close()
 	set.SyncTimeout = 3 * time.Second
-	st, err := store.New(conn, e.db)
+	st, err := history.New(conn, e.db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := detection.ClusterHistory{Replicas: set, Store: st}
+	h := live.ClusterHistory{Replicas: set, Store: st}
 	ids := map[string]bool{}
 	err = h.PartitionEvents(ctx, "cluster-replicas", []int{0}, model.MustParseDate("1970-01-02"), func(ev *model.Event) error {
 		if ev.Pipeline == prefix {

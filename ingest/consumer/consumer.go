@@ -24,10 +24,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/handoff-dev/handoff/ingest/chconn"
-	"github.com/handoff-dev/handoff/ingest/schema"
-	"github.com/handoff-dev/handoff/ingest/sink"
-	"github.com/handoff-dev/handoff/ingest/topics"
+	"github.com/handoff-dev/handoff/store/chconn"
+	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/writer"
+	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/model"
 )
 
@@ -47,7 +47,7 @@ type Consumer struct {
 	log    *slog.Logger
 	m      *Metrics
 	conn   driver.Conn
-	sink   *sink.Sink
+	sink   *writer.Sink
 	reader *kafka.Reader
 	dlq    *kafka.Writer
 	// dlqTransport is dlq's connection pool, closed with it; offsets
@@ -113,7 +113,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.sink, _ = sink.New(c.conn, cfg.Database)
+	c.sink, _ = writer.New(c.conn, cfg.Database)
 	err = c.retry(ctx, "startup", "ensure Kafka topics "+cfg.Topic+", "+cfg.DLQTopic, 0, func(ctx context.Context) error {
 		return topics.Ensure(ctx, cfg.Brokers,
 			topics.Spec{Name: cfg.Topic, Partitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor},

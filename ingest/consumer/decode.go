@@ -5,7 +5,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/handoff-dev/handoff/ingest/schema"
+	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/model"
 )
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/handoff-dev/handoff/ingest/deadletter"
-	"github.com/handoff-dev/handoff/ingest/schema"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // writeDLQ publishes the original bytes of each dead letter with the

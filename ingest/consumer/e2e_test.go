@@ -13,7 +13,7 @@ import (
 	"github.com/handoff-dev/handoff/ingest/deadletter"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
-	"github.com/handoff-dev/handoff/query/store"
+	"github.com/handoff-dev/handoff/store/history"
 )
 
 // TestEndToEnd: thousands of events over many batches, every event sent
@@ -79,12 +79,12 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 
-	// Read back through query/store: equal to the sent events, as a set.
-	st, err := store.New(s.conn, s.db)
+	// Read back through store/history: equal to the sent events, as a set.
+	st, err := history.New(s.conn, s.db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := st.Events(ctx, store.Filter{Pipeline: pipeline, Heartbeats: true})
+	back, err := st.Events(ctx, history.Filter{Pipeline: pipeline, Heartbeats: true})
 	if err != nil {
 		t.Fatal(err)
 	}

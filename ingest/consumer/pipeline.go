@@ -7,7 +7,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/handoff-dev/handoff/ingest/schema"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // decoded is a batch: its events as columns (one EventBatch per decode

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/handoff-dev/handoff/ingest/schema"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // retentionInterval is how often an ingester drops expired partitions

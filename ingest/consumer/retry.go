@@ -3,7 +3,7 @@ package consumer
 import (
 	"context"
 
-	"github.com/handoff-dev/handoff/ingest/retry"
+	"github.com/handoff-dev/handoff/internal/retry"
 )
 
 // retry runs fn until it succeeds, ctx is done, or (when attempts > 0)

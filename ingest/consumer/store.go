@@ -8,8 +8,8 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 
-	"github.com/handoff-dev/handoff/ingest/schema"
-	"github.com/handoff-dev/handoff/ingest/sink"
+	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/writer"
 )
 
 // coalesce is how many decoded batches at most one INSERT carries. When
@@ -31,7 +31,7 @@ const coalesce = 2
 func (c *Consumer) storeStage(ctx context.Context, in <-chan *decoded, free chan<- *decoded) error {
 	type built struct {
 		group []*decoded
-		ins   *sink.PreparedEvents // nil: nothing prepared (no events, or prepare failed)
+		ins   *writer.PreparedEvents // nil: nothing prepared (no events, or prepare failed)
 		// cancel ends the prepared INSERT's context after it was sent or
 		// aborted.
 		cancel context.CancelFunc
@@ -132,7 +132,7 @@ func eventBatches(group []*decoded) []*schema.EventBatch {
 // then commits the highest offset of every partition in them. ins, when
 // not nil, is the group's events INSERT already prepared: the first attempt
 // sends it (store sends or aborts it), retries prepare it again.
-func (c *Consumer) store(ctx context.Context, group []*decoded, ins *sink.PreparedEvents) error {
+func (c *Consumer) store(ctx context.Context, group []*decoded, ins *writer.PreparedEvents) error {
 	defer func() { ins.Abort() }() // after Send: a no-op
 	start := time.Now()
 	var n, valid, rejected int

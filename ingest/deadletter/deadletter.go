@@ -11,8 +11,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/handoff-dev/handoff/ingest/schema"
-	"github.com/handoff-dev/handoff/ingest/topics"
+	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/internal/topics"
 )
 
 // Headers of dead-letter messages. The value is the original message.

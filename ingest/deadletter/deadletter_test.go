@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/handoff-dev/handoff/ingest/schema"
+	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/model"
 )
 

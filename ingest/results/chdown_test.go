@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-dev/handoff/ingest/chconn"
+	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/internal/testenv"
 )
 

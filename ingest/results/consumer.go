@@ -25,10 +25,10 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/handoff-dev/handoff/ingest/deadletter"
-	"github.com/handoff-dev/handoff/ingest/retry"
-	"github.com/handoff-dev/handoff/ingest/schema"
-	"github.com/handoff-dev/handoff/ingest/sink"
-	"github.com/handoff-dev/handoff/ingest/topics"
+	"github.com/handoff-dev/handoff/internal/retry"
+	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/writer"
+	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/model"
 )
 
@@ -47,7 +47,7 @@ type Consumer struct {
 	cfg    Config
 	log    *slog.Logger
 	m      *Metrics
-	sink   *sink.Sink
+	sink   *writer.Sink
 	reader *kafka.Reader
 	dlq    *kafka.Writer
 	lag    map[topicPartition]*partitionLag
@@ -83,7 +83,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 	if opts.Conn == nil {
 		return nil, errors.New("results: no ClickHouse connection given (Options.Conn)")
 	}
-	s, err := sink.New(opts.Conn, cfg.Database)
+	s, err := writer.New(opts.Conn, cfg.Database)
 	if err != nil {
 		return nil, err
 	}

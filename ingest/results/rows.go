@@ -1,8 +1,8 @@
 package results
 
-import "github.com/handoff-dev/handoff/ingest/schema"
+import "github.com/handoff-dev/handoff/store/schema"
 
-// The rows of diagnoses_v2 and findings_v2 are ingest/schema's
+// The rows of diagnoses_v2 and findings_v2 are store/schema's
 // (DiagnosisRows, FindingRows: the schema's one home); these map the
 // records read from Kafka onto them.
 

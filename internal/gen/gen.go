@@ -4,7 +4,7 @@
 // never happened, failed jobs and consumers, row mismatches, duplicates,
 // batches still in progress), redeliveries, process heartbeats and a few bad
 // lines. deploy/bench/gen is its command; the streaming detector's
-// equivalence test (ingest/detection) generates its history with it.
+// equivalence test (judge/live) generates its history with it.
 //
 // The same Options always give the same bytes. With only the options the
 // command has always had (Events, Seed, Pipelines, End, Bad) the output is

@@ -148,7 +148,7 @@ func BindLiterals(sql string, args []any) string {
 	return b.String()
 }
 
-// InsertSQL renders column-oriented rows (the Columns() of ingest/schema's
+// InsertSQL renders column-oriented rows (the Columns() of store/schema's
 // row types) as one INSERT ... VALUES.
 func InsertSQL(db, table, columns string, cols []any) string {
 	n := 0

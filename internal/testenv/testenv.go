@@ -16,7 +16,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/handoff-dev/handoff/ingest/chconn"
+	"github.com/handoff-dev/handoff/store/chconn"
 )
 
 const howTo = "run `make test`, or `bash deploy/services/up.sh && . .data/services.env` and then go test"

@@ -2,7 +2,7 @@
 // spec 2-0-x), as schedulers such as Airflow, Dagster, dbt and Spark emit
 // them, to handoff's boundary events, through the pipelines' contracts
 // (the contract key openlineage). It is pure: decoding and mapping only;
-// ingest/openlineage moves the messages.
+// ingest/lineage moves the messages.
 //
 // The mapping (docs/openlineage.md has examples):
 //

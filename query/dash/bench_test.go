@@ -9,15 +9,15 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/handoff-dev/handoff/ingest/schema"
-	"github.com/handoff-dev/handoff/ingest/sink"
+	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/writer"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 )
 
 // BenchmarkQueries: the dashboard queries on a year of history for 1,000
 // daily pipelines (365,000 batches, 2,555,000 events, one stored diagnosis
-// per batch with 1.5 KB of JSON), stored through ingest's sink. docs/dashboards.md
+// per batch with 1.5 KB of JSON), stored through ingest's writer. docs/dashboards.md
 // has the figures:
 //
 //	go test -run '^$' -bench Queries -benchtime 15x ./query/dash/
@@ -67,7 +67,7 @@ func BenchmarkQueries(b *testing.B) {
 // apart from midnight UTC of its business date, and a delivered diagnosis
 // per batch.
 func loadBenchHistory(ctx context.Context, conn driver.Conn, db string) error {
-	s, err := sink.New(conn, db)
+	s, err := writer.New(conn, db)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-dev/handoff/ingest/schema"
+	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/internal/testenv"
 )
 

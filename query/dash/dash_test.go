@@ -12,8 +12,8 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/handoff-dev/handoff/ingest/schema"
-	"github.com/handoff-dev/handoff/ingest/sink"
+	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/writer"
 	"github.com/handoff-dev/handoff/internal/testenv"
 )
 
@@ -194,7 +194,7 @@ func loadFixture(t *testing.T) (driver.Conn, string) {
 	if err := schema.Ensure(ctx, conn, db); err != nil {
 		t.Fatal(err)
 	}
-	s, err := sink.New(conn, db)
+	s, err := writer.New(conn, db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/handoff-dev/handoff/ingest/schema"
-	"github.com/handoff-dev/handoff/ingest/sink"
+	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/writer"
 	"github.com/handoff-dev/handoff/model"
 )
 
@@ -192,8 +192,8 @@ func (f fixtureData) rows() (events, copies *schema.EventBatch, diagnoses *schem
 	return
 }
 
-// load stores the fixture through the writer, ingest/sink.
-func (f fixtureData) load(ctx context.Context, s *sink.Sink) error {
+// load stores the fixture through the writer, store/writer.
+func (f fixtureData) load(ctx context.Context, s *writer.Sink) error {
 	events, copies, diagnoses, findings := f.rows()
 	if err := s.InsertEvents(ctx, events); err != nil {
 		return err

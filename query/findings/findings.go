@@ -23,7 +23,7 @@ import (
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/analyzer/replay"
-	"github.com/handoff-dev/handoff/ingest/schema"
+	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/model"
 )
 
@@ -105,7 +105,7 @@ type Filter struct {
 	// the server the connection is on, instead of the Distributed table:
 	// one replica's copy of one shard, for reads that must see every
 	// acknowledged record (the detector's restore on a cluster, through
-	// ingest/replicas). Not user input.
+	// store/replicas). Not user input.
 	Local bool
 }
 

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
-	"github.com/handoff-dev/handoff/ingest/schema"
-	"github.com/handoff-dev/handoff/ingest/sink"
+	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/writer"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/query/findings"
@@ -116,7 +116,7 @@ func load(t *testing.T) string {
 	if err := schema.Ensure(ctx, conn, db); err != nil {
 		t.Fatal(err)
 	}
-	s, err := sink.New(conn, db)
+	s, err := writer.New(conn, db)
 	if err != nil {
 		t.Fatal(err)
 	}

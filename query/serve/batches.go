@@ -10,7 +10,7 @@ import (
 	"github.com/handoff-dev/handoff/analyzer/batches"
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/model"
-	"github.com/handoff-dev/handoff/query/store"
+	"github.com/handoff-dev/handoff/store/history"
 )
 
 // Batch is one batch of a list: its identity, its status and where it
@@ -72,7 +72,7 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 	}
 	spans := make(map[model.BatchKey]*span)
 	read := 0
-	err := s.readEvents(rctx, store.Filter{Pipeline: f.pipeline, From: f.dates.from, To: f.dates.to}, func(e *model.Event) error {
+	err := s.readEvents(rctx, history.Filter{Pipeline: f.pipeline, From: f.dates.from, To: f.dates.to}, func(e *model.Event) error {
 		if read++; read > s.maxScan {
 			return badParam("from", "more than %d events between %s and %s: narrow the range or give a pipeline", s.maxScan, f.dates.from, f.dates.to)
 		}
@@ -133,7 +133,7 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 
 // readEvents passes the events f selects to fn, under the query timeout;
 // an error from fn stops the read and is returned as it is.
-func (s *Server) readEvents(ctx context.Context, f store.Filter, fn func(*model.Event) error) error {
+func (s *Server) readEvents(ctx context.Context, f history.Filter, fn func(*model.Event) error) error {
 	qctx, cancel := s.rd.ctx(ctx)
 	defer cancel()
 	var fnErr error
@@ -181,7 +181,7 @@ func (s *Server) batch(ctx context.Context, k model.BatchKey) (*BatchDetail, err
 		storedc <- storedResult{b, err}
 	}()
 	set := batches.New(s.contracts, s.now())
-	f := store.Filter{Pipeline: k.Pipeline, From: k.BusinessDate.AddDays(-7), To: k.BusinessDate, Heartbeats: true}
+	f := history.Filter{Pipeline: k.Pipeline, From: k.BusinessDate.AddDays(-7), To: k.BusinessDate, Heartbeats: true}
 	readErr := s.readEvents(ctx, f, func(e *model.Event) error {
 		set.Add(e)
 		return nil

@@ -15,8 +15,8 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/handoff-dev/handoff/ingest/jsonl"
-	"github.com/handoff-dev/handoff/ingest/schema"
-	"github.com/handoff-dev/handoff/ingest/sink"
+	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/writer"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
@@ -151,7 +151,7 @@ func load(t *testing.T, ctx context.Context, conn driver.Conn, db string) {
 		events = append(events, model.Event{Spec: model.SpecV1, ID: p + "-" + day.String(), Type: model.JobSucceeded, Time: at,
 			Pipeline: p, BusinessDate: day, BatchID: day.Compact(), System: model.Producer})
 	}
-	s, err := sink.New(conn, db)
+	s, err := writer.New(conn, db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,11 +28,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
-	"github.com/handoff-dev/handoff/ingest/schema"
+	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/query/findings"
-	"github.com/handoff-dev/handoff/query/store"
+	"github.com/handoff-dev/handoff/store/history"
 )
 
 // Options configure a Server beyond its connection.
@@ -63,7 +63,7 @@ type Options struct {
 // Server serves the API and the pages.
 type Server struct {
 	rd        *reader
-	store     *store.Store
+	store     *history.Store
 	contracts batches.Contracts
 	dash      Dashboards
 	now       func() time.Time
@@ -86,7 +86,7 @@ func New(ctx context.Context, conn driver.Conn, opts Options) (*Server, error) {
 	if err := schema.CheckDatabase(db); err != nil {
 		return nil, fmt.Errorf("serve: database: %w", err)
 	}
-	st, err := store.New(conn, db)
+	st, err := history.New(conn, db)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}

@@ -1,5 +1,5 @@
 // Command chload stores a JSON-lines file of delivery events straight into
-// a ClickHouse database through ingest/sink (the rows `handoff ingest`
+// a ClickHouse database through store/writer (the rows `handoff ingest`
 // writes, without Kafka), for deploy/bench/backfill.sh: the backfill reads
 // what is stored, so loading only has to be fast, not realistic.
 //
@@ -18,9 +18,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/handoff-dev/handoff/ingest/chconn"
-	"github.com/handoff-dev/handoff/ingest/schema"
-	"github.com/handoff-dev/handoff/ingest/sink"
+	"github.com/handoff-dev/handoff/store/chconn"
+	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/writer"
 	"github.com/handoff-dev/handoff/model"
 )
 
@@ -44,7 +44,7 @@ func main() {
 	if err := schema.Ensure(ctx, conn, *db); err != nil {
 		fatal(err)
 	}
-	sk, err := sink.New(conn, *db)
+	sk, err := writer.New(conn, *db)
 	if err != nil {
 		fatal(err)
 	}
@@ -57,7 +57,7 @@ func main() {
 	sc.Buffer(make([]byte, 1<<20), model.MaxEventSize+1024)
 	var (
 		dec         model.Decoder
-		b           sink.EventBatch
+		b           writer.EventBatch
 		stored, bad int
 		started     = time.Now()
 		now         = started.UnixMilli()
@@ -78,7 +78,7 @@ func main() {
 			bad++
 			continue
 		}
-		b.Add(&e, sink.Source{Topic: "chload"}, now)
+		b.Add(&e, writer.Source{Topic: "chload"}, now)
 		if b.Len() >= *batch {
 			flush()
 		}

@@ -31,9 +31,9 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/handoff-dev/handoff/ingest/chconn"
-	"github.com/handoff-dev/handoff/ingest/schema"
-	"github.com/handoff-dev/handoff/ingest/sink"
+	"github.com/handoff-dev/handoff/store/chconn"
+	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/writer"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/query/serve"
 )
@@ -200,7 +200,7 @@ func pipelineName(i int) string { return fmt.Sprintf("bench.p%04d.daily", i) }
 // events), some stopped at a boundary, a few failed, so the pages show
 // every colour.
 func load(ctx context.Context, conn driver.Conn, db string, pipelines int, first model.Date, days int) error {
-	s, err := sink.New(conn, db)
+	s, err := writer.New(conn, db)
 	if err != nil {
 		return err
 	}

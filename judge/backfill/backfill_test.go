@@ -1,0 +1,241 @@
+package backfill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/model/contract"
+	"github.com/handoff-dev/handoff/store/history"
+)
+
+// memReader is a Reader over events in memory, in the store's order.
+type memReader struct {
+	events []model.Event // sorted by pipeline, business date, batch id, event id
+	reads  atomic.Int64  // workers read concurrently
+}
+
+func (m *memReader) Census(_ context.Context, f history.CensusFilter) ([]history.PipelineRows, error) {
+	var out []history.PipelineRows
+	for _, e := range m.events {
+		if len(out) == 0 || out[len(out)-1].Pipeline != e.Pipeline {
+			out = append(out, history.PipelineRows{Pipeline: e.Pipeline, First: e.BusinessDate})
+		}
+		p := &out[len(out)-1]
+		if e.BusinessDate.Compare(f.ReadFrom) >= 0 && e.BusinessDate.Compare(f.To) <= 0 {
+			p.Rows++
+		}
+		if e.BusinessDate.Compare(f.From) >= 0 && e.BusinessDate.Compare(f.To) <= 0 {
+			p.InRange++
+		}
+	}
+	return out, nil
+}
+
+func (m *memReader) LatestHeartbeats(context.Context, []string, time.Time) ([]model.Event, error) {
+	return nil, nil
+}
+
+func (m *memReader) EachBatchEvent(ctx context.Context, pipelines []string, from, to model.Date, fn func(model.Event) error) error {
+	m.reads.Add(1)
+	for _, e := range m.events {
+		if !slices.Contains(pipelines, e.Pipeline) || e.BusinessDate.Compare(from) < 0 || e.BusinessDate.Compare(to) > 0 {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *memReader) EachEvent(ctx context.Context, f history.Filter, fn func(model.Event) error) error {
+	return m.EachBatchEvent(ctx, []string{f.Pipeline}, f.From, f.To, fn)
+}
+
+// genHistory returns one job.started event per batch: pipelines p00..,
+// days business dates from 2026-09-01, 2026-09-01 = day 0.
+func genHistory(pipelines, days int) []model.Event {
+	var out []model.Event
+	for p := range pipelines {
+		for d := range days {
+			date := model.MustParseDate("2026-09-01").AddDays(d)
+			out = append(out, model.Event{Spec: model.SpecV1, ID: fmt.Sprintf("e-%02d-%02d", p, d), Type: model.JobStarted,
+				Time: date.In(time.UTC), Pipeline: fmt.Sprintf("p%02d", p), BusinessDate: date, BatchID: date.Compact(), System: model.Producer})
+		}
+	}
+	return out
+}
+
+type noContracts struct{}
+
+func (noContracts) For(p string) *contract.Contract { return contract.Default(p) }
+func (noContracts) Pipelines() []string             { return nil }
+
+// TestRunHandsOverInKeyOrder: with small units and several workers, the
+// diagnoses of the range come in batch key order, each once, and none of
+// the dates before From.
+func TestRunHandsOverInKeyOrder(t *testing.T) {
+	r := &memReader{events: genHistory(17, 20)}
+	cfg := Config{From: model.MustParseDate("2026-09-05"), To: model.MustParseDate("2026-09-20"), AsOf: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC),
+		Contracts: noContracts{}, Workers: 3, UnitRows: 25}
+	var keys []string
+	sum, err := Run(context.Background(), r, cfg, Hooks{Chunk: func(c *Chunk) error {
+		keys = append(keys, c.Keys...)
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 17 * 16; len(keys) != want || sum.Batches != want {
+		t.Fatalf("%d diagnoses handed over, summary %d, want %d", len(keys), sum.Batches, want)
+	}
+	for i := 1; i < len(keys); i++ {
+		if keys[i-1] >= keys[i] {
+			t.Fatalf("diagnosis %d (%s) after %s: not in strict key order", i, keys[i], keys[i-1])
+		}
+	}
+	if keys[0] != "p00/2026-09-05/20260905" || keys[len(keys)-1] != "p16/2026-09-20/20260920" {
+		t.Fatalf("first %s, last %s", keys[0], keys[len(keys)-1])
+	}
+	if n := r.reads.Load(); n < 17 {
+		t.Fatalf("%d reads: units of 25 rows should read each 20-day pipeline alone", n)
+	}
+}
+
+// TestRunStopsOnError: an error of the caller's hook ends Run with that
+// error, without waiting for the other units (their workers are cancelled).
+func TestRunStopsOnError(t *testing.T) {
+	r := &memReader{events: genHistory(40, 30)}
+	cfg := Config{From: model.MustParseDate("2026-09-01"), To: model.MustParseDate("2026-09-30"), AsOf: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC),
+		Contracts: noContracts{}, Workers: 4, UnitRows: 60}
+	stop := errors.New("disk full")
+	n := 0
+	_, err := Run(context.Background(), r, cfg, Hooks{Chunk: func(c *Chunk) error {
+		n++
+		if n == 2 {
+			return stop
+		}
+		return nil
+	}})
+	if !errors.Is(err, stop) {
+		t.Fatalf("Run: %v, want %v", err, stop)
+	}
+}
+
+func TestCut(t *testing.T) {
+	rows := func(ns ...uint64) []history.PipelineRows {
+		var out []history.PipelineRows
+		for i, n := range ns {
+			out = append(out, history.PipelineRows{Pipeline: fmt.Sprint(i), Rows: n})
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		in   []history.PipelineRows
+		want string // units: pipelines joined by ",", big ones marked *
+	}{
+		{"packed", rows(30, 30, 30, 30), "0,1,2 3"},
+		{"big alone", rows(30, 150, 30), "0 1* 2"},
+		{"exactly the limit", rows(100, 1), "0 1"},
+		{"none", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, u := range cut(tt.in, 100) {
+				var names []string
+				for _, p := range u.pipelines {
+					names = append(names, p.Pipeline)
+				}
+				s := strings.Join(names, ",")
+				if u.big {
+					s += "*"
+				}
+				got = append(got, s)
+			}
+			if strings.Join(got, " ") != tt.want {
+				t.Fatalf("units %q, want %q", strings.Join(got, " "), tt.want)
+			}
+		})
+	}
+}
+
+// ctxReader records what ReadContext asks of the store.
+type ctxReader struct {
+	census     []history.PipelineRows
+	gotCensus  history.CensusFilter
+	heartbeats []string // the pipelines asked for, nil when not asked
+}
+
+func (r *ctxReader) Census(_ context.Context, f history.CensusFilter) ([]history.PipelineRows, error) {
+	r.gotCensus = f
+	return r.census, nil
+}
+
+func (r *ctxReader) LatestHeartbeats(_ context.Context, ps []string, _ time.Time) ([]model.Event, error) {
+	r.heartbeats = append([]string{}, ps...)
+	return []model.Event{{ID: "hb"}}, nil
+}
+
+// dailyFor gives the named pipelines a daily schedule, the others none.
+type dailyFor []string
+
+func (d dailyFor) For(p string) *contract.Contract {
+	c := contract.Default(p)
+	if slices.Contains(d, p) {
+		c.Schedule = contract.Daily
+		c.BatchID = contract.MustTemplate("{yyyymmdd}")
+	}
+	return c
+}
+func (d dailyFor) Pipelines() []string { return d }
+
+// TestReadContext: the read starts at the previous batch of the range's
+// first batch for scheduled pipelines (never before the first storable
+// date), the census is asked with it, and heartbeats are read only for the
+// pipelines the census found.
+func TestReadContext(t *testing.T) {
+	found := []history.PipelineRows{{Pipeline: "d", First: model.MustParseDate("2026-01-01"), Rows: 5, InRange: 3}}
+	tests := []struct {
+		name      string
+		pipelines []string
+		from      string
+		census    []history.PipelineRows
+		readFrom  string
+		hbs       []string
+	}{
+		{"scheduled", []string{"d"}, "2026-09-10", found, "2026-09-09", []string{"d"}},
+		{"every contract's pipeline", nil, "2026-09-10", found, "2026-09-09", []string{"d"}},
+		{"no schedule", []string{"x"}, "2026-09-10", found, "2026-09-10", []string{"d"}},
+		{"first storable date", []string{"d"}, "1970-01-02", found, "1970-01-02", []string{"d"}},
+		{"nothing in range", []string{"d"}, "2026-09-10", nil, "2026-09-09", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &ctxReader{census: tt.census}
+			from, to := model.MustParseDate(tt.from), model.MustParseDate("2026-09-30")
+			cx, err := ReadContext(context.Background(), r, dailyFor{"d"}, tt.pipelines, from, to, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := history.CensusFilter{Pipelines: tt.pipelines, ReadFrom: model.MustParseDate(tt.readFrom), From: from, To: to}
+			if cx.ReadFrom.String() != tt.readFrom || fmt.Sprint(r.gotCensus) != fmt.Sprint(want) {
+				t.Errorf("read from %s, census %+v; want %s, %+v", cx.ReadFrom, r.gotCensus, tt.readFrom, want)
+			}
+			if fmt.Sprint(r.heartbeats) != fmt.Sprint(tt.hbs) || (tt.hbs != nil) != (len(cx.Heartbeats) == 1) {
+				t.Errorf("heartbeats asked for %v (got %d), want %v", r.heartbeats, len(cx.Heartbeats), tt.hbs)
+			}
+		})
+	}
+}

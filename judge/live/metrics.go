@@ -1,0 +1,64 @@
+package live
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/handoff-dev/handoff/analyzer/detect"
+)
+
+// Metrics are the detector's Prometheus metrics (handoff_detect_*).
+type Metrics struct {
+	folded      prometheus.Counter
+	invalid     prometheus.Counter
+	findings    prometheus.Counter
+	open        prometheus.Gauge
+	closed      prometheus.Gauge
+	armed       prometheus.Gauge
+	suspended   prometheus.Gauge
+	freshness   prometheus.Gauge
+	lastAdvance prometheus.Gauge
+	waiting     prometheus.Gauge
+	lag         *prometheus.GaugeVec
+}
+
+// NewMetrics creates the metrics and registers them on reg (nil: not
+// registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		folded:      prometheus.NewCounter(prometheus.CounterOpts{Name: "handoff_detect_events_folded_total", Help: "Events folded into the detector's state."}),
+		invalid:     prometheus.NewCounter(prometheus.CounterOpts{Name: "handoff_detect_events_invalid_total", Help: "Messages skipped as invalid events (handoff ingest dead-letters them)."}),
+		findings:    prometheus.NewCounter(prometheus.CounterOpts{Name: "handoff_detect_findings_published_total", Help: "Finding records published to the findings topic."}),
+		open:        prometheus.NewGauge(prometheus.GaugeOpts{Name: "handoff_detect_open_batches", Help: "Batches whose folded state is held."}),
+		closed:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "handoff_detect_closed_batches", Help: "Delivered batches remembered for continuity and redeliveries."}),
+		armed:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "handoff_detect_armed_timers", Help: "Deadline timers armed."}),
+		suspended:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "handoff_detect_suspended_batches", Help: "Reopened batches waiting for their stored history."}),
+		freshness:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "handoff_detect_evidence_age_seconds", Help: "How far the watermark (every event in the topic at that time folded) is behind the clock."}),
+		lastAdvance: prometheus.NewGauge(prometheus.GaugeOpts{Name: "handoff_detect_last_advance_timestamp_seconds", Help: "When the detector last advanced its clock (Unix seconds)."}),
+		waiting:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "handoff_detect_waiting_for_ingest", Help: "1 while the detector waits for handoff ingest to store what it reads back."}),
+		lag:         prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "handoff_detect_consumer_lag", Help: "Messages of the events topic not folded yet, per owned partition."}, []string{"partition"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.folded, m.invalid, m.findings, m.open, m.closed, m.armed, m.suspended, m.freshness, m.lastAdvance, m.waiting, m.lag)
+	}
+	return m
+}
+
+// Lag records one partition's lag (for stream.Member.OnLag).
+func (m *Metrics) Lag(partition int, lag int64) {
+	m.lag.WithLabelValues(strconv.Itoa(partition)).Set(float64(lag))
+}
+
+func (m *Metrics) observe(s detect.Stats, now, safe time.Time, published int) {
+	m.findings.Add(float64(published))
+	m.open.Set(float64(s.Open))
+	m.closed.Set(float64(s.Closed))
+	m.armed.Set(float64(s.Armed))
+	m.suspended.Set(float64(s.Suspended))
+	if !safe.IsZero() {
+		m.freshness.Set(now.Sub(safe).Seconds())
+	}
+	m.lastAdvance.Set(float64(now.UnixMilli()) / 1000)
+}

@@ -1,0 +1,435 @@
+// Package detection runs the analyzer's streaming detector (analyzer/detect)
+// over the events topic: it owns the batches of the partitions the consumer
+// group gives it, rebuilds their state from the stored history, folds every
+// new event, fires deadlines once the evidence is complete up to them (the
+// watermark of judge/stream), and publishes findings to the findings topic.
+//
+// It writes nothing to ClickHouse: findings and the detector's heartbeats
+// go to Kafka, and handoff ingest stores them (ingest stays the only
+// writer). Before it reads history for a partition it waits until the
+// ingester has committed (so stored) every event before the position the
+// detector resumes from, and every finding published before; otherwise a
+// restart would judge batches on a partial history.
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/handoff-dev/handoff/analyzer/detect"
+	"github.com/handoff-dev/handoff/internal/retry"
+	"github.com/handoff-dev/handoff/judge/stream"
+	"github.com/handoff-dev/handoff/model"
+)
+
+// History reads what handoff ingest has stored. store/history implements it.
+type History interface {
+	// PartitionEvents calls fn for every stored event of the events topic's
+	// partitions with a business date on or after from, heartbeats included
+	// (any order; duplicates allowed).
+	PartitionEvents(ctx context.Context, topic string, partitions []int, from model.Date, fn func(*model.Event) error) error
+	// BatchEvents calls fn for every stored event of one batch.
+	BatchEvents(ctx context.Context, key model.BatchKey, fn func(*model.Event) error) error
+	// Findings returns the latest stored record of each finding
+	// fingerprint whose batch has a business date on or after from.
+	Findings(ctx context.Context, from model.Date) ([]detect.Finding, error)
+}
+
+// Offsets tells what a consumer group has committed and what a topic holds.
+type Offsets interface {
+	Committed(ctx context.Context, group, topic string, partitions []int) (map[int]int64, error)
+	Ends(ctx context.Context, topic string) (map[int]int64, error)
+}
+
+// Publisher sends messages to a topic and returns once the brokers have
+// acknowledged them (acks=all).
+type Publisher interface {
+	Publish(ctx context.Context, topic string, msgs ...kafka.Message) error
+}
+
+// Options are what a Runner needs besides its configuration.
+type Options struct {
+	Detector  *detect.Detector
+	History   History
+	Offsets   Offsets
+	Publisher Publisher
+	Metrics   *Metrics // nil: not measured
+	Logger    *slog.Logger
+	// Partition returns the partition of a batch key among n; nil means
+	// the producers' default, Java's murmur2 (Murmur2).
+	Partition func(key []byte, n int) int
+	// Now is the clock (default time.Now): the history read on start
+	// reaches back Retain days from it.
+	Now func() time.Time
+}
+
+// Settings configure a Runner.
+type Settings struct {
+	EventsTopic   string
+	FindingsTopic string
+	// IngestGroup is the consumer group of handoff ingest on the events
+	// topic; ResultsGroup the one on the findings topic. Their commits say
+	// what ClickHouse holds.
+	IngestGroup  string
+	ResultsGroup string
+	// Retain is how many days of history are read on start (the
+	// detector's retention).
+	Retain int
+	// Heartbeat is how often the detector publishes its own
+	// process.heartbeat event (0: never).
+	Heartbeat time.Duration
+	// Instance names this process in its heartbeats (component).
+	Instance string
+	// WaitPoll is how often the ingester's progress is polled while
+	// waiting for it (default 500ms).
+	WaitPoll time.Duration
+}
+
+// Runner is a stream.Handler that drives a detect.Detector.
+type Runner struct {
+	s     Settings
+	o     Options
+	log   *slog.Logger
+	dec   model.Decoder
+	owned map[int]bool
+	n     int   // partitions of the events topic
+	ids   []int // 0..n-1, for the default partitioner
+	// lastBeat is when the last heartbeat was published.
+	lastBeat time.Time
+	// assignedAt is the clock when the last partitions were taken over;
+	// caughtUp says whether the safe time has reached it since (logged
+	// once per assignment: every event in the topic then is judged).
+	assignedAt time.Time
+	caughtUp   bool
+	// Published counts the findings published, for tests and logs.
+	published int
+	retry     retry.Retrier
+	// progress is read by other goroutines (Progress).
+	advances, safeMs, publishedTotal atomic.Int64
+}
+
+var _ stream.Handler = (*Runner)(nil)
+
+// New returns a Runner.
+func New(s Settings, o Options) (*Runner, error) {
+	switch {
+	case o.Detector == nil || o.History == nil || o.Offsets == nil || o.Publisher == nil:
+		return nil, errors.New("detection: Detector, History, Offsets and Publisher are required")
+	case s.EventsTopic == "" || s.FindingsTopic == "":
+		return nil, errors.New("detection: the events and findings topics are required")
+	case s.IngestGroup == "" || s.ResultsGroup == "":
+		return nil, errors.New("detection: the ingester's consumer groups are required (to know what ClickHouse holds)")
+	}
+	if s.Retain <= 0 {
+		s.Retain = detect.DefaultRetain
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if s.WaitPoll <= 0 {
+		s.WaitPoll = 500 * time.Millisecond
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Runner{s: s, o: o, log: log, owned: map[int]bool{}, retry: retry.Retrier{Log: log, Max: 10 * time.Second}}, nil
+}
+
+// Progress reports how many times the runner advanced, the detector's
+// safe time after the last advance, and how many findings it published.
+// Unlike the rest of the Runner it is safe for concurrent use.
+func (r *Runner) Progress() (advances int64, safe time.Time, published int64) {
+	return r.advances.Load(), time.UnixMilli(r.safeMs.Load()).UTC(), r.publishedTotal.Load()
+}
+
+func (r *Runner) owns(k model.BatchKey) bool {
+	if r.n == 0 {
+		return false
+	}
+	if r.o.Partition != nil {
+		return r.owned[r.o.Partition([]byte(k.String()), r.n)]
+	}
+	return r.owned[murmur2In([]byte(k.String()), r.ids)]
+}
+
+// Assign takes over the partitions of a: batches of partitions no longer
+// owned are released; the history and findings of newly owned ones are
+// read back once the ingester has stored them.
+func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
+	prevN := r.n
+	var fresh []int
+	next := make(map[int]bool, len(a.Start))
+	for p := range a.Start {
+		next[p] = true
+		if !r.owned[p] || prevN != a.Partitions {
+			fresh = append(fresh, p)
+		}
+	}
+	r.n = a.Partitions
+	if len(r.ids) != r.n {
+		r.ids = partitionIDs(r.n)
+	}
+	r.owned = next
+	r.assignedAt, r.caughtUp = r.o.Now(), false
+	released := r.o.Detector.Release(func(k model.BatchKey) bool { return !r.owns(k) })
+	r.o.Detector.SetOwns(r.owns)
+	r.log.Info("detect: partitions assigned", "owned", a.Owned(), "new", len(fresh), "released_batches", released)
+	if len(fresh) == 0 {
+		return nil
+	}
+	slices.Sort(fresh)
+	// Everything before the resume position must be in ClickHouse before
+	// it is read back; otherwise a restart judges a partial history.
+	want := make(map[int]int64, len(fresh))
+	for _, p := range fresh {
+		want[p] = a.Start[p]
+	}
+	if err := r.waitCommitted(ctx, r.s.IngestGroup, r.s.EventsTopic, want); err != nil {
+		return err
+	}
+	from := r.horizon()
+	n := 0
+	// ClickHouse may not be ready (or ingest may not have created the
+	// database yet): wait and retry rather than exit. Observing a history
+	// twice is harmless: the replay ignores duplicates.
+	// The history grows with the retention window and the partitions
+	// taken over: a minute per attempt (the default) is not enough for
+	// millions of events, and a read that cannot finish in one attempt
+	// never finishes (seen on the local cluster: 6 million events, every
+	// attempt cut at a minute). ClickHouse's read timeout still ends a
+	// read from a server that stopped answering.
+	restore := r.retry
+	restore.Attempt = restoreAttempt
+	err := restore.Do(ctx, "restore", fmt.Sprintf("read the stored history of partitions %v since %s", fresh, from), 0, func(ctx context.Context) error {
+		return r.o.History.PartitionEvents(ctx, r.s.EventsTopic, fresh, from, func(e *model.Event) error {
+			n++
+			r.o.Detector.Observe(e)
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("detect: %w", err)
+	}
+	// The findings published before (by this process or the partitions'
+	// previous owner) must be stored too, or they would be raised again.
+	var ends map[int]int64
+	err = r.retry.Do(ctx, "restore", "read the end offsets of "+r.s.FindingsTopic, 0, func(ctx context.Context) error {
+		var err error
+		ends, err = r.o.Offsets.Ends(ctx, r.s.FindingsTopic)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("detect: %w", err)
+	}
+	if err := r.waitCommitted(ctx, r.s.ResultsGroup, r.s.FindingsTopic, ends); err != nil {
+		return err
+	}
+	var fs []detect.Finding
+	err = restore.Do(ctx, "restore", fmt.Sprintf("read the stored findings since %s", from), 0, func(ctx context.Context) error {
+		var err error
+		fs, err = r.o.History.Findings(ctx, from)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("detect: %w", err)
+	}
+	if err := r.o.Detector.Restore(fs...); err != nil {
+		return fmt.Errorf("detect: restore %d stored findings: %w", len(fs), err)
+	}
+	open := 0
+	for i := range fs {
+		if fs[i].State != detect.Open || !r.owns(fs[i].Batch) {
+			continue
+		}
+		// The first 20, so that a restart says what is open without
+		// flooding the log.
+		if open++; open <= 20 {
+			r.log.Info("detect: open finding restored (published before, not again)", "batch", fs[i].Batch.String(),
+				"kind", string(fs[i].Kind), "name", fs[i].Name, "status", string(fs[i].Status), "verdict", fs[i].Verdict,
+				"seq", fs[i].Seq, "fingerprint", fs[i].Fingerprint)
+		}
+	}
+	r.log.Info("detect: history restored", "partitions", fresh, "events", n, "findings", len(fs), "open", open, "from", from.String())
+	return nil
+}
+
+// horizon is the first business date of the history read on start.
+func (r *Runner) horizon() model.Date {
+	s := r.o.Detector.Stats().Safe
+	if s.IsZero() {
+		s = r.o.Now()
+	}
+	y, m, d := s.UTC().Date()
+	return model.Date{Year: y, Month: m, Day: d}.AddDays(-r.s.Retain)
+}
+
+// waitCommitted waits until group has committed at least want[p] on every
+// partition p of topic. A partition where want is 0 needs nothing.
+func (r *Runner) waitCommitted(ctx context.Context, group, topic string, want map[int]int64) error {
+	parts := make([]int, 0, len(want))
+	for p, o := range want {
+		if o > 0 {
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	slices.Sort(parts)
+	started := time.Now()
+	lastLog := started
+	for {
+		got, err := r.o.Offsets.Committed(ctx, group, topic, parts)
+		behind := map[int]int64{}
+		if err == nil {
+			for _, p := range parts {
+				if got[p] < want[p] {
+					behind[p] = want[p] - max(got[p], 0)
+				}
+			}
+			if len(behind) == 0 {
+				return nil
+			}
+		}
+		if time.Since(lastLog) >= 10*time.Second {
+			lastLog = time.Now()
+			r.log.Warn("detect: waiting for handoff ingest to store what the detector reads back; is `handoff ingest` running?",
+				"group", group, "topic", topic, "behind", fmt.Sprint(behind), "err", err, "waited", time.Since(started).Round(time.Second).String())
+		}
+		if r.o.Metrics != nil {
+			r.o.Metrics.waiting.Set(1)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(r.s.WaitPoll):
+		}
+		if r.o.Metrics != nil {
+			r.o.Metrics.waiting.Set(0)
+		}
+	}
+}
+
+// Fold observes one message. A message that is not a valid event is
+// skipped: handoff ingest dead-letters it with the reason.
+func (r *Runner) Fold(ctx context.Context, m kafka.Message) error {
+	e, err := r.dec.Decode(m.Value)
+	if err != nil {
+		if r.o.Metrics != nil {
+			r.o.Metrics.invalid.Inc()
+		}
+		return nil
+	}
+	if r.o.Metrics != nil {
+		r.o.Metrics.folded.Inc()
+	}
+	r.o.Detector.Observe(&e)
+	return nil
+}
+
+// restoreAttempt bounds one attempt at reading a detector's history back.
+const restoreAttempt = time.Hour
+
+// Advance reads back the history of reopened batches, advances the
+// detector and publishes its findings, then the heartbeat when due.
+func (r *Runner) Advance(ctx context.Context, now, safe time.Time) error {
+	for _, k := range r.o.Detector.Suspended() {
+		err := r.retry.Do(ctx, "reopen", "read the stored history of reopened batch "+k.String(), 0, func(ctx context.Context) error {
+			return r.o.History.BatchEvents(ctx, k, func(e *model.Event) error {
+				r.o.Detector.Observe(e)
+				return nil
+			})
+		})
+		if err != nil {
+			return fmt.Errorf("detect: %w", err)
+		}
+		r.o.Detector.Resume(k)
+	}
+	fs := r.o.Detector.Advance(now, safe)
+	if len(fs) > 0 {
+		msgs := make([]kafka.Message, len(fs))
+		for i := range fs {
+			msgs[i] = kafka.Message{Key: []byte(fs[i].Batch.String()), Value: fs[i].AppendJSON(nil)}
+		}
+		if err := r.o.Publisher.Publish(ctx, r.s.FindingsTopic, msgs...); err != nil {
+			return fmt.Errorf("detect: publish %d findings to %s: %w", len(fs), r.s.FindingsTopic, err)
+		}
+		r.published += len(fs)
+		for i := range fs {
+			r.log.Info("detect: finding", "batch", fs[i].Batch.String(), "kind", string(fs[i].Kind), "name", fs[i].Name,
+				"state", string(fs[i].State), "status", string(fs[i].Status), "verdict", fs[i].Verdict,
+				"seq", fs[i].Seq, "fingerprint", fs[i].Fingerprint)
+		}
+	}
+	if r.o.Metrics != nil {
+		r.o.Metrics.observe(r.o.Detector.Stats(), now, safe, len(fs))
+	}
+	if !r.caughtUp && !r.assignedAt.IsZero() && !safe.Before(r.assignedAt) {
+		r.caughtUp = true
+		st := r.o.Detector.Stats()
+		r.log.Info("detect: caught up: every event that was in the topic when the partitions were assigned is folded and judged",
+			"evidence_as_of", safe.UTC().Format(time.RFC3339Nano), "open_batches", st.Open, "closed_batches", st.Closed, "published", r.published)
+	}
+	r.publishedTotal.Store(int64(r.published))
+	r.safeMs.Store(r.o.Detector.Stats().Safe.UnixMilli())
+	r.advances.Add(1)
+	if r.s.Heartbeat > 0 && now.Sub(r.lastBeat) >= r.s.Heartbeat {
+		if err := r.heartbeat(ctx, now, safe); err != nil {
+			// A missed heartbeat is visible on the dashboards; it must not
+			// stop detection.
+			r.log.Warn("detect: heartbeat not published", "err", err)
+		} else {
+			r.lastBeat = now
+		}
+	}
+	return nil
+}
+
+// HeartbeatPipeline is the pipeline name of the detector's own heartbeats.
+const HeartbeatPipeline = "handoff.detect"
+
+func (r *Runner) heartbeat(ctx context.Context, now, safe time.Time) error {
+	st := r.o.Detector.Stats()
+	ms := now.UTC().UnixMilli()
+	e := model.Event{
+		Spec:      model.SpecV1,
+		ID:        "hb-" + r.s.Instance + "-" + strconv.FormatInt(ms, 10),
+		Type:      model.ProcessHeartbeat,
+		Time:      time.UnixMilli(ms).UTC(),
+		Pipeline:  HeartbeatPipeline,
+		System:    model.Operator,
+		Component: r.s.Instance,
+		Attrs: map[string]string{
+			"open_batches":   strconv.Itoa(st.Open),
+			"evidence_as_of": string(model.AppendTime(nil, safe)),
+			"partitions":     fmt.Sprint(sortedKeys(r.owned)),
+		},
+	}
+	return r.o.Publisher.Publish(ctx, r.s.EventsTopic, kafka.Message{Key: []byte(e.PartitionKey()), Value: e.AppendJSON(nil)})
+}
+
+// Revoke keeps the state: the next Assign releases what is no longer
+// owned and keeps what is (no other member folded it in between).
+func (r *Runner) Revoke(context.Context) {}
+
+func sortedKeys(m map[int]bool) []int {
+	out := make([]int, 0, len(m))
+	for p := range m {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Detector returns the detector the runner drives. It is not safe for
+// concurrent use: read it only once Run has returned.
+func (r *Runner) Detector() *detect.Detector { return r.o.Detector }

@@ -1,0 +1,274 @@
+package stream_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/handoff-dev/handoff/judge/stream"
+	"github.com/handoff-dev/handoff/internal/topics"
+	"github.com/handoff-dev/handoff/internal/testenv"
+)
+
+// recorder is a Handler that remembers what it was told.
+type recorder struct {
+	mu       sync.Mutex
+	assigns  []stream.Assignment
+	owned    map[int]bool
+	folded   map[string]int // key -> times folded
+	safe     time.Time
+	revokes  int
+	advances int
+}
+
+func newRecorder() *recorder { return &recorder{folded: map[string]int{}, owned: map[int]bool{}} }
+
+func (r *recorder) Assign(_ context.Context, a stream.Assignment) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.assigns = append(r.assigns, a)
+	r.owned = map[int]bool{}
+	for p := range a.Start {
+		r.owned[p] = true
+	}
+	return nil
+}
+
+func (r *recorder) Fold(_ context.Context, m kafka.Message) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.owned[m.Partition] {
+		return fmt.Errorf("folded a message of partition %d, which is not owned", m.Partition)
+	}
+	r.folded[string(m.Key)]++
+	return nil
+}
+
+func (r *recorder) Advance(_ context.Context, _, safe time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if safe.IsZero() {
+		return fmt.Errorf("advanced with a zero safe time: no watermark yet")
+	}
+	if safe.Before(r.safe) {
+		return fmt.Errorf("watermark went back from %v to %v", r.safe, safe)
+	}
+	r.safe = safe
+	r.advances++
+	return nil
+}
+
+func (r *recorder) Revoke(context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.revokes++
+	r.owned = map[int]bool{}
+}
+
+func (r *recorder) snapshot() (folded map[string]int, owned []int, safe time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	folded = make(map[string]int, len(r.folded))
+	for k, v := range r.folded {
+		folded[k] = v
+	}
+	for p := range r.owned {
+		owned = append(owned, p)
+	}
+	sort.Ints(owned)
+	return folded, owned, r.safe
+}
+
+func produce(t *testing.T, brokers []string, topic string, from, n int) {
+	t.Helper()
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: 10 * time.Millisecond}
+	defer w.Close()
+	msgs := make([]kafka.Message, n)
+	for i := range msgs {
+		k := fmt.Sprintf("k%05d", from+i)
+		msgs[i] = kafka.Message{Key: []byte(k), Value: []byte(k)}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+}
+
+func setup(t *testing.T, partitions int) (brokers []string, topic string) {
+	t.Helper()
+	brokers = testenv.KafkaBrokers(t)
+	topic = testenv.Topic(t, brokers, "stream")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := topics.Ensure(ctx, brokers, topics.Spec{Name: topic, Partitions: partitions}); err != nil {
+		t.Fatal(err)
+	}
+	return brokers, topic
+}
+
+func start(t *testing.T, brokers []string, topic, group string, h stream.Handler) (stop func()) {
+	t.Helper()
+	return startTick(t, brokers, topic, group, h, 100*time.Millisecond)
+}
+
+func startTick(t *testing.T, brokers []string, topic, group string, h stream.Handler, tick time.Duration) (stop func()) {
+	t.Helper()
+	m, err := stream.NewMember(stream.Config{Brokers: brokers, Topic: topic, Group: group, Tick: tick, SessionTimeout: 6 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx, h) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("member stopped with: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("member did not stop within 30s")
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func TestMemberFoldsCommitsAndResumes(t *testing.T) {
+	brokers, topic := setup(t, 3)
+	group := testenv.Name("group")
+	produce(t, brokers, topic, 0, 300)
+	produced := time.Now()
+
+	r := newRecorder()
+	stop := start(t, brokers, topic, group, r)
+	testenv.Eventually(t, 60*time.Second, "every message folded and the watermark past the production", func() (bool, string) {
+		folded, owned, safe := r.snapshot()
+		return len(folded) == 300 && safe.After(produced), fmt.Sprintf("folded %d of 300, owned %v, safe %v", len(folded), owned, safe)
+	})
+	folded, owned, _ := r.snapshot()
+	if len(owned) != 3 {
+		t.Fatalf("one member owns %v, want all 3 partitions", owned)
+	}
+	for k, n := range folded {
+		if n != 1 {
+			t.Fatalf("%s folded %d times", k, n)
+		}
+	}
+	client := &kafka.Client{Addr: kafka.TCP(brokers...)}
+	ends, err := stream.EndOffsets(context.Background(), client, topic, []int{0, 1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "offsets committed up to the end", func() (bool, string) {
+		c, err := stream.Committed(context.Background(), client, group, topic, []int{0, 1, 2})
+		if err != nil {
+			return false, err.Error()
+		}
+		for p, e := range ends {
+			if c[p] != e {
+				return false, fmt.Sprintf("committed %v, ends %v", c, ends)
+			}
+		}
+		return true, ""
+	})
+	stop()
+
+	// A new member of the same group starts where the first committed:
+	// nothing is folded twice, and new messages are folded.
+	r2 := newRecorder()
+	start(t, brokers, topic, group, r2)
+	produce(t, brokers, topic, 300, 30)
+	testenv.Eventually(t, 60*time.Second, "the resumed member folds only the new messages", func() (bool, string) {
+		folded, _, _ := r2.snapshot()
+		return len(folded) == 30, fmt.Sprintf("folded %d, want 30", len(folded))
+	})
+	r2.mu.Lock()
+	first := r2.assigns[0]
+	r2.mu.Unlock()
+	for p, e := range ends {
+		if first.Start[p] != e {
+			t.Fatalf("resumed at %v, want the committed %v", first.Start, ends)
+		}
+	}
+	if first.Partitions != 3 {
+		t.Fatalf("Assignment.Partitions = %d, want 3", first.Partitions)
+	}
+	folded, _, _ = r2.snapshot()
+	for k := range folded {
+		if k < "k00300" {
+			t.Fatalf("resumed member folded the old message %s again", k)
+		}
+	}
+}
+
+func TestMemberRebalanceSplitsPartitions(t *testing.T) {
+	brokers, topic := setup(t, 4)
+	group := testenv.Name("group")
+	produce(t, brokers, topic, 0, 200)
+
+	a, b := newRecorder(), newRecorder()
+	start(t, brokers, topic, group, a)
+	testenv.Eventually(t, 60*time.Second, "the first member folds everything", func() (bool, string) {
+		folded, _, _ := a.snapshot()
+		return len(folded) == 200, fmt.Sprintf("folded %d of 200", len(folded))
+	})
+	start(t, brokers, topic, group, b)
+	testenv.Eventually(t, 60*time.Second, "the group splits the partitions between the two members", func() (bool, string) {
+		_, oa, _ := a.snapshot()
+		_, ob, _ := b.snapshot()
+		if len(oa)+len(ob) != 4 || len(oa) == 0 || len(ob) == 0 {
+			return false, fmt.Sprintf("a owns %v, b owns %v", oa, ob)
+		}
+		seen := map[int]bool{}
+		for _, p := range append(oa, ob...) {
+			if seen[p] {
+				return false, fmt.Sprintf("partition %d owned twice: a %v, b %v", p, oa, ob)
+			}
+			seen[p] = true
+		}
+		return true, ""
+	})
+	produce(t, brokers, topic, 200, 100)
+	testenv.Eventually(t, 60*time.Second, "new messages folded by their partition's owner", func() (bool, string) {
+		fa, _, _ := a.snapshot()
+		fb, _, _ := b.snapshot()
+		n := 0
+		for i := 200; i < 300; i++ {
+			k := fmt.Sprintf("k%05d", i)
+			if fa[k]+fb[k] > 0 {
+				n++
+			}
+		}
+		return n == 100, fmt.Sprintf("%d of 100 new messages folded", n)
+	})
+}
+
+// TestMemberNoAdvanceBeforeWatermark: a member that starts on a backlog
+// ticks (every millisecond here) long before it has folded the messages
+// that were in the topic; until then it has no watermark and must not
+// advance its handler (the recorder fails on a zero safe time): a
+// detector advanced then judged every batch as of no evidence.
+func TestMemberNoAdvanceBeforeWatermark(t *testing.T) {
+	brokers, topic := setup(t, 2)
+	produce(t, brokers, topic, 0, 20000)
+	r := newRecorder()
+	stop := startTick(t, brokers, topic, testenv.Name("group"), r, time.Millisecond)
+	testenv.Eventually(t, 60*time.Second, "the member folds the backlog and advances", func() (bool, string) {
+		folded, _, safe := r.snapshot()
+		return len(folded) == 20000 && !safe.IsZero(), fmt.Sprintf("folded %d of 20000, safe %v", len(folded), safe)
+	})
+	stop() // fails the test if the member stopped on a zero safe time
+}

@@ -1,0 +1,64 @@
+package history
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/handoff-dev/handoff/model"
+)
+
+// PartitionEvents streams every stored event that was read from the given
+// partitions of topic: batch events with a business date on or after from,
+// and heartbeats whose time is on or after from (UTC). The streaming
+// detector reads back the history of the partitions it is assigned with it.
+// Order: heartbeats by day, then batch events by business date, batch id
+// and event id; each event once (copies not yet merged are skipped).
+func (s *Store) PartitionEvents(ctx context.Context, topic string, partitions []int, from model.Date, fn func(*model.Event) error) error {
+	if len(partitions) == 0 {
+		return nil
+	}
+	ps := make([]string, len(partitions))
+	for i, p := range partitions {
+		if p < 0 {
+			return fmt.Errorf("store: partition %d: want 0 or more", p)
+		}
+		ps[i] = strconv.Itoa(p) // integers, never request text
+	}
+	in := "kafka_partition IN (" + strings.Join(ps, ", ") + ")"
+	var prev rowKey
+	each := func(e model.Event) error { return fn(&e) }
+
+	hb := &where{}
+	hb.add("kafka_topic = ?", topic)
+	hb.add(in)
+	hb.add("batch_id = ''")
+	hb.add("type = 'process.heartbeat'")
+	hb.add("time_ms >= ?", from.In(time.UTC).UnixMilli())
+	qs, err := s.windowed(ctx, hb, "event_date")
+	if err != nil {
+		return err
+	}
+	ev := &where{}
+	ev.add("kafka_topic = ?", topic)
+	ev.add(in)
+	ev.add("batch_id != ''")
+	ev.add("business_date >= toDate(?)", from.String())
+	more, err := s.windowed(ctx, ev, "business_date")
+	if err != nil {
+		return err
+	}
+	for _, q := range append(qs, more...) {
+		if err := s.each(ctx, q, &prev, each); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BatchEvents streams the stored events of one batch.
+func (s *Store) BatchEvents(ctx context.Context, key model.BatchKey, fn func(*model.Event) error) error {
+	return s.EachEvent(ctx, Filter{Batch: &key}, func(e model.Event) error { return fn(&e) })
+}
