@@ -37,9 +37,9 @@ import (
 	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/ingest/deadletter"
 	"github.com/handoff-dev/handoff/internal/retry"
-	"github.com/handoff-dev/handoff/store/writer"
 	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/store/writer"
 )
 
 // RejectUndeliverable is the dead-letter reason of a finding a receiver did

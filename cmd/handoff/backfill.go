@@ -14,12 +14,12 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
-	"github.com/handoff-dev/handoff/store/chconn"
-	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/internal/progress"
-	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/judge/backfill"
+	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/history"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // backfillConfig is backfill's configuration: environment first, flags win.

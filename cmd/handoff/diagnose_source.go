@@ -8,13 +8,13 @@ import (
 	"os"
 	"time"
 
-	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/ingest/jsonl"
-	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/judge/backfill"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
-	"github.com/handoff-dev/handoff/judge/backfill"
+	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/history"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // eventSource feeds a source's events to the fold, handing the input it

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
-	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/store/writer"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/writer"
 )
 
 // seedPipelineName is the seed case's pipeline.

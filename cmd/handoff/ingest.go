@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/ingest/consumer"
 	"github.com/handoff-dev/handoff/ingest/results"
+	"github.com/handoff-dev/handoff/store/chconn"
 )
 
 // runIngest is `handoff ingest`: consume delivery events from Kafka into

@@ -20,11 +20,11 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/ingest/emit"
+	"github.com/handoff-dev/handoff/internal/testenv"
+	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/store/writer"
-	"github.com/handoff-dev/handoff/internal/testenv"
 )
 
 // env is the local cluster as cluster.sh describes it in cluster.env.

@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-dev/handoff/store/chconn"
+	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/judge/live"
+	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/store/chconn"
+	"github.com/handoff-dev/handoff/store/history"
 	"github.com/handoff-dev/handoff/store/replicas"
 	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/store/writer"
-	"github.com/handoff-dev/handoff/internal/testenv"
-	"github.com/handoff-dev/handoff/model"
-	"github.com/handoff-dev/handoff/store/history"
 )
 
 // TestHistoryReadsEveryAcknowledgedRow: rows acknowledged by ch2 that its

@@ -11,8 +11,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/handoff-dev/handoff/ingest/consumer"
-	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/internal/testenv"
+	"github.com/handoff-dev/handoff/internal/topics"
 )
 
 func envInt(name string, def int) int {

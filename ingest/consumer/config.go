@@ -11,9 +11,9 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
-	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/internal/cliflag"
+	"github.com/handoff-dev/handoff/internal/topics"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // Config configures the ingester. Every field has an environment variable

@@ -24,11 +24,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/handoff-dev/handoff/internal/topics"
+	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/store/writer"
-	"github.com/handoff-dev/handoff/internal/topics"
-	"github.com/handoff-dev/handoff/model"
 )
 
 // Options are the non-configuration inputs of New.

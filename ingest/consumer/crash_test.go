@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/internal/testenv"
+	"github.com/handoff-dev/handoff/internal/topics"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 type child struct {

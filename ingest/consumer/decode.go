@@ -5,8 +5,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // decodeChunk decodes msgs, a chunk of batch d, with worker w's decoder

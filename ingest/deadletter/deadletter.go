@@ -11,8 +11,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/internal/topics"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // Headers of dead-letter messages. The value is the original message.

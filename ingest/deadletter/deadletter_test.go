@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 func TestMessages(t *testing.T) {

@@ -25,10 +25,10 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/handoff-dev/handoff/ingest/deadletter"
-	"github.com/handoff-dev/handoff/store/writer"
 	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/model"
 	ol "github.com/handoff-dev/handoff/model/openlineage"
+	"github.com/handoff-dev/handoff/store/writer"
 )
 
 // Defaults.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/internal/testenv"
+	"github.com/handoff-dev/handoff/store/chconn"
 )
 
 // TestClickHouseDown: while ClickHouse is unreachable the consumer retries

@@ -26,10 +26,10 @@ import (
 
 	"github.com/handoff-dev/handoff/ingest/deadletter"
 	"github.com/handoff-dev/handoff/internal/retry"
-	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/store/writer"
 	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/writer"
 )
 
 // Options are the non-configuration inputs of New.

@@ -15,9 +15,9 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/handoff-dev/handoff/ingest/deadletter"
-	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/internal/testenv"
+	"github.com/handoff-dev/handoff/internal/topics"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // testEnv is one integration test's unique database, topics and group on the

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-dev/handoff/judge/live"
-	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/internal/testenv"
+	"github.com/handoff-dev/handoff/judge/live"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // TestKafkaBacklogRaisesNothing: the detector starts with its clock past

@@ -18,13 +18,13 @@ import (
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/ingest/consumer"
-	"github.com/handoff-dev/handoff/judge/live"
 	"github.com/handoff-dev/handoff/ingest/results"
-	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/internal/testenv"
+	"github.com/handoff-dev/handoff/internal/topics"
+	"github.com/handoff-dev/handoff/judge/live"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // env is one test's private topics, groups and database on the real

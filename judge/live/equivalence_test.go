@@ -19,13 +19,13 @@ import (
 	"github.com/handoff-dev/handoff/analyzer/fold"
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/ingest/jsonl"
-	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/internal/gen"
 	"github.com/handoff-dev/handoff/internal/testenv"
+	"github.com/handoff-dev/handoff/judge/backfill"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
-	"github.com/handoff-dev/handoff/judge/backfill"
 	"github.com/handoff-dev/handoff/store/history"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // genHistory writes a generated history (internal/gen) and its contracts

@@ -7,10 +7,10 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
-	"github.com/handoff-dev/handoff/store/replicas"
-	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/store/history"
+	"github.com/handoff-dev/handoff/store/replicas"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // ClusterHistory is the History of a detector on a ClickHouse cluster: it

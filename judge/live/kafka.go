@@ -8,8 +8,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/handoff-dev/handoff/judge/stream"
 	"github.com/handoff-dev/handoff/internal/topics"
+	"github.com/handoff-dev/handoff/judge/stream"
 )
 
 // Murmur2 returns the partition of key among n the way Java clients' default

@@ -10,11 +10,11 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
-	"github.com/handoff-dev/handoff/store/chconn"
-	"github.com/handoff-dev/handoff/store/replicas"
-	"github.com/handoff-dev/handoff/judge/stream"
 	"github.com/handoff-dev/handoff/internal/topics"
+	"github.com/handoff-dev/handoff/judge/stream"
+	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/history"
+	"github.com/handoff-dev/handoff/store/replicas"
 )
 
 // RunOptions are what Run needs besides the configuration.

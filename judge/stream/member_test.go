@@ -10,9 +10,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/handoff-dev/handoff/judge/stream"
-	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/internal/testenv"
+	"github.com/handoff-dev/handoff/internal/topics"
+	"github.com/handoff-dev/handoff/judge/stream"
 )
 
 // recorder is a Handler that remembers what it was told.

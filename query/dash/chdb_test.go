@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/internal/testenv"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // The same DDL and every dashboard query on a current ClickHouse: chdb-core

@@ -12,9 +12,9 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/store/writer"
-	"github.com/handoff-dev/handoff/internal/testenv"
 )
 
 // fixtureRange is the parameters every dated query gets in the tests (and

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/store/writer"
-	"github.com/handoff-dev/handoff/model"
 )
 
 // The fixture: a small delivery history whose every dashboard number is

@@ -23,8 +23,8 @@ import (
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/analyzer/replay"
-	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // Finding is the latest state of one finding of the streaming detector

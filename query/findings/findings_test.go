@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
-	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/store/writer"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/query/findings"
+	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/writer"
 )
 
 // The fixture's pipelines: two share the prefix "finance.".

@@ -15,13 +15,13 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/handoff-dev/handoff/ingest/jsonl"
-	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/store/writer"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/query/dash"
 	"github.com/handoff-dev/handoff/query/serve"
+	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/writer"
 )
 
 // asOf is the clock of every test server: the seed case's as-of time.

@@ -8,9 +8,9 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/query/findings"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // Conn is what the server needs of a ClickHouse connection: reads only.

@@ -28,11 +28,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
-	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/query/findings"
 	"github.com/handoff-dev/handoff/store/history"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // Options configure a Server beyond its connection.

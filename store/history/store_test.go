@@ -10,11 +10,11 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/store/writer"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/store/history"
+	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/writer"
 )
 
 func TestStoreRoundTrip(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/internal/testenv"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // ddlColumns parses the CREATE TABLE of table out of the schema's

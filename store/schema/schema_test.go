@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/internal/testenv"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 func TestStatements(t *testing.T) {

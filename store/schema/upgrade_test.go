@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/internal/testenv"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // TestEnsureUpgrade: a database made by the first schema (findings and

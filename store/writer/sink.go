@@ -15,8 +15,8 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // Source says where an event or dead letter came from in Kafka.

@@ -18,10 +18,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/store/writer"
-	"github.com/handoff-dev/handoff/model"
 )
 
 func main() {

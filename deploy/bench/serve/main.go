@@ -31,11 +31,11 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/query/serve"
 	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/store/writer"
-	"github.com/handoff-dev/handoff/model"
-	"github.com/handoff-dev/handoff/query/serve"
 )
 
 func main() {
