@@ -1,4 +1,4 @@
-// Package store reads delivery events back from ClickHouse: diagnose
+// Package history reads delivery events back from ClickHouse: diagnose
 // --clickhouse today, backfill and the query side next.
 //
 // Reads do not use FINAL: its per-partition merge needs memory for every
