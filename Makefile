@@ -21,7 +21,7 @@ build:
 
 vet:
 	$(GO) vet ./...
-	@# The rooms' import rules (design.md section 7), checked on every run.
+	@# The rooms' import rules (docs/architecture.md), checked on every run.
 	@bash deploy/check-imports.sh
 	@# No tracked binary or file over 1 MiB; go.mod tidy.
 	@bash deploy/check-tree.sh

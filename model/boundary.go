@@ -7,7 +7,7 @@ import "fmt"
 // means "no boundary".
 type Boundary int8
 
-// The boundary ladder of design.md section 2, in order.
+// The boundary ladder (docs/diagnosis.md), in order.
 const (
 	NoBoundary      Boundary = iota
 	Produced                 // job.succeeded
