@@ -27,6 +27,9 @@ vet:
 	@bash deploy/check-tree.sh
 	@# Every relative link and #anchor in the Markdown resolves.
 	@bash deploy/check-links.sh
+	@# The repository stands alone: no file cites an outside file or this
+	@# project's issue numbers (docs/testing.md).
+	@bash deploy/check-standalone.sh
 
 services:
 	bash deploy/services/up.sh
