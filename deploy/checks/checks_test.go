@@ -72,16 +72,16 @@ func write(t *testing.T, root, name, text string, perm os.FileMode) {
 }
 
 // run runs deploy/SCRIPT of the work tree against the copy (CHECK_ROOT) and
-// returns its exit error and combined output. The module cache and build
+// returns its combined output and exit error. The module cache and build
 // cache are the caller's (inherited environment); nothing is downloaded.
-func run(t *testing.T, scriptRoot, copyRoot, script string) (error, string) {
+func run(t *testing.T, scriptRoot, copyRoot, script string) (string, error) {
 	t.Helper()
 	cmd := exec.Command("bash", filepath.Join(scriptRoot, "deploy", script))
 	cmd.Env = append(os.Environ(), "CHECK_ROOT="+copyRoot, "GOWORK=off", "GOPROXY=off", "GOTOOLCHAIN=local")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
-	return err, out.String()
+	return out.String(), err
 }
 
 // goFunc is a Go function of exactly n lines, from "func" to "}".
@@ -153,7 +153,7 @@ func TestCheckImportsPlanted(t *testing.T) {
 			for _, p := range c.plants {
 				write(t, dir, p.name, p.text, 0o644)
 			}
-			err, out := run(t, root, dir, "check-imports.sh")
+			out, err := run(t, root, dir, "check-imports.sh")
 			if err == nil {
 				t.Fatalf("check-imports.sh passed with the violation planted:\n%s", out)
 			}
@@ -212,7 +212,7 @@ func TestCheckStandalone(t *testing.T) {
 			for _, p := range c.plants {
 				write(t, dir, p.name, p.text, 0o644)
 			}
-			err, out := run(t, root, dir, "check-standalone.sh")
+			out, err := run(t, root, dir, "check-standalone.sh")
 			if len(c.want) == 0 {
 				if err != nil {
 					t.Fatalf("check-standalone.sh failed: %v\n%s", err, out)
