@@ -125,7 +125,7 @@ func BenchmarkOpenBatchMemory(b *testing.B) {
 
 // BenchmarkStreaming folds 750,000 decoded events (100,000 typical batches)
 // in time order and advances after every 20,000 events (a second of
-// the target's 20,000 events/s, docs/performance.md), so that every batch is evaluated as its
+// the 20,000 events/s the detector must follow, docs/performance.md), so that every batch is evaluated as its
 // events arrive: the detector's own cost per event, decoding excluded.
 //
 //	go test -run '^$' -bench Streaming -count 1 ./analyzer/detect/
