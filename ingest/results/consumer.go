@@ -258,9 +258,9 @@ func (c *Consumer) add(b *batch, m *kafka.Message, nowMS int64) {
 	var err error
 	switch m.Topic {
 	case c.cfg.FindingsTopic:
-		var f Finding
+		var f schema.FindingRow
 		if f, err = ParseFinding(m.Value); err == nil {
-			b.findings.Add(f.row(), src, nowMS)
+			b.findings.Add(f, src, nowMS)
 		}
 	case c.cfg.DiagnosesTopic:
 		var d Diagnosis

@@ -432,8 +432,8 @@ func (s *Server) findingsOf(ctx context.Context, f findings.Filter) ([]Finding, 
 	now := s.now()
 	for i := range all {
 		end := now
-		if all[i].ResolvedAt != nil {
-			end = *all[i].ResolvedAt
+		if !all[i].ResolvedAt.IsZero() {
+			end = all[i].ResolvedAt
 		}
 		all[i].AgeSeconds = int64(end.Sub(all[i].RaisedAt) / time.Second)
 	}
