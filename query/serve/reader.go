@@ -129,36 +129,21 @@ type storedRow struct {
 	asOfMs                        int64
 }
 
-// rangeCond is the condition and arguments selecting pipeline ("" for
-// all) over dr, on a table keyed by (pipeline, business_date, ...).
-func rangeCond(pipeline string, dr dateRange) (string, []any) {
-	cond := "business_date >= toDate(?) AND business_date <= toDate(?)"
-	args := []any{dr.from.String(), dr.to.String()}
-	if pipeline != "" {
-		cond = "pipeline = ? AND " + cond
-		args = append([]any{pipeline}, args...)
-	}
-	return cond, args
-}
-
 // storedRows reads the latest stored diagnosis of every batch of pipeline
-// ("" for all) over dr: argMax by as-of, never FINAL (docs/ingest.md,
-// "Findings and diagnoses").
+// ("" for all) over dr (store/judgements has the SQL: argMax by as-of,
+// never FINAL).
 func (r *reader) storedRows(ctx context.Context, pipeline string, dr dateRange) (map[model.BatchKey]storedRow, error) {
-	cond, args := rangeCond(pipeline, dr)
+	q, err := judgements.SelectDiagnoses(r.db, pipeline, dr.from, dr.to)
+	if err != nil {
+		return nil, err
+	}
 	out := make(map[model.BatchKey]storedRow)
-	var (
-		p, b string
-		d    time.Time
-		row  storedRow
-	)
-	err := r.each(ctx, "stored diagnoses", "SELECT pipeline, business_date, batch_id, argMax(status, as_of_ms), argMax(verdict, as_of_ms), "+
-		"argMax(first_missing, as_of_ms), max(as_of_ms) FROM "+r.db+"."+schema.Diagnoses+" WHERE "+cond+
-		" GROUP BY pipeline, business_date, batch_id", args, func(rows chconn.Rows) error {
-		if err := rows.Scan(&p, &d, &b, &row.status, &row.verdict, &row.firstMissing, &row.asOfMs); err != nil {
+	err = r.each(ctx, "stored diagnoses", q.SQL, q.Args, func(rows chconn.Rows) error {
+		k, d, err := judgements.ScanDiagnosis(rows)
+		if err != nil {
 			return err
 		}
-		out[model.BatchKey{Pipeline: p, BusinessDate: schema.DateFromColumn(d), BatchID: b}] = row
+		out[k] = storedRow{status: d.Status, verdict: d.Verdict, firstMissing: d.FirstMissing, asOfMs: d.AsOfMS}
 		return nil
 	})
 	return out, err
@@ -167,22 +152,15 @@ func (r *reader) storedRows(ctx context.Context, pipeline string, dr dateRange) 
 // storedDiagnosis returns the JSON of the latest stored diagnosis of k, or
 // nil when there is none.
 func (r *reader) storedDiagnosis(ctx context.Context, k model.BatchKey) ([]byte, error) {
-	var (
-		out  []byte
-		text string
-		n    uint64
-	)
-	err := r.each(ctx, "the stored diagnosis", "SELECT argMax(diagnosis, as_of_ms), count() FROM "+r.db+
-		"."+schema.Diagnoses+" WHERE pipeline = ? AND business_date = toDate(?) AND batch_id = ?",
-		[]any{k.Pipeline, k.BusinessDate.String(), k.BatchID}, func(rows chconn.Rows) error {
-			if err := rows.Scan(&text, &n); err != nil {
-				return err
-			}
-			if n > 0 {
-				out = []byte(text)
-			}
-			return nil
-		})
+	q, err := judgements.SelectDiagnosis(r.db, k)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	err = r.each(ctx, "the stored diagnosis", q.SQL, q.Args, func(rows chconn.Rows) error {
+		out, err = judgements.ScanDiagnosisJSON(rows)
+		return err
+	})
 	return out, err
 }
 
