@@ -186,7 +186,7 @@ func TestRestoreSignalBadTemplates(t *testing.T) {
 }
 
 // shellWords splits a command printed by shellCommand: words separated by
-// spaces, single quotes with '\'' inside.
+// spaces, single quotes with '\” inside.
 func shellWords(t *testing.T, s string) []string {
 	t.Helper()
 	var words []string
