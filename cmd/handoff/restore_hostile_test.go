@@ -186,7 +186,8 @@ func TestRestoreSignalBadTemplates(t *testing.T) {
 }
 
 // shellWords splits a command printed by shellCommand: words separated by
-// spaces, single quotes with '\” inside.
+// spaces; a single quote opens and closes a quoted part, and a backslash
+// outside one escapes the next character.
 func shellWords(t *testing.T, s string) []string {
 	t.Helper()
 	var words []string
