@@ -115,18 +115,7 @@ func (o one) For(string) *contract.Contract { return o.c }
 // every other.
 func (w *world) diagnose(t *testing.T) (replay.Diagnosis, []replay.Diagnosis) {
 	t.Helper()
-	s := batches.New(one{w.c}, w.asOf)
-	for i := range w.events {
-		s.Add(&w.events[i])
-	}
-	all := s.Diagnose(nil)
-	for _, d := range all {
-		if d.Batch == batch {
-			return d, all
-		}
-	}
-	t.Fatalf("no diagnosis of %s", batch)
-	return replay.Diagnosis{}, nil
+	return w.diagnose2(t, batch)
 }
 
 // diagnose2 is diagnose for another batch key.

@@ -251,9 +251,8 @@ func (t Template) match(s, pipeline string) (stamp, bool) {
 	return st, s == ""
 }
 
-// MaxFileName is the longest file name, in bytes, that the file systems
-// handoff delivers to accept (NAME_MAX on Linux, macOS and Windows' NTFS
-// in UTF-16 units is no longer than this in bytes for ASCII names).
+// MaxFileName is the longest file name, in bytes, that Linux file systems
+// accept (NAME_MAX).
 const MaxFileName = 255
 
 // CheckFileName reports why name cannot be one file in one directory: it
@@ -271,14 +270,22 @@ func CheckFileName(name string) error {
 		return fmt.Errorf("renders a name of %d bytes, over the %d-byte limit of a file name", len(name), MaxFileName)
 	}
 	for _, r := range name {
-		switch {
-		case r == '/' || r == '\\':
-			return fmt.Errorf("contains %q: a name is one file in the receiver directory, never a path", r)
-		case r == 0:
-			return errors.New("contains NUL")
-		case r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			return fmt.Errorf("contains the control character %U", r)
+		if err := nameChar(r); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// nameChar reports why r cannot be in a file name of a receiver.
+func nameChar(r rune) error {
+	switch {
+	case r == '/' || r == '\\':
+		return fmt.Errorf("contains %q: a name is one file in the receiver directory, never a path", r)
+	case r == 0:
+		return errors.New("contains NUL")
+	case r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0):
+		return fmt.Errorf("contains the control character %U", r)
 	}
 	return nil
 }
@@ -292,13 +299,8 @@ func checkNameTemplate(t Template) error {
 			continue
 		}
 		for _, r := range p.lit {
-			switch {
-			case r == '/' || r == '\\':
-				return fmt.Errorf("%q: contains %q: a name is one file in the receiver directory, never a path", t.text, r)
-			case r == 0:
-				return fmt.Errorf("%q: contains NUL", t.text)
-			case r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0):
-				return fmt.Errorf("%q: contains the control character %U", t.text, r)
+			if err := nameChar(r); err != nil {
+				return fmt.Errorf("%q: %w", t.text, err)
 			}
 		}
 	}
