@@ -365,10 +365,18 @@ func WriteAtomic(dir, name string, content []byte, perm os.FileMode, mark string
 	return CreateAtomic(dir, name, content, perm, mark, nil)
 }
 
-// TempPattern is the name of WriteAtomic's temporary files (os.CreateTemp
-// replaces the '*'): short and fixed, so that a final name of up to 255
-// bytes still has a temporary name a file system accepts.
-const TempPattern = ".handoff-*.tmp"
+// tempPattern is the name of WriteAtomic's temporary file for name
+// (os.CreateTemp replaces the '*'): .NAME.tmp-*, which watchers know as
+// a copy of NAME in progress (FinalOf), or, when that would be longer than
+// a file name may be, the short .handoff-*.tmp, so that a final name of up
+// to 255 bytes can always be written.
+func tempPattern(name string) string {
+	const room = 255 - len(".") - len(".tmp-") - 10 // os.CreateTemp's random part is at most 10 digits
+	if len(name) <= room {
+		return "." + name + ".tmp-*"
+	}
+	return ".handoff-*.tmp"
+}
 
 // CreateAtomic is WriteAtomic with a last check: before, when not nil, is
 // called after the temporary file is synced and immediately before the
@@ -380,7 +388,7 @@ func CreateAtomic(dir, name string, content []byte, perm os.FileMode, mark strin
 	if o, done, err := compare(final, content); done || err != nil {
 		return o, err
 	}
-	tmp, err := os.CreateTemp(dir, TempPattern)
+	tmp, err := os.CreateTemp(dir, tempPattern(name))
 	if err != nil {
 		return 0, fmt.Errorf("create a temporary file in %s: %w", dir, err)
 	}

@@ -243,7 +243,7 @@ func TestRunRefusesFileChangedAfterProof(t *testing.T) {
 			}
 			ents, _ := os.ReadDir(sc.recv)
 			for _, e := range ents {
-				if strings.HasPrefix(e.Name(), ".handoff-") {
+				if e.Name() != dataName {
 					t.Fatalf("temporary file %s left behind", e.Name())
 				}
 			}
