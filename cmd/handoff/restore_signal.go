@@ -147,6 +147,8 @@ func printRestore(w io.Writer, r *restoreReport, format string) error {
 		fmt.Fprintf(bw, "  refused: not proven: %s; nothing written\n", strings.Join(r.Unproven(), ", "))
 	case r.Outcome == restore.WouldRestore:
 		fmt.Fprintf(bw, "  every precondition is proven: run it with --apply to write %s (put your own --reason)\n", r.Signal)
+	case r.Outcome == restore.Restored && r.RecordedTo == "":
+		fmt.Fprintf(bw, "  restored %s (%d bytes, written then renamed), but signal.restored %s is NOT recorded: see the error below\n", r.Signal, len(r.Content), r.EventID)
 	case r.Outcome == restore.Restored:
 		fmt.Fprintf(bw, "  restored %s (%d bytes, written then renamed); signal.restored %s recorded to %s\n", r.Signal, len(r.Content), r.EventID, r.RecordedTo)
 	}
