@@ -18,6 +18,7 @@ import (
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/ingest/jsonl"
 	"github.com/handoff-dev/handoff/ingest/restore"
+	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 )
@@ -310,5 +311,92 @@ func TestProbeLinks(t *testing.T) {
 	}
 	if proof.Identity != (restore.Identity{}) {
 		t.Fatalf("a link was proven: %+v", proof)
+	}
+}
+
+// TestRunRecordsToKafka: on the real broker, Ready creates the topic and
+// Record's event is on it, once.
+func TestRunRecordsToKafka(t *testing.T) {
+	brokers := testenv.KafkaBrokers(t)
+	topic := testenv.Topic(t, brokers, "restore-record")
+	sc := newSeed(t)
+	rec := &restore.KafkaRecorder{Brokers: brokers, Topic: topic, Timeout: 30 * time.Second, Partitions: 1}
+	defer rec.Close()
+	res, err := restore.Run(context.Background(), sc.h, sc.request(rec))
+	if err != nil || res.Outcome != restore.Restored || !strings.Contains(res.RecordedTo, topic) {
+		t.Fatalf("Run: %+v, %v", res, err)
+	}
+	msgs := testenv.ReadAll(t, brokers, topic)
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages on %s, want the one signal.restored", len(msgs), topic)
+	}
+	e, err := model.Decode(msgs[0].Value)
+	if err != nil || e.ID != res.Event.ID || e.Type != model.SignalRestored || e.Object != flagName {
+		t.Fatalf("recorded %s: %+v, %v", msgs[0].Value, e, err)
+	}
+}
+
+// TestRunRefusesKafkaCut: with the broker cut off (a proxy in front of
+// the real one, down), nothing is written.
+func TestRunRefusesKafkaCut(t *testing.T) {
+	brokers := testenv.KafkaBrokers(t)
+	p := testenv.NewProxy(t, brokers[0])
+	p.SetDown(true)
+	sc := newSeed(t)
+	rec := &restore.KafkaRecorder{Brokers: []string{p.Addr()}, Topic: testenv.Name("restore-cut"), Timeout: 5 * time.Second}
+	defer rec.Close()
+	if _, err := restore.Run(context.Background(), sc.h, sc.request(rec)); err == nil || !strings.Contains(err.Error(), "nothing written") {
+		t.Fatalf("Run with Kafka cut: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(sc.recv, flagName)); err == nil {
+		t.Fatal("a signal was written with Kafka cut off")
+	}
+}
+
+// consumingHistory is the events file, to which the consumer's events are
+// appended after the first reading: a consumer that consumes while verify
+// waits.
+type consumingHistory struct {
+	fileHistory
+	reads int
+}
+
+func (h *consumingHistory) Batch(ctx context.Context, k model.BatchKey, asOf time.Time) (replay.Diagnosis, []replay.Diagnosis, error) {
+	d, all, err := h.fileHistory.Batch(ctx, k, asOf)
+	h.reads++
+	if h.reads == 1 {
+		f, ferr := os.OpenFile(h.path, os.O_WRONLY|os.O_APPEND, 0)
+		if ferr != nil {
+			return d, all, ferr
+		}
+		defer f.Close()
+		for i, typ := range []model.EventType{model.BatchIdentified, model.ConsumeSucceeded} {
+			fmt.Fprintf(f, `{"spec":"handoff/v1","event_id":"c-%d","type":"%s","time":"2026-10-02T09:0%d:00Z","pipeline":"%s","business_date":"2026-09-30","batch_id":"20260930","system":"consumer","rows":300}`+"\n", i, typ, i, pipeline)
+		}
+	}
+	return d, all, err
+}
+
+// TestVerifyWaitsForConsumer: verify reads again until the consumer has
+// consumed, then passes; without waiting it fails on consumed_once.
+func TestVerifyWaitsForConsumer(t *testing.T) {
+	for _, wait := range []time.Duration{0, time.Minute} {
+		sc := newSeed(t)
+		rec := &restore.FileRecorder{Path: sc.events}
+		if res, err := restore.Run(context.Background(), sc.h, sc.request(rec)); err != nil || res.Outcome != restore.Restored {
+			t.Fatalf("Run: %+v, %v", res, err)
+		}
+		rec.Close()
+		h := &consumingHistory{fileHistory: sc.h}
+		v, _, err := restore.Verify(context.Background(), h, restore.VerifyRequest{Key: key, Dir: sc.recv, Contract: sc.c, Wait: wait, Poll: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case wait == 0 && (h.reads != 1 || v.Passed() || !slices.Contains(v.Failed(), remedy.CheckConsumedOnce)):
+			t.Fatalf("no wait: %d reads, failed %v; want one read failing consumed_once", h.reads, v.Failed())
+		case wait > 0 && (h.reads != 2 || !v.Passed()):
+			t.Fatalf("wait: %d reads, failed %v; want two reads and every check passed", h.reads, v.Failed())
+		}
 	}
 }
