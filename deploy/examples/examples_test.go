@@ -286,6 +286,20 @@ func TestDocsExamples(t *testing.T) {
 		"HANDOFF_FINDINGS_TOPIC="+topic+".findings", "HANDOFF_DIAGNOSES_TOPIC="+topic+".diagnoses",
 		"HANDOFF_GROUP="+topic+"_ingest", "HANDOFF_RESULTS_GROUP="+topic+"_results",
 		"HANDOFF_METRICS_ADDR=127.0.0.1:0")
+	// The reader's environment: the services `make services` started, as
+	// it writes them into .data/services.env (the examples source it).
+	var senv strings.Builder
+	for _, kv := range env[1:] {
+		if strings.HasPrefix(kv, "HANDOFF_") {
+			fmt.Fprintf(&senv, "export %s\n", kv)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, ".data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, ".data", "services.env"), []byte(senv.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	demo := exec.CommandContext(ctx, "bash", "deploy/demo/demo.sh")
