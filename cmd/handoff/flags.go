@@ -28,4 +28,3 @@ func parseAsOf(s string, now time.Time) (time.Time, error) {
 	}
 	return t, nil
 }
-
