@@ -31,7 +31,7 @@ var commandFlags = map[string][]string{
 	"verify":      {"batch", "dir", "contract", "events", "clickhouse", "database", "as-of", "format", "wait", "poll"},
 	"backfill": {"from", "to", "pipeline", "as-of", "contract", "publish", "dry-run", "format", "clickhouse-addr",
 		"clickhouse-database", "kafka-brokers", "diagnoses-topic", "workers", "unit-rows", "progress-interval"},
-	"serve": {"addr", "clickhouse-addr", "clickhouse-database", "clickhouse-user", "clickhouse-password", "contract", "query-timeout"},
+	"serve":   {"addr", "clickhouse-addr", "clickhouse-database", "clickhouse-user", "clickhouse-password", "contract", "query-timeout"},
 	"version": {},
 	"findings": {"pipeline", "from", "to", "state", "kind", "limit", "format", "fail-on-open", "as-of", "clickhouse-addr",
 		"clickhouse-database", "clickhouse-user", "clickhouse-password"},
