@@ -12,7 +12,7 @@ import (
 // so that a renamed or dropped flag fails this test instead of passing with
 // it. Commands may have more flags than listed.
 var commandFlags = map[string][]string{
-	"diagnose": {"events", "contract", "as-of", "format", "batch", "strict", "progress", "clickhouse", "database", "pipeline", "from", "to"},
+	"diagnose": {"events", "contract", "as-of", "format", "batch", "strict", "progress", "clickhouse-addr", "clickhouse-database", "clickhouse-user", "clickhouse-password", "pipeline", "from", "to"},
 	"ingest": {"kafka-brokers", "topic", "dlq-topic", "group", "topic-partitions", "clickhouse-addr", "clickhouse-database", "clickhouse-cluster", "retain-months",
 		"clickhouse-user", "clickhouse-password", "batch-size", "flush-interval", "retry-max", "shutdown-timeout",
 		"metrics-addr", "log-level", "log-format"},
