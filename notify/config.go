@@ -52,7 +52,7 @@ type Config struct {
 func LoadConfig() (Config, error) {
 	var c Config
 	if err := env.Parse(&c); err != nil {
-		return c, fmt.Errorf("notify configuration from the environment: %w", err)
+		return c, fmt.Errorf("configuration from the environment: %w", err)
 	}
 	return c, nil
 }
@@ -112,7 +112,7 @@ func (c *Config) Validate() error {
 		probs = append(probs, "retry-for, retry-max and request-timeout must be positive")
 	}
 	if len(probs) > 0 {
-		return fmt.Errorf("notify configuration: %s", strings.Join(probs, "; "))
+		return fmt.Errorf("configuration: %s", strings.Join(probs, "; "))
 	}
 	return nil
 }

@@ -62,7 +62,7 @@ func envError(err error) error {
 	}
 	var agg env.AggregateError
 	if !errors.As(err, &agg) {
-		return fmt.Errorf("ingest configuration from the environment: %w", err)
+		return fmt.Errorf("configuration from the environment: %w", err)
 	}
 	var msgs []string
 	for _, e := range agg.Errors {
@@ -75,7 +75,7 @@ func envError(err error) error {
 		}
 		msgs = append(msgs, e.Error())
 	}
-	return fmt.Errorf("ingest configuration from the environment: %s: %w", strings.Join(msgs, "; "), err)
+	return fmt.Errorf("configuration from the environment: %s: %w", strings.Join(msgs, "; "), err)
 }
 
 // RegisterFlags defines one flag per field on fs, with the current values
@@ -142,7 +142,7 @@ func (c *Config) Validate() error {
 		probs = append(probs, "retained months (HANDOFF_RETAIN_MONTHS, --retain-months) must be 0 (keep everything) or more")
 	}
 	if len(probs) > 0 {
-		return fmt.Errorf("ingest configuration: %s", strings.Join(probs, "; "))
+		return fmt.Errorf("configuration: %s", strings.Join(probs, "; "))
 	}
 	return nil
 }

@@ -58,7 +58,7 @@ func LoadConfig(environ map[string]string) (Config, error) {
 		opts.Environment = environ
 	}
 	if err := env.ParseWithOptions(&c, opts); err != nil {
-		return c, fmt.Errorf("detect configuration from the environment: %w", err)
+		return c, fmt.Errorf("configuration from the environment: %w", err)
 	}
 	if c.Instance == "" {
 		host, _ := os.Hostname()

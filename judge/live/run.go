@@ -52,12 +52,12 @@ func Run(ctx context.Context, cfg Config, o RunOptions) error {
 	if err := topics.Ensure(ctx, cfg.Kafka.Brokers,
 		topics.Spec{Name: cfg.Kafka.Topic, Partitions: cfg.Kafka.Partitions, ReplicationFactor: cfg.Kafka.Replication},
 		topics.Spec{Name: cfg.FindingsTopic, Partitions: cfg.Kafka.Partitions, ReplicationFactor: cfg.Kafka.Replication}); err != nil {
-		return fmt.Errorf("detect: topics: %w", err)
+		return fmt.Errorf("ensure the events and findings topics: %w", err)
 	}
 	chcfg := cfg.ClickHouse.Config()
 	conn, err := chconn.Open(ctx, chcfg)
 	if err != nil {
-		return fmt.Errorf("detect: ClickHouse (to read the stored history): %w", err)
+		return fmt.Errorf("ClickHouse (to read the stored history): %w", err)
 	}
 	defer conn.Close()
 	st, err := history.New(conn, cfg.ClickHouse.Database)
@@ -68,7 +68,7 @@ func Run(ctx context.Context, cfg Config, o RunOptions) error {
 	if cfg.ClickHouse.Cluster != "" {
 		set, err := replicas.New(conn, chcfg, cfg.ClickHouse.Cluster, cfg.ClickHouse.Database, log)
 		if err != nil {
-			return fmt.Errorf("detect: %w", err)
+			return err
 		}
 		defer set.Close()
 		hist = ClusterHistory{Replicas: set, Store: st}

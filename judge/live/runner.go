@@ -217,7 +217,7 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 		})
 	})
 	if err != nil {
-		return fmt.Errorf("detect: %w", err)
+		return err
 	}
 	// The findings published before (by this process or the partitions'
 	// previous owner) must be stored too, or they would be raised again.
@@ -228,7 +228,7 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("detect: %w", err)
+		return err
 	}
 	if err := r.waitCommitted(ctx, r.s.ResultsGroup, r.s.FindingsTopic, ends); err != nil {
 		return err
@@ -240,10 +240,10 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("detect: %w", err)
+		return err
 	}
 	if err := r.o.Detector.Restore(fs...); err != nil {
-		return fmt.Errorf("detect: restore %d stored findings: %w", len(fs), err)
+		return fmt.Errorf("restore %d stored findings: %w", len(fs), err)
 	}
 	open := 0
 	for i := range fs {
@@ -350,7 +350,7 @@ func (r *Runner) Advance(ctx context.Context, now, safe time.Time) error {
 			})
 		})
 		if err != nil {
-			return fmt.Errorf("detect: %w", err)
+			return err
 		}
 		r.o.Detector.Resume(k)
 	}
@@ -361,7 +361,7 @@ func (r *Runner) Advance(ctx context.Context, now, safe time.Time) error {
 			msgs[i] = kafka.Message{Key: []byte(fs[i].Batch.String()), Value: fs[i].AppendJSON(nil)}
 		}
 		if err := r.o.Publisher.Publish(ctx, r.s.FindingsTopic, msgs...); err != nil {
-			return fmt.Errorf("detect: publish %d findings to %s: %w", len(fs), r.s.FindingsTopic, err)
+			return fmt.Errorf("publish %d findings to %s: %w", len(fs), r.s.FindingsTopic, err)
 		}
 		r.published += len(fs)
 		for i := range fs {
