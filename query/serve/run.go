@@ -26,7 +26,7 @@ func CheckDatabase(ctx context.Context, srv *Server, wait bool, poll time.Durati
 		return nil
 	}
 	if !wait {
-		return exitcode.Usagef("%w; run handoff ingest against --clickhouse-database %s first, or pass --wait-for-database to wait for it", err, srv.Database())
+		return exitcode.Usagef("--clickhouse-database %s: %w; start handoff ingest on it first (it creates the tables), or pass --wait-for-database to wait for them", srv.Database(), err)
 	}
 	if log != nil {
 		log.Info("waiting for the database", "database", srv.Database(), "reason", err.Error(), "poll", poll)
