@@ -32,7 +32,7 @@ else
   bash deploy/services/clickhouse.sh start
   export HANDOFF_CLICKHOUSE_ADDR="127.0.0.1:${HANDOFF_CLICKHOUSE_PORT:-19000}"
 fi
-export HANDOFF_CLICKHOUSE_DATABASE="${HANDOFF_CLICKHOUSE_DATABASE:-handoff_demo}"
+export HANDOFF_CLICKHOUSE_DATABASE="${HANDOFF_CLICKHOUSE_DATABASE:-handoff}"
 
 # Background processes, stopped in the reverse order of their start: the
 # ingester before the broker it commits to. (Stopped together, the broker
