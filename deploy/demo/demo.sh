@@ -107,7 +107,7 @@ say "stored: this run's $want events in ClickHouse database $HANDOFF_CLICKHOUSE_
 
 say "diagnose, read back from ClickHouse, as of 2026-10-03T00:00:00Z"
 set +e
-"$BIN" diagnose --clickhouse "$HANDOFF_CLICKHOUSE_ADDR" --pipeline account-balance-snapshot.daily \
+"$BIN" diagnose --clickhouse-addr "$HANDOFF_CLICKHOUSE_ADDR" --pipeline account-balance-snapshot.daily \
   --contract deploy/contracts --as-of 2026-10-03T00:00:00Z
 code=$?
 set -e
