@@ -20,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // of analyzer/detect's TestSeedCase), parsed as notify parses the topic.
 func seedFinding(t testing.TB) detect.Finding {
 	t.Helper()
-	b, err := os.ReadFile("../../analyzer/detect/testdata/seed-findings.jsonl")
+	b, err := os.ReadFile("../analyzer/detect/testdata/seed-findings.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}

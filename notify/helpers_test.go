@@ -51,7 +51,7 @@ type story struct {
 // restored, the batch identified and consumed, it resolves it.
 func seedStory(t *testing.T, pipeline string) story {
 	t.Helper()
-	ydata, err := os.ReadFile("../../deploy/contracts/" + seedPipeline + ".yaml")
+	ydata, err := os.ReadFile("../deploy/contracts/" + seedPipeline + ".yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func seedStory(t *testing.T, pipeline string) story {
 	if err != nil {
 		t.Fatal(err)
 	}
-	edata, err := os.ReadFile("../../deploy/demo/seed-case.jsonl")
+	edata, err := os.ReadFile("../deploy/demo/seed-case.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
