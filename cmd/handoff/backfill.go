@@ -14,12 +14,12 @@ import (
 	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/internal/progress"
 	"github.com/handoff-dev/handoff/judge/backfill"
-	"github.com/handoff-dev/handoff/store/chconn"
+	"github.com/handoff-dev/handoff/store/chconfig"
 )
 
 // backfillConfig is backfill's configuration: environment first, flags win.
 type backfillConfig struct {
-	ClickHouse chconn.Service
+	ClickHouse chconfig.Service
 	Kafka      cliflag.Kafka
 	Topic      string `env:"HANDOFF_DIAGNOSES_TOPIC" envDefault:"handoff.diagnoses"`
 	Contracts  string `env:"HANDOFF_CONTRACTS"`

@@ -14,7 +14,7 @@ import (
 	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/judge/diagnose"
 	"github.com/handoff-dev/handoff/model/contract"
-	"github.com/handoff-dev/handoff/store/chconn"
+	"github.com/handoff-dev/handoff/store/chconfig"
 )
 
 // diagnoseEnv is diagnose's configuration: environment variables first,
@@ -27,7 +27,7 @@ type diagnoseEnv struct {
 	Contracts  string `env:"HANDOFF_CONTRACTS"`
 	AsOf       string `env:"HANDOFF_AS_OF"`
 	Format     string `env:"HANDOFF_FORMAT"`
-	ClickHouse chconn.Service
+	ClickHouse chconfig.Service
 }
 
 func runDiagnose(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -43,7 +43,7 @@ func diagnoseFlags(fs *flag.FlagSet, cfg *diagnoseEnv, c *diagnose.Command, cpuP
 	fs.StringVar(&c.Batch, "batch", "", "print only this batch, pipeline/business_date/batch_id (the others still count for continuity)")
 	fs.BoolVar(&c.Strict, "strict", false, "stop at the first line that fails validation (exit 2)")
 	fs.BoolVar(&c.Progress, "progress", false, "log progress every 5s even when standard error is a terminal")
-	cfg.ClickHouse.RegisterFlags(fs, chconn.WithLegacySpellings(stderr))
+	cfg.ClickHouse.RegisterFlags(fs, chconfig.WithLegacySpellings(stderr))
 	fs.StringVar(&c.Source.Pipeline, "pipeline", "", "with --clickhouse-addr: the pipeline to read")
 	fs.StringVar(&c.Source.From, "from", "", "with --clickhouse-addr: first business date to read, YYYY-MM-DD (default: open)")
 	fs.StringVar(&c.Source.To, "to", "", "with --clickhouse-addr: last business date to read, YYYY-MM-DD (default: open)")

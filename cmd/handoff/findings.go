@@ -11,14 +11,14 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/handoff-dev/handoff/query/findings"
-	"github.com/handoff-dev/handoff/store/chconn"
+	"github.com/handoff-dev/handoff/store/chconfig"
 )
 
 // findingsConfig is findings' configuration: the environment first, flags
 // win. Only where ClickHouse is comes from the environment; the rest
 // describes one run.
 type findingsConfig struct {
-	ClickHouse chconn.Service
+	ClickHouse chconfig.Service
 }
 
 // runFindings is `handoff findings`: the detector's stored findings, open

@@ -9,7 +9,7 @@ import (
 	"github.com/handoff-dev/handoff/judge/diagnose"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
-	"github.com/handoff-dev/handoff/store/chconn"
+	"github.com/handoff-dev/handoff/store/chconfig"
 )
 
 // This file adapts the event sources of judge/diagnose to the names
@@ -66,7 +66,7 @@ type summary struct{ rejected map[model.RejectKind]int }
 func openSource(ctx context.Context, dc diagnoseConfig, stdin io.Reader, only model.BatchKey, set *contract.Set, asOf time.Time) (eventSource, error) {
 	cfg := diagnose.SourceConfig{Events: dc.Events, Pipeline: dc.Pipeline, From: dc.From, To: dc.To}
 	if dc.ClickHouse != "" {
-		cfg.ClickHouse = &chconn.Service{Addr: dc.ClickHouse, Database: dc.Database, User: dc.User, Password: dc.Password}
+		cfg.ClickHouse = &chconfig.Service{Addr: dc.ClickHouse, Database: dc.Database, User: dc.User, Password: dc.Password}
 	}
 	src, err := diagnose.OpenSource(ctx, cfg, stdin, only, set, asOf)
 	return eventSource{src: src}, err

@@ -15,14 +15,14 @@ import (
 
 	"github.com/handoff-dev/handoff/query/dash"
 	"github.com/handoff-dev/handoff/query/serve"
-	"github.com/handoff-dev/handoff/store/chconn"
+	"github.com/handoff-dev/handoff/store/chconfig"
 )
 
 // serveConfig is serve's configuration: environment variables first, then
 // flags, which win.
 type serveConfig struct {
 	Addr         string `env:"HANDOFF_SERVE_ADDR" envDefault:"127.0.0.1:8080"`
-	ClickHouse   chconn.Service
+	ClickHouse   chconfig.Service
 	Contracts    string        `env:"HANDOFF_CONTRACTS"`
 	QueryTimeout time.Duration `env:"HANDOFF_SERVE_QUERY_TIMEOUT" envDefault:"10s"`
 	// WaitForDatabase starts serving only once the database has

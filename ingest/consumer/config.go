@@ -13,7 +13,7 @@ import (
 
 	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/internal/topics"
-	"github.com/handoff-dev/handoff/store/chconn"
+	"github.com/handoff-dev/handoff/store/chconfig"
 	"github.com/handoff-dev/handoff/store/schema"
 )
 
@@ -28,7 +28,7 @@ type Config struct {
 	Group    string `env:"HANDOFF_GROUP" envDefault:"handoff-ingest"`
 	// ClickHouse is where the events are stored, as every command takes
 	// it (the cluster included).
-	ClickHouse      chconn.Service
+	ClickHouse      chconfig.Service
 	RetainMonths    int           `env:"HANDOFF_RETAIN_MONTHS" envDefault:"0"`
 	Compression     string        `env:"HANDOFF_CLICKHOUSE_COMPRESSION" envDefault:"none"`
 	BatchSize       int           `env:"HANDOFF_BATCH_SIZE" envDefault:"50000"`
@@ -86,7 +86,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DLQTopic, "dlq-topic", c.DLQTopic, "dead-letter topic (HANDOFF_DLQ_TOPIC)")
 	fs.StringVar(&c.Group, "group", c.Group, "Kafka consumer group (HANDOFF_GROUP)")
 	c.Kafka.RegisterTopicShapeFlags(fs)
-	c.ClickHouse.RegisterFlags(fs, chconn.WithCluster())
+	c.ClickHouse.RegisterFlags(fs, chconfig.WithCluster())
 	fs.IntVar(&c.RetainMonths, "retain-months", c.RetainMonths, "drop history older than this many whole months before the current one, daily; 0 keeps everything (HANDOFF_RETAIN_MONTHS)")
 	fs.StringVar(&c.Compression, "clickhouse-compression", c.Compression, "compression of blocks sent to ClickHouse: none, lz4 or zstd (HANDOFF_CLICKHOUSE_COMPRESSION)")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "flush after this many messages (HANDOFF_BATCH_SIZE)")

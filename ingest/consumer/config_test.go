@@ -9,7 +9,7 @@ import (
 
 	"github.com/handoff-dev/handoff/ingest/consumer"
 	"github.com/handoff-dev/handoff/internal/cliflag"
-	"github.com/handoff-dev/handoff/store/chconn"
+	"github.com/handoff-dev/handoff/store/chconfig"
 )
 
 func TestConfigDefaultsEnvFlags(t *testing.T) {
@@ -115,7 +115,7 @@ func TestConfigBatchBytes(t *testing.T) {
 
 func TestConfigValidateNamesBadKafkaSettings(t *testing.T) {
 	base := consumer.Config{Kafka: cliflag.Kafka{Brokers: []string{"127.0.0.1:9092"}, Topic: "t", Partitions: 1, Replication: 1},
-		ClickHouse: chconn.Service{Addr: "ch:9000", Database: "handoff"}, DLQTopic: "t.dlq", Group: "g",
+		ClickHouse: chconfig.Service{Addr: "ch:9000", Database: "handoff"}, DLQTopic: "t.dlq", Group: "g",
 		BatchSize: 1, FlushInterval: time.Second}
 	if err := base.Validate(); err != nil || base.BatchBytes != consumer.DefaultBatchBytes {
 		t.Fatalf("valid config: %v, batch bytes %d", err, base.BatchBytes)

@@ -18,7 +18,7 @@ import (
 	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
-	"github.com/handoff-dev/handoff/store/chconn"
+	"github.com/handoff-dev/handoff/store/chconfig"
 )
 
 // setup holds the unique names of one test.
@@ -46,7 +46,7 @@ func newSetup(t testing.TB, name string) *setup {
 func (s *setup) config() consumer.Config {
 	return consumer.Config{
 		Kafka:      cliflag.Kafka{Brokers: s.brokers, Topic: s.topic, Partitions: 4, Replication: 1},
-		ClickHouse: chconn.Service{Addr: s.chAddr, Database: s.db, User: "default"},
+		ClickHouse: chconfig.Service{Addr: s.chAddr, Database: s.db, User: "default"},
 		DLQTopic:   s.dlq, Group: s.group,
 		BatchSize: 1000, FlushInterval: 200 * time.Millisecond, RetryMax: time.Second,
 		SessionTimeout: 6 * time.Second, ShutdownTimeout: 20 * time.Second,

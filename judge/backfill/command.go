@@ -12,7 +12,7 @@ import (
 	"github.com/handoff-dev/handoff/internal/exitcode"
 	"github.com/handoff-dev/handoff/internal/progress"
 	"github.com/handoff-dev/handoff/model"
-	"github.com/handoff-dev/handoff/store/chconn"
+	"github.com/handoff-dev/handoff/store/chconfig"
 	"github.com/handoff-dev/handoff/store/history"
 )
 
@@ -34,7 +34,7 @@ type Command struct {
 	Publish, DryRun bool
 	Kafka           cliflag.Kafka
 	DiagnosesTopic  string
-	ClickHouse      chconn.Service
+	ClickHouse      chconfig.Service
 	Workers         int
 	UnitRows        int
 	// Terminal draws the progress bar in place; ProgressInterval is how

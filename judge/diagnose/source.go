@@ -13,7 +13,7 @@ import (
 	"github.com/handoff-dev/handoff/judge/backfill"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
-	"github.com/handoff-dev/handoff/store/chconn"
+	"github.com/handoff-dev/handoff/store/chconfig"
 	"github.com/handoff-dev/handoff/store/history"
 )
 
@@ -57,7 +57,7 @@ func (sc Scope) FirstOf(pipeline string) (model.Date, bool) {
 // pipeline (Pipeline, From, To: business dates YYYY-MM-DD or empty).
 type SourceConfig struct {
 	Events     string
-	ClickHouse *chconn.Service
+	ClickHouse *chconfig.Service
 	Pipeline   string
 	From, To   string
 }

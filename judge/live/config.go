@@ -14,7 +14,7 @@ import (
 	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/model"
-	"github.com/handoff-dev/handoff/store/chconn"
+	"github.com/handoff-dev/handoff/store/chconfig"
 )
 
 // Config configures handoff detect. Every field has an environment variable
@@ -34,7 +34,7 @@ type Config struct {
 	// the cluster handoff ingest writes to (the same variable): set, the
 	// history read back on a takeover goes through a freshly synchronised
 	// replica of each shard (store/replicas).
-	ClickHouse     chconn.Service
+	ClickHouse     chconfig.Service
 	Contracts      string        `env:"HANDOFF_CONTRACTS"`
 	ExpectFrom     string        `env:"HANDOFF_DETECT_EXPECT_FROM" envDefault:"yesterday"`
 	RetainDays     int           `env:"HANDOFF_DETECT_RETAIN_DAYS" envDefault:"35"`
@@ -77,7 +77,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.IngestGroup, "ingest-group", c.IngestGroup, "handoff ingest's consumer group on the events topic: its commits say what ClickHouse holds (HANDOFF_GROUP)")
 	fs.StringVar(&c.ResultsGroup, "results-group", c.ResultsGroup, "handoff ingest's consumer group on the findings topic (HANDOFF_RESULTS_GROUP)")
 	c.Kafka.RegisterTopicShapeFlags(fs)
-	c.ClickHouse.RegisterFlags(fs, chconn.WithCluster())
+	c.ClickHouse.RegisterFlags(fs, chconfig.WithCluster())
 	fs.StringVar(&c.Contracts, "contract", c.Contracts, "delivery contract file or directory (HANDOFF_CONTRACTS); without it every pipeline gets the default contract and nothing is expected")
 	fs.StringVar(&c.ExpectFrom, "expect-from", c.ExpectFrom, "first business date of the expected-batch calendar: YYYY-MM-DD, today, yesterday, or off (HANDOFF_DETECT_EXPECT_FROM)")
 	fs.IntVar(&c.RetainDays, "retain-days", c.RetainDays, "days of history read on start and of delivered batches remembered (HANDOFF_DETECT_RETAIN_DAYS)")

@@ -25,7 +25,7 @@ import (
 	"github.com/handoff-dev/handoff/judge/live"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
-	"github.com/handoff-dev/handoff/store/chconn"
+	"github.com/handoff-dev/handoff/store/chconfig"
 	"github.com/handoff-dev/handoff/store/schema"
 )
 
@@ -65,7 +65,7 @@ func newEnvWithoutIngestParts(t *testing.T, parts int) *env {
 	e.cfg = live.Config{
 		Kafka: cliflag.Kafka{Brokers: e.brokers, Topic: pre + "events", Partitions: parts, Replication: 1}, FindingsTopic: pre + "findings",
 		Group: e.db + "-detect", IngestGroup: e.db + "-ingest", ResultsGroup: e.db + "-results",
-		ClickHouse: chconn.Service{Addr: testenv.ClickHouseAddr(t), Database: e.db, User: "default"},
+		ClickHouse: chconfig.Service{Addr: testenv.ClickHouseAddr(t), Database: e.db, User: "default"},
 		ExpectFrom: "2026-09-29", RetainDays: 35, Tick: 100 * time.Millisecond, Heartbeat: time.Hour,
 		Instance: "test", SessionTimeout: 6 * time.Second,
 	}

@@ -1,4 +1,10 @@
-package chconn
+// Package chconfig is where handoff's ClickHouse is, as every command
+// takes it: one configuration (address, database, credentials, cluster)
+// from the HANDOFF_CLICKHOUSE_* variables and one registration of the
+// --clickhouse-* flags. (It is not part of store/chconn because the
+// schema's checks it applies would make chconn, which the tests' helpers
+// import, import the schema.)
+package chconfig
 
 import (
 	"context"
@@ -10,6 +16,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/handoff-dev/handoff/internal/cliflag"
+	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/schema"
 )
 
@@ -89,11 +96,11 @@ func (s *Service) Check() error {
 func (s *Service) Layout() schema.Layout { return schema.Layout{Cluster: s.Cluster} }
 
 // Config is the connection configuration of s, for Open.
-func (s *Service) Config() Config {
-	return Config{Addr: s.Addr, User: s.User, Password: s.Password}
+func (s *Service) Config() chconn.Config {
+	return chconn.Config{Addr: s.Addr, User: s.User, Password: s.Password}
 }
 
-// Open connects to s (Open with s.Config()).
+// Open connects to s (chconn.Open with s.Config()).
 func (s *Service) Open(ctx context.Context) (driver.Conn, error) {
-	return Open(ctx, s.Config())
+	return chconn.Open(ctx, s.Config())
 }

@@ -1,4 +1,4 @@
-package chconn_test
+package chconfig_test
 
 import (
 	"flag"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
-	"github.com/handoff-dev/handoff/store/chconn"
+	"github.com/handoff-dev/handoff/store/chconfig"
 )
 
 // TestServiceEnvThenFlags: every command reads ClickHouse's place the same
@@ -18,32 +18,32 @@ func TestServiceEnvThenFlags(t *testing.T) {
 		name    string
 		environ map[string]string
 		args    []string
-		opts    []chconn.FlagOption
-		want    chconn.Service
+		opts    []chconfig.FlagOption
+		want    chconfig.Service
 		warn    string
 		bad     bool
 	}{
-		{"defaults", nil, nil, nil, chconn.Service{Addr: chconn.DefaultAddr, Database: "handoff", User: "default"}, "", false},
+		{"defaults", nil, nil, nil, chconfig.Service{Addr: chconfig.DefaultAddr, Database: "handoff", User: "default"}, "", false},
 		{"environment", map[string]string{"HANDOFF_CLICKHOUSE_ADDR": "ch:9000", "HANDOFF_CLICKHOUSE_DATABASE": "h2", "HANDOFF_CLICKHOUSE_CLUSTER": "c"}, nil, nil,
-			chconn.Service{Addr: "ch:9000", Database: "h2", User: "default", Cluster: "c"}, "", false},
+			chconfig.Service{Addr: "ch:9000", Database: "h2", User: "default", Cluster: "c"}, "", false},
 		{"flags win", map[string]string{"HANDOFF_CLICKHOUSE_ADDR": "ch:9000"}, []string{"--clickhouse-addr", "x:1", "--clickhouse-database", "d", "--clickhouse-user", "r"}, nil,
-			chconn.Service{Addr: "x:1", Database: "d", User: "r"}, "", false},
-		{"cluster flag", nil, []string{"--clickhouse-cluster", "prod"}, []chconn.FlagOption{chconn.WithCluster()},
-			chconn.Service{Addr: chconn.DefaultAddr, Database: "handoff", User: "default", Cluster: "prod"}, "", false},
-		{"no cluster flag unless asked", nil, []string{"--clickhouse-cluster", "prod"}, nil, chconn.Service{}, "", true},
-		{"old spellings", nil, []string{"--clickhouse", "x:1", "--database", "d"}, []chconn.FlagOption{chconn.WithLegacySpellings(nil)},
-			chconn.Service{Addr: "x:1", Database: "d", User: "default"}, "use --clickhouse-addr", false},
-		{"no old spellings unless asked", nil, []string{"--database", "d"}, nil, chconn.Service{}, "", true},
+			chconfig.Service{Addr: "x:1", Database: "d", User: "r"}, "", false},
+		{"cluster flag", nil, []string{"--clickhouse-cluster", "prod"}, []chconfig.FlagOption{chconfig.WithCluster()},
+			chconfig.Service{Addr: chconfig.DefaultAddr, Database: "handoff", User: "default", Cluster: "prod"}, "", false},
+		{"no cluster flag unless asked", nil, []string{"--clickhouse-cluster", "prod"}, nil, chconfig.Service{}, "", true},
+		{"old spellings", nil, []string{"--clickhouse", "x:1", "--database", "d"}, []chconfig.FlagOption{chconfig.WithLegacySpellings(nil)},
+			chconfig.Service{Addr: "x:1", Database: "d", User: "default"}, "use --clickhouse-addr", false},
+		{"no old spellings unless asked", nil, []string{"--database", "d"}, nil, chconfig.Service{}, "", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var c struct{ ClickHouse chconn.Service }
+			var c struct{ ClickHouse chconfig.Service }
 			if err := env.ParseWithOptions(&c, env.Options{Environment: tt.environ}); err != nil {
 				t.Fatal(err)
 			}
 			var warn strings.Builder
 			opts := tt.opts
 			if tt.warn != "" {
-				opts = []chconn.FlagOption{chconn.WithLegacySpellings(&warn)}
+				opts = []chconfig.FlagOption{chconfig.WithLegacySpellings(&warn)}
 			}
 			fs := flag.NewFlagSet("x", flag.ContinueOnError)
 			fs.SetOutput(&strings.Builder{})
@@ -69,13 +69,13 @@ func TestServiceEnvThenFlags(t *testing.T) {
 // the flag and the variable.
 func TestServiceCheck(t *testing.T) {
 	for _, tt := range []struct {
-		s   chconn.Service
+		s   chconfig.Service
 		say string
 	}{
-		{chconn.Service{Addr: "a:1", Database: "handoff"}, ""},
-		{chconn.Service{Addr: " ", Database: "handoff"}, "--clickhouse-addr (HANDOFF_CLICKHOUSE_ADDR): empty"},
-		{chconn.Service{Addr: "a:1", Database: "x; DROP DATABASE y"}, "--clickhouse-database (HANDOFF_CLICKHOUSE_DATABASE)"},
-		{chconn.Service{Addr: "a:1", Database: "handoff", Cluster: "c ON CLUSTER x"}, "--clickhouse-cluster (HANDOFF_CLICKHOUSE_CLUSTER)"},
+		{chconfig.Service{Addr: "a:1", Database: "handoff"}, ""},
+		{chconfig.Service{Addr: " ", Database: "handoff"}, "--clickhouse-addr (HANDOFF_CLICKHOUSE_ADDR): empty"},
+		{chconfig.Service{Addr: "a:1", Database: "x; DROP DATABASE y"}, "--clickhouse-database (HANDOFF_CLICKHOUSE_DATABASE)"},
+		{chconfig.Service{Addr: "a:1", Database: "handoff", Cluster: "c ON CLUSTER x"}, "--clickhouse-cluster (HANDOFF_CLICKHOUSE_CLUSTER)"},
 	} {
 		err := tt.s.Check()
 		if tt.say == "" && err != nil || tt.say != "" && (err == nil || !strings.Contains(err.Error(), tt.say)) {
