@@ -32,7 +32,7 @@ func BenchmarkWebhookBacklog(b *testing.B) {
 		records[i] = f.AppendJSON(nil)
 	}
 	r := start(b, cfg)
-	publish(b, cfg.Brokers, cfg.FindingsTopic, records...)
+	publish(b, cfg.Kafka.Brokers, cfg.FindingsTopic, records...)
 	b.ResetTimer()
 	began := time.Now()
 	testenv.Eventually(b, 10*time.Minute, "the backlog delivered", func() (bool, string) {

@@ -15,11 +15,12 @@ import (
 // Config configures `handoff notify`. Every field has a HANDOFF_* variable
 // and a flag (RegisterFlags); the flag wins.
 type Config struct {
-	Brokers       []string `env:"HANDOFF_KAFKA_BROKERS" envSeparator:","`
-	FindingsTopic string   `env:"HANDOFF_FINDINGS_TOPIC" envDefault:"handoff.findings"`
-	DLQTopic      string   `env:"HANDOFF_DLQ_TOPIC" envDefault:"handoff.events.dlq"`
-	Group         string   `env:"HANDOFF_NOTIFY_GROUP" envDefault:"handoff-notify"`
-	Partitions    int      `env:"HANDOFF_TOPIC_PARTITIONS" envDefault:"6"`
+	// Kafka: the brokers and the partitions of the topics created when
+	// missing (the events topic is not notify's).
+	Kafka         cliflag.Kafka
+	FindingsTopic string `env:"HANDOFF_FINDINGS_TOPIC" envDefault:"handoff.findings"`
+	DLQTopic      string `env:"HANDOFF_DLQ_TOPIC" envDefault:"handoff.events.dlq"`
+	Group         string `env:"HANDOFF_NOTIFY_GROUP" envDefault:"handoff-notify"`
 
 	// AlertmanagerURLs are the base URLs of every Alertmanager to send to
 	// (an HA pair: each one gets every alert).
@@ -51,7 +52,7 @@ type Config struct {
 func LoadConfig() (Config, error) {
 	var c Config
 	if err := env.Parse(&c); err != nil {
-		return c, fmt.Errorf("notify configuration from the environment: %w", err)
+		return c, fmt.Errorf("configuration from the environment: %w", err)
 	}
 	return c, nil
 }
@@ -59,11 +60,11 @@ func LoadConfig() (Config, error) {
 // RegisterFlags defines a flag per setting on fs, with the current values
 // as defaults, so parsing fs overrides the environment.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.Var(cliflag.List{P: &c.Brokers}, "kafka-brokers", "Kafka bootstrap brokers, host:port[,host:port...] (HANDOFF_KAFKA_BROKERS)")
+	c.Kafka.RegisterFlags(fs)
 	fs.StringVar(&c.FindingsTopic, "findings-topic", c.FindingsTopic, "findings topic to consume (HANDOFF_FINDINGS_TOPIC)")
 	fs.StringVar(&c.DLQTopic, "dlq-topic", c.DLQTopic, "dead-letter topic for findings no receiver took after retrying (HANDOFF_DLQ_TOPIC)")
 	fs.StringVar(&c.Group, "group", c.Group, "consumer group of notify (HANDOFF_NOTIFY_GROUP)")
-	fs.IntVar(&c.Partitions, "topic-partitions", c.Partitions, "partitions of topics created when missing (HANDOFF_TOPIC_PARTITIONS)")
+	c.Kafka.RegisterTopicShapeFlags(fs)
 	fs.Var(cliflag.List{P: &c.AlertmanagerURLs}, "alertmanager-url", "Alertmanager base URLs, comma-separated; each gets every alert (HANDOFF_ALERTMANAGER_URLS)")
 	fs.Var(cliflag.List{P: &c.WebhookURLs}, "webhook-url", "webhook URLs, comma-separated; each gets every finding as JSON (HANDOFF_WEBHOOK_URLS)")
 	fs.StringVar(&c.WebhookSecret, "webhook-secret", c.WebhookSecret, "HMAC-SHA256 key of the X-Handoff-Signature header (HANDOFF_WEBHOOK_SECRET)")
@@ -79,8 +80,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 // Validate checks the configuration and says what to set.
 func (c *Config) Validate() error {
 	var probs []string
-	if len(c.Brokers) == 0 {
-		probs = append(probs, "no Kafka brokers: set HANDOFF_KAFKA_BROKERS or --kafka-brokers")
+	if err := c.Kafka.Check(true); err != nil {
+		probs = append(probs, err.Error())
 	}
 	if len(c.AlertmanagerURLs)+len(c.WebhookURLs) == 0 {
 		probs = append(probs, "no receiver: set HANDOFF_ALERTMANAGER_URLS (--alertmanager-url) or HANDOFF_WEBHOOK_URLS (--webhook-url)")
@@ -110,11 +111,8 @@ func (c *Config) Validate() error {
 	if c.RetryFor <= 0 || c.RetryMax <= 0 || c.RequestTimeout <= 0 {
 		probs = append(probs, "retry-for, retry-max and request-timeout must be positive")
 	}
-	if c.Partitions <= 0 {
-		probs = append(probs, "topic partitions must be positive (HANDOFF_TOPIC_PARTITIONS)")
-	}
 	if len(probs) > 0 {
-		return fmt.Errorf("notify configuration: %s", strings.Join(probs, "; "))
+		return fmt.Errorf("configuration: %s", strings.Join(probs, "; "))
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/handoff-dev/handoff/internal/cliflag"
 )
 
 // TestValidate: each wrong setting is refused with a message naming what to
@@ -13,9 +15,10 @@ import (
 func TestValidate(t *testing.T) {
 	good := func() Config {
 		return Config{
-			Brokers: []string{"127.0.0.1:19092"}, FindingsTopic: "handoff.findings", DLQTopic: "handoff.events.dlq", Group: "handoff-notify",
-			Partitions: 6, AlertmanagerURLs: []string{"http://127.0.0.1:9093"},
-			Lease: 5 * time.Minute, Resend: time.Minute, RetryFor: time.Minute, RetryMax: time.Second, RequestTimeout: time.Second,
+			Kafka:         cliflag.Kafka{Brokers: []string{"127.0.0.1:19092"}, Topic: "handoff.events", Partitions: 6, Replication: 1},
+			FindingsTopic: "handoff.findings", DLQTopic: "handoff.events.dlq", Group: "handoff-notify",
+			AlertmanagerURLs: []string{"http://127.0.0.1:9093"},
+			Lease:            5 * time.Minute, Resend: time.Minute, RetryFor: time.Minute, RetryMax: time.Second, RequestTimeout: time.Second,
 		}
 	}
 	for _, tt := range []struct {
@@ -27,7 +30,7 @@ func TestValidate(t *testing.T) {
 		{"webhook only", func(c *Config) {
 			c.AlertmanagerURLs, c.WebhookURLs, c.WebhookSecret = nil, []string{"https://h/x"}, "s"
 		}, ""},
-		{"no brokers", func(c *Config) { c.Brokers = nil }, "HANDOFF_KAFKA_BROKERS"},
+		{"no brokers", func(c *Config) { c.Kafka.Brokers = nil }, "HANDOFF_KAFKA_BROKERS"},
 		{"no receiver", func(c *Config) { c.AlertmanagerURLs = nil }, "HANDOFF_ALERTMANAGER_URLS"},
 		{"bad receiver URL", func(c *Config) { c.AlertmanagerURLs = []string{"127.0.0.1:9093"} }, `receiver URL "127.0.0.1:9093"`},
 		{"webhook without secret", func(c *Config) { c.WebhookURLs = []string{"https://h/x"} }, "HANDOFF_WEBHOOK_SECRET"},

@@ -19,6 +19,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
+	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
@@ -133,8 +134,8 @@ func publish(t testing.TB, brokers []string, topic string, records ...[]byte) {
 func testConfig(t testing.TB) Config {
 	brokers := testenv.KafkaBrokers(t)
 	return Config{
-		Brokers: brokers, FindingsTopic: testenv.Topic(t, brokers, "notify_findings"), DLQTopic: testenv.Topic(t, brokers, "notify_dlq"),
-		Group: testenv.Name("notify"), Partitions: 3,
+		Kafka: cliflag.Kafka{Brokers: brokers, Topic: "handoff.events", Partitions: 3, Replication: 1}, FindingsTopic: testenv.Topic(t, brokers, "notify_findings"), DLQTopic: testenv.Topic(t, brokers, "notify_dlq"),
+		Group:    testenv.Name("notify"),
 		ServeURL: "http://127.0.0.1:8080", WebhookSecret: "s3cret",
 		Lease: 3 * time.Second, Resend: time.Second,
 		RetryFor: 20 * time.Second, RetryMax: 500 * time.Millisecond, RequestTimeout: 5 * time.Second,

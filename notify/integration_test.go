@@ -38,7 +38,7 @@ func TestAlertmanagerSeedLifecycle(t *testing.T) {
 	cfg.AlertmanagerURLs = []string{am, peerSrv.URL}
 
 	first := start(t, cfg)
-	publish(t, cfg.Brokers, cfg.FindingsTopic, s.records[0])
+	publish(t, cfg.Kafka.Brokers, cfg.FindingsTopic, s.records[0])
 
 	var fired amAlert
 	testenv.Eventually(t, 30*time.Second, "the seed finding firing in Alertmanager", func() (bool, string) {
@@ -94,7 +94,7 @@ func TestAlertmanagerSeedLifecycle(t *testing.T) {
 	// Restart: the new notifier rebuilds the open finding from the topic
 	// and keeps the same alert firing: no new record is published.
 	first.stop(t)
-	if n := testenv.Uncommitted(t, cfg.Brokers, cfg.Group, cfg.FindingsTopic); n != 0 {
+	if n := testenv.Uncommitted(t, cfg.Kafka.Brokers, cfg.Group, cfg.FindingsTopic); n != 0 {
 		t.Errorf("%d findings uncommitted after a graceful stop, want 0", n)
 	}
 	before := peer.count()
@@ -124,7 +124,7 @@ func TestAlertmanagerSeedLifecycle(t *testing.T) {
 	})
 
 	// The repair delivers the batch: the records resolve the alert.
-	publish(t, cfg.Brokers, cfg.FindingsTopic, s.records[1:]...)
+	publish(t, cfg.Kafka.Brokers, cfg.FindingsTopic, s.records[1:]...)
 	testenv.Eventually(t, 30*time.Second, "the alert resolved", func() (bool, string) {
 		as := amAlerts(t, am, s.pipeline)
 		return len(as) == 0, fmt.Sprintf("alerts %+v", as)
@@ -134,7 +134,7 @@ func TestAlertmanagerSeedLifecycle(t *testing.T) {
 	if as := amAlerts(t, am, s.pipeline); len(as) != 0 {
 		t.Errorf("after resolution and stop: %+v", as)
 	}
-	if n := testenv.Uncommitted(t, cfg.Brokers, cfg.Group, cfg.FindingsTopic); n != 0 {
+	if n := testenv.Uncommitted(t, cfg.Kafka.Brokers, cfg.Group, cfg.FindingsTopic); n != 0 {
 		t.Errorf("%d findings uncommitted after delivery and stop, want 0", n)
 	}
 	// A restart after the resolution rebuilds no open finding: nothing to
@@ -195,12 +195,12 @@ func TestWebhookEndpointDownForAWhile(t *testing.T) {
 		all = append(all, s.records...)
 	}
 	r := start(t, cfg) // creates the topics
-	publish(t, cfg.Brokers, cfg.FindingsTopic, all...)
+	publish(t, cfg.Kafka.Brokers, cfg.FindingsTopic, all...)
 
 	testenv.Eventually(t, 30*time.Second, "notify retrying the endpoint that is down", func() (bool, string) {
 		return hook.count() >= 4, fmt.Sprintf("%d requests", hook.count())
 	})
-	if n := testenv.Uncommitted(t, cfg.Brokers, cfg.Group, cfg.FindingsTopic); n != int64(len(all)) || len(hook.accepted()) != 0 {
+	if n := testenv.Uncommitted(t, cfg.Kafka.Brokers, cfg.Group, cfg.FindingsTopic); n != int64(len(all)) || len(hook.accepted()) != 0 {
 		t.Fatalf("while the endpoint is down: %d of %d findings uncommitted, %d accepted; want all uncommitted, none accepted", n, len(all), len(hook.accepted()))
 	}
 	down.Store(false)
@@ -209,7 +209,7 @@ func TestWebhookEndpointDownForAWhile(t *testing.T) {
 		return len(hook.accepted()) >= len(all), fmt.Sprintf("%d of %d accepted, %d requests", len(hook.accepted()), len(all), hook.count())
 	})
 	testenv.Eventually(t, 20*time.Second, "every finding committed", func() (bool, string) {
-		n := testenv.Uncommitted(t, cfg.Brokers, cfg.Group, cfg.FindingsTopic)
+		n := testenv.Uncommitted(t, cfg.Kafka.Brokers, cfg.Group, cfg.FindingsTopic)
 		return n == 0, fmt.Sprintf("%d uncommitted", n)
 	})
 	r.stop(t)
@@ -243,7 +243,7 @@ func TestWebhookEndpointDownForAWhile(t *testing.T) {
 		}
 	}
 	// A group that never committed counts every message of the topic.
-	if n := testenv.Uncommitted(t, cfg.Brokers, testenv.Name("nobody"), cfg.DLQTopic); n != 0 {
+	if n := testenv.Uncommitted(t, cfg.Kafka.Brokers, testenv.Name("nobody"), cfg.DLQTopic); n != 0 {
 		t.Errorf("%d dead letters, want 0: the endpoint came back within the retry time", n)
 	}
 }
@@ -264,9 +264,9 @@ func TestWebhookDeadLetter(t *testing.T) {
 
 	s := seedStory(t, testenv.Name("dead"))
 	r := start(t, cfg)
-	publish(t, cfg.Brokers, cfg.FindingsTopic, s.records[0])
+	publish(t, cfg.Kafka.Brokers, cfg.FindingsTopic, s.records[0])
 
-	reader := kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Brokers, GroupID: testenv.Name("dlq_reader"), Topic: cfg.DLQTopic, StartOffset: kafka.FirstOffset, MaxWait: 500 * time.Millisecond})
+	reader := kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Kafka.Brokers, GroupID: testenv.Name("dlq_reader"), Topic: cfg.DLQTopic, StartOffset: kafka.FirstOffset, MaxWait: 500 * time.Millisecond})
 	defer reader.Close()
 	reasons := map[string]string{}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -297,7 +297,7 @@ func TestWebhookDeadLetter(t *testing.T) {
 		t.Errorf("the refusing endpoint got %d requests, want 1 (a 400 is not retried)", refuses.count())
 	}
 	testenv.Eventually(t, 20*time.Second, "the dead-lettered record committed", func() (bool, string) {
-		n := testenv.Uncommitted(t, cfg.Brokers, cfg.Group, cfg.FindingsTopic)
+		n := testenv.Uncommitted(t, cfg.Kafka.Brokers, cfg.Group, cfg.FindingsTopic)
 		return n == 0, fmt.Sprintf("%d uncommitted", n)
 	})
 	r.stop(t)
@@ -321,17 +321,17 @@ func TestAlertmanagerStatusChange(t *testing.T) {
 	resolved.Seq, resolved.State, resolved.Status, resolved.ResolvedAt = 3, detect.Resolved, "delivered", s.open.RaisedAt.Add(time.Hour)
 
 	r := start(t, cfg)
-	publish(t, cfg.Brokers, cfg.FindingsTopic, s.records[0])
+	publish(t, cfg.Kafka.Brokers, cfg.FindingsTopic, s.records[0])
 	testenv.Eventually(t, 30*time.Second, "the late alert firing", func() (bool, string) {
 		as := amAlerts(t, am, s.pipeline)
 		return len(as) == 1 && as[0].Labels["status"] == "late", fmt.Sprintf("alerts %+v", as)
 	})
-	publish(t, cfg.Brokers, cfg.FindingsTopic, failed.AppendJSON(nil))
+	publish(t, cfg.Kafka.Brokers, cfg.FindingsTopic, failed.AppendJSON(nil))
 	testenv.Eventually(t, 30*time.Second, "one alert, failed, the late one resolved", func() (bool, string) {
 		as := amAlerts(t, am, s.pipeline)
 		return len(as) == 1 && as[0].Labels["status"] == "failed" && as[0].Status.State == "active", fmt.Sprintf("alerts %+v", as)
 	})
-	publish(t, cfg.Brokers, cfg.FindingsTopic, resolved.AppendJSON(nil))
+	publish(t, cfg.Kafka.Brokers, cfg.FindingsTopic, resolved.AppendJSON(nil))
 	testenv.Eventually(t, 30*time.Second, "no alert left", func() (bool, string) {
 		as := amAlerts(t, am, s.pipeline)
 		return len(as) == 0, fmt.Sprintf("alerts %+v", as)

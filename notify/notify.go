@@ -97,13 +97,16 @@ func New(ctx context.Context, cfg Config, opts Options) (*Notifier, error) {
 	if n.now == nil {
 		n.now = time.Now
 	}
-	specs := []topics.Spec{{Name: cfg.FindingsTopic, Partitions: cfg.Partitions}, {Name: cfg.DLQTopic, Partitions: cfg.Partitions}}
+	specs := []topics.Spec{
+		{Name: cfg.FindingsTopic, Partitions: cfg.Kafka.Partitions, ReplicationFactor: cfg.Kafka.Replication},
+		{Name: cfg.DLQTopic, Partitions: cfg.Kafka.Partitions, ReplicationFactor: cfg.Kafka.Replication},
+	}
 	if err := n.retrier().Do(ctx, retry.Startup, fmt.Sprintf("ensure Kafka topics %s and %s", cfg.FindingsTopic, cfg.DLQTopic), 0,
-		func(ctx context.Context) error { return topics.Ensure(ctx, cfg.Brokers, specs...) }); err != nil {
+		func(ctx context.Context) error { return topics.Ensure(ctx, cfg.Kafka.Brokers, specs...) }); err != nil {
 		return nil, err
 	}
 	n.reader = kafka.NewReader(kafka.ReaderConfig{
-		Brokers:          cfg.Brokers,
+		Brokers:          cfg.Kafka.Brokers,
 		GroupID:          cfg.Group,
 		GroupTopics:      []string{cfg.FindingsTopic},
 		MinBytes:         1,
@@ -119,7 +122,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Notifier, error) {
 		}),
 	})
 	n.dlq = &kafka.Writer{
-		Addr:         kafka.TCP(cfg.Brokers...),
+		Addr:         kafka.TCP(cfg.Kafka.Brokers...),
 		Topic:        cfg.DLQTopic,
 		Balancer:     &kafka.Murmur2Balancer{},
 		RequiredAcks: kafka.RequireAll,
@@ -375,7 +378,7 @@ func (n *Notifier) deadLetter(ctx context.Context, m *kafka.Message, kind model.
 // findings topic from its first retained offset to the committed one.
 func (n *Notifier) rebuild(ctx context.Context) error {
 	start := time.Now()
-	client := &kafka.Client{Addr: kafka.TCP(n.cfg.Brokers...), Timeout: 15 * time.Second}
+	client := &kafka.Client{Addr: kafka.TCP(n.cfg.Kafka.Brokers...), Timeout: 15 * time.Second}
 	var parts []int
 	var first, committed map[int]int64
 	err := n.retrier().Do(ctx, retry.Startup, "read the offsets of "+n.cfg.FindingsTopic+" and group "+n.cfg.Group, 0, func(ctx context.Context) error {
@@ -393,7 +396,7 @@ func (n *Notifier) rebuild(ctx context.Context) error {
 			continue
 		}
 		r := kafka.NewReader(kafka.ReaderConfig{
-			Brokers: n.cfg.Brokers, Topic: n.cfg.FindingsTopic, Partition: p,
+			Brokers: n.cfg.Kafka.Brokers, Topic: n.cfg.FindingsTopic, Partition: p,
 			MinBytes: 1, MaxBytes: 2 * topics.MaxMessageBytes, MaxWait: 500 * time.Millisecond,
 		})
 		if err := r.SetOffset(from); err != nil {

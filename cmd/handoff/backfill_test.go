@@ -516,7 +516,7 @@ func TestBackfillUsage(t *testing.T) {
 		{"publish and dry run", append(slices.Clone(ok), "--publish", "--dry-run"), "--publish and --dry-run are exclusive"},
 		{"publish without Kafka", append(slices.Clone(ok), "--publish"), "--publish needs Kafka"},
 		{"empty topic", append(slices.Clone(ok), "--kafka-brokers", "127.0.0.1:1", "--diagnoses-topic", ""), "--diagnoses-topic"},
-		{"no ClickHouse", []string{"--from", "2026-09-01", "--to", "2026-09-30"}, "--clickhouse-addr is required"},
+		{"no ClickHouse", []string{"--from", "2026-09-01", "--to", "2026-09-30", "--clickhouse-addr", " "}, "--clickhouse-addr (HANDOFF_CLICKHOUSE_ADDR): empty"},
 		{"database", append(slices.Clone(ok), "--clickhouse-database", "x; DROP"), "--clickhouse-database"},
 		{"workers", append(slices.Clone(ok), "--workers", "-1"), "--workers -1"},
 		{"unit rows", append(slices.Clone(ok), "--unit-rows", "-5"), "--unit-rows -5"},

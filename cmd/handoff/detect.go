@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"time"
 
@@ -38,13 +37,13 @@ func runDetect(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		return usageError("%v", err)
 	}
 	if cfg.Now != "" {
-		log.Warn("detect: the clock starts at --now, not at the wall clock: for demos and tests only", "now", cfg.Now)
+		log.Warn("the clock starts at --now, not at the wall clock: for demos and tests only", "now", cfg.Now)
 	}
 	if err := live.Run(ctx, cfg, live.RunOptions{Contracts: contracts, Logger: log, Registry: reg, Now: clock}); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("detect: %w", err)
+		return err
 	}
 	return nil
 }

@@ -1,81 +1,60 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"time"
 
 	"github.com/caarlos0/env/v11"
 
-	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/internal/cliflag"
+	"github.com/handoff-dev/handoff/judge/diagnose"
 	"github.com/handoff-dev/handoff/model/contract"
+	"github.com/handoff-dev/handoff/store/chconfig"
 )
 
-// diagnoseConfig is diagnose's configuration: environment variables first,
-// then flags, which win.
-type diagnoseConfig struct {
-	Events    string `env:"HANDOFF_EVENTS"`
-	Contracts string `env:"HANDOFF_CONTRACTS"`
-	AsOf      string `env:"HANDOFF_AS_OF"`
-	Format    string `env:"HANDOFF_FORMAT"`
-	// ClickHouse selects ClickHouse as the source; only the flag does, so
-	// that HANDOFF_CLICKHOUSE_ADDR in the environment never overrides
-	// --events.
-	ClickHouse string
-	Database   string `env:"HANDOFF_CLICKHOUSE_DATABASE" envDefault:"handoff"`
-	User       string `env:"HANDOFF_CLICKHOUSE_USER"`
-	Password   string `env:"HANDOFF_CLICKHOUSE_PASSWORD"`
-	Pipeline   string
-	From, To   string
-
-	Batch      string
-	Strict     bool
-	Progress   bool
-	CPUProfile string
+// diagnoseEnv is diagnose's configuration: environment variables first,
+// then flags, which win. ClickHouse is the source only when
+// --clickhouse-addr is given on the command line, so that a
+// HANDOFF_CLICKHOUSE_ADDR set for ingest never turns a file diagnosis
+// into a database one.
+type diagnoseEnv struct {
+	Events     string `env:"HANDOFF_EVENTS"`
+	Contracts  string `env:"HANDOFF_CONTRACTS"`
+	AsOf       string `env:"HANDOFF_AS_OF"`
+	Format     string `env:"HANDOFF_FORMAT"`
+	ClickHouse chconfig.Service
 }
-
-// progressEvery is how often diagnose logs its progress while reading.
-const progressEvery = 5 * time.Second
 
 func runDiagnose(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	return diagnose(ctx, args, stdin, stdout, stderr, time.Now())
+	return diagnoseCmd(ctx, args, stdin, stdout, stderr, time.Now())
 }
 
-// diagnose is the diagnose command; now is the default as-of time.
-func diagnose(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, now time.Time) (err error) {
-	started := time.Now()
-	var cfg diagnoseConfig
-	if err := env.Parse(&cfg); err != nil {
-		return usageError("environment: %v", err)
-	}
-	fs := flag.NewFlagSet("handoff diagnose", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// diagnoseFlags defines diagnose's flags on fs over cfg and c.
+func diagnoseFlags(fs *flag.FlagSet, cfg *diagnoseEnv, c *diagnose.Command, cpuProfile *string, stderr io.Writer) {
 	fs.StringVar(&cfg.Events, "events", cfg.Events, "JSON-lines file of delivery events, - for standard input (env HANDOFF_EVENTS)")
 	fs.StringVar(&cfg.Contracts, "contract", cfg.Contracts, "delivery contract file, or a directory of them (env HANDOFF_CONTRACTS); default: the default contract")
 	fs.StringVar(&cfg.AsOf, "as-of", cfg.AsOf, "diagnose as of this RFC 3339 time (env HANDOFF_AS_OF); default: now")
 	fs.StringVar(&cfg.Format, "format", cfg.Format, "output format, text or json (env HANDOFF_FORMAT); default: text")
-	fs.StringVar(&cfg.Batch, "batch", "", "print only this batch, pipeline/business_date/batch_id (the others still count for continuity)")
-	fs.BoolVar(&cfg.Strict, "strict", false, "stop at the first line that fails validation (exit 2)")
-	fs.BoolVar(&cfg.Progress, "progress", false, "log progress every 5s even when standard error is a terminal")
-	fs.StringVar(&cfg.ClickHouse, "clickhouse", "", "read events from ClickHouse at ADDR (host:port, native protocol) instead of a file; needs --pipeline or --batch")
-	fs.StringVar(&cfg.Database, "database", cfg.Database, "ClickHouse database of handoff's tables (env HANDOFF_CLICKHOUSE_DATABASE)")
-	fs.StringVar(&cfg.Pipeline, "pipeline", "", "with --clickhouse: the pipeline to read")
-	fs.StringVar(&cfg.From, "from", "", "with --clickhouse: first business date to read, YYYY-MM-DD (default: open)")
-	fs.StringVar(&cfg.To, "to", "", "with --clickhouse: last business date to read, YYYY-MM-DD (default: open)")
-	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "")
+	fs.StringVar(&c.Batch, "batch", "", "print only this batch, pipeline/business_date/batch_id (the others still count for continuity)")
+	fs.BoolVar(&c.Strict, "strict", false, "stop at the first line that fails validation (exit 2)")
+	fs.BoolVar(&c.Progress, "progress", false, "log progress every 5s even when standard error is a terminal")
+	cfg.ClickHouse.RegisterFlags(fs, chconfig.WithLegacySpellings(stderr))
+	fs.StringVar(&c.Source.Pipeline, "pipeline", "", "with --clickhouse-addr: the pipeline to read")
+	fs.StringVar(&c.Source.From, "from", "", "with --clickhouse-addr: first business date to read, YYYY-MM-DD (default: open)")
+	fs.StringVar(&c.Source.To, "to", "", "with --clickhouse-addr: last business date to read, YYYY-MM-DD (default: open)")
+	fs.StringVar(cpuProfile, "cpuprofile", "", "")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: handoff diagnose --events FILE|- [--contract FILE|DIR] [--as-of RFC3339] [--format text|json] [--batch KEY] [--strict]")
-		fmt.Fprintln(stderr, "       handoff diagnose --clickhouse ADDR (--pipeline P [--from DATE] [--to DATE] | --batch KEY) [--contract ...] [--as-of ...]")
+		fmt.Fprintln(stderr, "       handoff diagnose --clickhouse-addr ADDR (--pipeline P [--from DATE] [--to DATE] | --batch KEY) [--contract ...] [--as-of ...]")
 		fmt.Fprintln(stderr)
 		fmt.Fprintln(stderr, "Replays delivery events and says, for every batch, where its delivery stopped.")
-		fmt.Fprintln(stderr, "Exit status: 0 every batch delivered, 1 some batch not delivered, 2 bad usage or input, 3 failure.")
+		fmt.Fprintln(stderr, "Exit status: 0 every batch delivered, 1 some batch not delivered, 2 bad usage or input")
+		fmt.Fprintln(stderr, "(a --pipeline or --batch that matches nothing included), 3 failure.")
 		fmt.Fprintln(stderr)
 		fs.VisitAll(func(f *flag.Flag) {
 			if f.Usage == "" { // hidden
@@ -85,87 +64,51 @@ func diagnose(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			fmt.Fprintf(stderr, "  --%s %s\n    \t%s\n", f.Name, name, usage)
 		})
 	}
+}
+
+// diagnoseCmd is the diagnose command; now is the default as-of time.
+func diagnoseCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, now time.Time) (err error) {
+	var cfg diagnoseEnv
+	if err := env.Parse(&cfg); err != nil {
+		return usageError("environment: %v", err)
+	}
+	var (
+		c          diagnose.Command
+		cpuProfile string
+	)
+	fs := flag.NewFlagSet("handoff diagnose", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	diagnoseFlags(fs, &cfg, &c, &cpuProfile, stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-
 	// Check every option before reading anything.
 	if err := checkFormat(&cfg.Format); err != nil {
 		return err
 	}
-	asOf, err := parseAsOf(cfg.AsOf, now)
+	if c.AsOf, err = parseAsOf(cfg.AsOf, now); err != nil {
+		return err
+	}
+	if c.Contracts, err = loadContracts(cfg.Contracts); err != nil {
+		return err
+	}
+	c.Source.Events, c.Format, c.Terminal = cfg.Events, cfg.Format, isTerminal(stderr)
+	if cliflag.Given(fs, "clickhouse-addr", "clickhouse") {
+		c.Source.ClickHouse = &cfg.ClickHouse
+	}
+	stop, err := cpuProfileTo(cpuProfile)
 	if err != nil {
 		return err
 	}
-	var only model.BatchKey
-	if cfg.Batch != "" {
-		k, err := model.ParseBatchKey(cfg.Batch)
-		if err != nil {
-			return usageError("--batch: %v", err)
+	defer func() {
+		if serr := stop(); err == nil && serr != nil {
+			err = serr
 		}
-		only = k
-	}
-	contracts, err := loadContracts(cfg.Contracts)
-	if err != nil {
-		return err
-	}
-	src, err := openSource(ctx, cfg, stdin, only, contracts, asOf)
-	if err != nil {
-		return err
-	}
-	if cfg.CPUProfile != "" {
-		f, err := os.Create(cfg.CPUProfile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			return err
-		}
-		defer func() {
-			pprof.StopCPUProfile()
-			if cerr := f.Close(); err == nil && cerr != nil {
-				err = cerr
-			}
-		}()
-	}
-
+	}()
 	// The folded events of a large run are a few hundred MiB and stay live
 	// to the end: collect less often, under a soft limit.
 	defer gcDefaults(diagnoseGCPercent, softMemoryLimit)()
-	sum := &summary{rejected: map[model.RejectKind]int{}}
-	msgs := bufio.NewWriter(stderr)
-	defer msgs.Flush()
-	var log *slog.Logger
-	if cfg.Progress || !isTerminal(stderr) {
-		log = slog.New(slog.NewTextHandler(stderr, nil))
-	}
-	rep := &reporter{w: msgs, name: src.name(), strict: cfg.Strict, log: log, started: started, next: started.Add(progressEvery), sum: sum}
-	out := bufio.NewWriterSize(stdout, 1<<20)
-	d := &diagnoser{src: src, rep: rep, sum: sum, out: out, contracts: contracts, asOf: asOf}
-	switch {
-	case cfg.Batch != "":
-		err = d.one(ctx, only, cfg.Format)
-	case cfg.Format == "json":
-		err = d.json(ctx)
-	default:
-		err = d.text(ctx)
-	}
-	if err == nil {
-		err = writing(out.Flush())
-	}
-	if err != nil {
-		msgs.Flush()
-		return err
-	}
-	sum.print(msgs, time.Since(started))
-	if err := msgs.Flush(); err != nil {
-		return err
-	}
-	if sum.notDelivered() > 0 {
-		return &exitError{code: exitNotDelivered}
-	}
-	return nil
+	return c.Run(ctx, stdin, stdout, stderr)
 }
 
 // loadContracts loads --contract: a file or a directory. Errors name the
@@ -186,4 +129,22 @@ func loadContracts(path string) (*contract.Set, error) {
 		return nil, usageError("--contract %s: %v", path, err)
 	}
 	return set, nil
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// writing says that err, if any, happened while writing the output.
+func writing(err error) error {
+	if err != nil {
+		return fmt.Errorf("writing the diagnoses: %w", err)
+	}
+	return nil
 }

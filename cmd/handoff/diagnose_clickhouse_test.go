@@ -41,7 +41,7 @@ func TestDiagnoseFromClickHouseEqualsFromFile(t *testing.T) {
 		t.Fatalf("file diagnoses cover %d pipelines, want 3", len(fromFile))
 	}
 	for pipeline, want := range fromFile {
-		code, out, errOut := runCmd(t, "", append([]string{"--clickhouse", addr, "--database", db, "--pipeline", pipeline}, common...)...)
+		code, out, errOut := runCmd(t, "", append([]string{"--clickhouse-addr", addr, "--clickhouse-database", db, "--pipeline", pipeline}, common...)...)
 		if code > exitNotDelivered {
 			t.Fatalf("diagnose --clickhouse --pipeline %s: exit %d: %s", pipeline, code, errOut)
 		}
@@ -58,7 +58,7 @@ func TestDiagnoseFromClickHouseEqualsFromFile(t *testing.T) {
 
 	// One batch, read with the week before it for continuity: the seed's
 	// 2026-09-30 batch still sees 2026-09-29 delivered.
-	code, out, errOut = runCmd(t, "", append([]string{"--clickhouse", addr, "--database", db, "--batch", seedBatch}, common...)...)
+	code, out, errOut = runCmd(t, "", append([]string{"--clickhouse-addr", addr, "--clickhouse-database", db, "--batch", seedBatch}, common...)...)
 	if code != exitNotDelivered {
 		t.Fatalf("diagnose --clickhouse --batch: exit %d, want %d: %s", code, exitNotDelivered, errOut)
 	}
@@ -142,14 +142,14 @@ func TestDiagnoseFromClickHouseManyPartitions(t *testing.T) {
 	if code > exitNotDelivered {
 		t.Fatalf("diagnose --events: exit %d: %s", code, errOut)
 	}
-	code, got, errOut := runCmd(t, "", append([]string{"--clickhouse", addr, "--database", db, "--pipeline", "normal.daily"}, common...)...)
+	code, got, errOut := runCmd(t, "", append([]string{"--clickhouse-addr", addr, "--clickhouse-database", db, "--pipeline", "normal.daily"}, common...)...)
 	if code > exitNotDelivered {
 		t.Fatalf("diagnose --clickhouse --pipeline normal.daily: exit %d: %s", code, errOut)
 	}
 	if got != want {
 		t.Fatalf("ClickHouse diagnosis differs from the file's:\nfile:\n%s\nclickhouse:\n%s", want, got)
 	}
-	code, got, errOut = runCmd(t, "", append([]string{"--clickhouse", addr, "--database", db, "--pipeline", "spread.monthly"}, common...)...)
+	code, got, errOut = runCmd(t, "", append([]string{"--clickhouse-addr", addr, "--clickhouse-database", db, "--pipeline", "spread.monthly"}, common...)...)
 	if code > exitNotDelivered {
 		t.Fatalf("diagnose --clickhouse --pipeline spread.monthly: exit %d: %s", code, errOut)
 	}
@@ -232,7 +232,7 @@ func TestDiagnoseRangeEqualsBackfill(t *testing.T) {
 			if len(want) == 0 {
 				t.Fatalf("backfill diagnosed no batch of %s in [%s, %s]: the history is too small to test anything", tt.pipeline, tt.from, tt.to)
 			}
-			code, out, errOut = runCmd(t, "", append([]string{"--clickhouse", addr, "--database", db,
+			code, out, errOut = runCmd(t, "", append([]string{"--clickhouse-addr", addr, "--clickhouse-database", db,
 				"--pipeline", tt.pipeline, "--from", tt.from, "--to", tt.to}, common...)...)
 			if code > exitNotDelivered {
 				t.Fatalf("diagnose --clickhouse: exit %d: %s", code, errOut)
@@ -259,7 +259,7 @@ func TestDiagnoseRangeEqualsBackfill(t *testing.T) {
 			if first.Previous != nil {
 				checked++
 			}
-			code, out, errOut = runCmd(t, "", append([]string{"--clickhouse", addr, "--database", db, "--batch", first.Batch}, common...)...)
+			code, out, errOut = runCmd(t, "", append([]string{"--clickhouse-addr", addr, "--clickhouse-database", db, "--batch", first.Batch}, common...)...)
 			if code > exitNotDelivered {
 				t.Fatalf("diagnose --clickhouse --batch %s: exit %d: %s", first.Batch, code, errOut)
 			}

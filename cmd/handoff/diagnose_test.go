@@ -270,12 +270,12 @@ func TestDiagnoseUsage(t *testing.T) {
 		{"extra argument", []string{"--events", seedEvents, "more"}, exitUsage, "more"},
 		{"missing file", []string{"--events", "does-not-exist.jsonl"}, exitUsage, "does-not-exist.jsonl"},
 		{"missing contract", []string{"--events", seedEvents, "--contract", "no-such-dir"}, exitUsage, "no-such-dir"},
-		{"clickhouse without a pipeline", []string{"--clickhouse", "localhost:9000"}, exitUsage, "--pipeline"},
-		{"pipeline without clickhouse", []string{"--events", "-", "--pipeline", "p"}, exitUsage, "--clickhouse"},
+		{"clickhouse without a pipeline", []string{"--clickhouse-addr", "localhost:9000"}, exitUsage, "--pipeline"},
+		{"pipeline without clickhouse", []string{"--events", "-", "--pipeline", "p"}, exitUsage, "--clickhouse-addr"},
 		{"help", []string{"-h"}, exitOK, "--events"},
 		// Checked before connecting: no server listens on port 9.
-		{"hostile database", []string{"--clickhouse", "127.0.0.1:9", "--pipeline", "p", "--database", "db.events FINAL WHERE 1=1 --"}, exitUsage, `--database: clickhouse database name "db.events FINAL WHERE 1=1 --"`},
-		{"hostile database with --batch", []string{"--clickhouse", "127.0.0.1:9", "--batch", seedBatch, "--database", "h;DROP DATABASE h"}, exitUsage, "--database"},
+		{"hostile database", []string{"--clickhouse-addr", "127.0.0.1:9", "--pipeline", "p", "--clickhouse-database", "db.events FINAL WHERE 1=1 --"}, exitUsage, `--clickhouse-database (HANDOFF_CLICKHOUSE_DATABASE): clickhouse database name "db.events FINAL WHERE 1=1 --"`},
+		{"hostile database with --batch", []string{"--clickhouse-addr", "127.0.0.1:9", "--batch", seedBatch, "--clickhouse-database", "h;DROP DATABASE h"}, exitUsage, "--clickhouse-database"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,7 +31,7 @@ func TestEmitExitCodes(t *testing.T) {
 		{"timeout negative", append([]string{"--timeout", "-1s"}, append(dead, event...)...), "", exitUsage, []string{"--timeout", "-1s"}},
 		{"port out of range", append([]string{"--kafka-brokers", "127.0.0.1:99999"}, event...), "", exitUsage, []string{"--kafka-brokers", `port "99999"`}},
 		{"broker without port", append([]string{"--kafka-brokers", "localhost"}, event...), "", exitUsage, []string{"--kafka-brokers", "want host:port"}},
-		{"no brokers", event, "", exitUsage, []string{"no Kafka brokers"}},
+		{"no brokers", event, "", exitUsage, []string{"--kafka-brokers (HANDOFF_KAFKA_BROKERS): required"}},
 		{"invalid topic", append([]string{"--topic", "bad topic!"}, append(dead, event...)...), "", exitUsage, []string{"--topic", "character ' '"}},
 		{"oversized line", append([]string{"--stdin"}, dead...), "\n" + tooLong, exitUsage, []string{"line 2", "longer than the"}},
 		{"invalid line", append([]string{"--stdin"}, dead...), `{"type":"job.exploded"}` + "\n", exitUsage, []string{"line 1", "type"}},

@@ -2,33 +2,24 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/caarlos0/env/v11"
 
-	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/query/findings"
+	"github.com/handoff-dev/handoff/store/chconfig"
 )
 
 // findingsConfig is findings' configuration: the environment first, flags
 // win. Only where ClickHouse is comes from the environment; the rest
 // describes one run.
 type findingsConfig struct {
-	ClickHouse clickhouseConfig
+	ClickHouse chconfig.Service
 }
-
-// Bounds of --limit: enough for any on-call screen, and a bound on what
-// one run holds in memory.
-const (
-	defaultFindingsLimit = 1000
-	maxFindingsLimit     = 100_000
-)
 
 // runFindings is `handoff findings`: the detector's stored findings, open
 // ones by default (docs/findings.md).
@@ -43,23 +34,22 @@ func findingsCmd(ctx context.Context, args []string, stdout, stderr io.Writer, n
 		return usageError("environment: %v", err)
 	}
 	var (
-		pipelines, kinds     stringList
-		from, to, asOfS      string
-		state, format, limit = "open", "text", strconv.Itoa(defaultFindingsLimit)
-		failOnOpen           bool
+		pipelines, kinds stringList
+		asOfS            string
+		c                = findings.Command{State: "open", Format: "text", Limit: strconv.Itoa(findings.DefaultLimit)}
 	)
 	fs := flag.NewFlagSet("handoff findings", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Var(&pipelines, "pipeline", "pipeline name, or a prefix ending in * (repeatable, or a comma list); default: every pipeline")
-	fs.StringVar(&from, "from", "", "first business date, YYYY-MM-DD; default: no lower bound")
-	fs.StringVar(&to, "to", "", "last business date, YYYY-MM-DD, inclusive; default: no upper bound")
-	fs.StringVar(&state, "state", state, "state of a finding's latest record: open, resolved or all")
+	fs.StringVar(&c.From, "from", "", "first business date, YYYY-MM-DD; default: no lower bound")
+	fs.StringVar(&c.To, "to", "", "last business date, YYYY-MM-DD, inclusive; default: no upper bound")
+	fs.StringVar(&c.State, "state", c.State, "state of a finding's latest record: open, resolved or all")
 	fs.Var(&kinds, "kind", "finding kind: overdue, missing, failed or an anomaly kind (repeatable, or a comma list); default: every kind")
-	fs.StringVar(&limit, "limit", limit, fmt.Sprintf("print at most this many findings (1 to %d); the output says when more match", maxFindingsLimit))
-	fs.StringVar(&format, "format", format, "text (an aligned table and a summary line), json (one object) or jsonl (one finding per line)")
-	fs.BoolVar(&failOnOpen, "fail-on-open", false, "exit 1 when an open finding is printed")
+	fs.StringVar(&c.Limit, "limit", c.Limit, fmt.Sprintf("print at most this many findings (1 to %d); the output says when more match", findings.MaxLimit))
+	fs.StringVar(&c.Format, "format", c.Format, "text (an aligned table and a summary line), json (one object) or jsonl (one finding per line)")
+	fs.BoolVar(&c.FailOnOpen, "fail-on-open", false, "exit 1 when an open finding is printed")
 	fs.StringVar(&asOfS, "as-of", "", "RFC 3339 time the lateness of open findings is counted to; default: now")
-	cfg.ClickHouse.register(fs)
+	cfg.ClickHouse.RegisterFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: handoff findings [--pipeline P ...] [--from DATE] [--to DATE] [--state open|resolved|all] [--kind K ...]")
 		fmt.Fprintln(stderr, "                        [--limit N] [--format text|json|jsonl] [--fail-on-open]")
@@ -71,106 +61,22 @@ func findingsCmd(ctx context.Context, args []string, stdout, stderr io.Writer, n
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-
 	// Check every flag before connecting.
-	var f findings.Filter
-	for _, p := range splitList(pipelines) {
-		if prefix, ok := strings.CutSuffix(p, "*"); ok {
-			if prefix == "" {
-				return usageError("--pipeline %q: give a prefix before the * (or leave --pipeline out for every pipeline)", p)
-			}
-			f.Prefixes = append(f.Prefixes, prefix)
-		} else {
-			f.Pipelines = append(f.Pipelines, p)
-		}
+	c.Pipelines, c.Kinds = pipelines, kinds
+	if err := c.Prepare(); err != nil {
+		return err
 	}
-	for _, d := range []struct {
-		flag, v string
-		to      *model.Date
-	}{{"from", from, &f.From}, {"to", to, &f.To}} {
-		if d.v == "" {
-			continue
-		}
-		date, err := model.ParseDate(d.v)
-		if err != nil {
-			return usageError("--%s %q: want a business date YYYY-MM-DD (%v)", d.flag, d.v, err)
-		}
-		*d.to = date
+	var err error
+	if c.AsOf, err = parseAsOf(asOfS, now); err != nil {
+		return err
 	}
-	switch state {
-	case "all":
-	case findings.StateOpen, findings.StateResolved:
-		f.State = state
-	default:
-		return usageError("--state %q: want open, resolved or all", state)
-	}
-	f.Kinds = splitList(kinds)
-	if err := f.Check(); err != nil {
-		var fe *findings.FieldError
-		if errors.As(err, &fe) {
-			return usageError("--%s: %s", fe.Field, fe.Reason)
-		}
+	if err := cfg.ClickHouse.Check(); err != nil {
 		return usageError("%v", err)
 	}
-	n, err := strconv.Atoi(limit)
-	if err != nil || n < 1 || n > maxFindingsLimit {
-		return usageError("--limit %q: want a whole number from 1 to %d", limit, maxFindingsLimit)
-	}
-	switch format {
-	case "text", "json", "jsonl":
-	default:
-		return usageError("--format %q: want text, json or jsonl", format)
-	}
-	asOf, err := parseAsOf(asOfS, now)
-	if err != nil {
-		return err
-	}
-	if err := cfg.ClickHouse.check(); err != nil {
-		return err
-	}
-
-	conn, err := cfg.ClickHouse.open(ctx)
+	conn, err := cfg.ClickHouse.Open(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	res, err := findings.Read(ctx, conn, cfg.ClickHouse.Database, f, findings.ByBatch, n)
-	if err != nil {
-		return fmt.Errorf("%w (is this the database `handoff ingest` writes? --clickhouse-database / HANDOFF_CLICKHOUSE_DATABASE)", err)
-	}
-	switch format {
-	case "json":
-		err = findings.WriteJSON(stdout, res)
-	case "jsonl":
-		err = findings.WriteJSONL(stdout, res)
-	default:
-		err = findings.WriteText(stdout, res, f.State, asOf)
-	}
-	if err != nil {
-		return fmt.Errorf("write the findings: %w", err)
-	}
-	if res.Truncated && format != "text" {
-		fmt.Fprintf(stderr, "handoff findings: more findings match than --limit %d: narrow the filters or raise --limit\n", n)
-	}
-	if failOnOpen {
-		for i := range res.Findings {
-			if res.Findings[i].State == findings.StateOpen {
-				return &exitError{code: exitNotDelivered}
-			}
-		}
-	}
-	return nil
-}
-
-// splitList returns the items of a repeatable flag whose values may also
-// be comma lists, spaces around items trimmed. An empty item stays, for
-// the filter's check to refuse by name.
-func splitList(l stringList) []string {
-	var out []string
-	for _, v := range l {
-		for _, item := range strings.Split(v, ",") {
-			out = append(out, strings.TrimSpace(item))
-		}
-	}
-	return out
+	return c.Run(ctx, conn, cfg.ClickHouse.Database, stdout, stderr)
 }

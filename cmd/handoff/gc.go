@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 )
 
 // Garbage-collector settings of the long-running commands, applied when the
@@ -47,4 +48,24 @@ func gcDefaults(percent int, limit int64) (restore func()) {
 		debug.SetGCPercent(oldGC)
 		debug.SetMemoryLimit(oldLimit)
 	}
+}
+
+// cpuProfileTo starts a CPU profile written to path (nothing when path is
+// empty) and returns what stops it and closes the file.
+func cpuProfileTo(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, usageError("--cpuprofile: %v", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/handoff-dev/handoff/ingest/consumer"
+	"github.com/handoff-dev/handoff/ingest/ingester"
 	"github.com/handoff-dev/handoff/ingest/results"
-	"github.com/handoff-dev/handoff/store/chconn"
 )
 
 // runIngest is `handoff ingest`: consume delivery events from Kafka into
@@ -44,12 +43,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
-			// The results consumer shares the events consumer's Kafka,
-			// database, dead-letter topic and timing settings.
-			rcfg.Brokers, rcfg.DLQTopic, rcfg.Database = cfg.Brokers, cfg.DLQTopic, cfg.Database
-			rcfg.Partitions, rcfg.ReplicationFactor = cfg.Partitions, cfg.ReplicationFactor
-			rcfg.RetryMax, rcfg.SessionTimeout, rcfg.ShutdownTimeout = cfg.RetryMax, cfg.SessionTimeout, cfg.ShutdownTimeout
-			return rcfg.Validate()
+			return ingester.Share(cfg, &rcfg)
 		},
 		metricsAddr: func() string { return cfg.MetricsAddr },
 	}, args, stderr)
@@ -57,46 +51,8 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer d.stop()
-	log, reg := d.log, d.reg
-
-	c, err := consumer.New(ctx, cfg, consumer.Options{Logger: log, Registry: reg})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil // interrupted while waiting for the services
-		}
-		return fmt.Errorf("ingest: start: %w", err)
-	}
-	conn, err := chconn.Open(ctx, chconn.Config{Addr: cfg.ClickHouseAddr, User: cfg.User, Password: cfg.Password, Compression: cfg.Compression, Settings: cfg.Layout().InsertSettings()})
-	if err != nil {
-		c.Close()
-		return fmt.Errorf("ingest: results: %w", err)
-	}
-	defer conn.Close()
-	rc, err := results.New(ctx, rcfg, results.Options{Conn: conn, Logger: log.With("consumer", "results"), Registry: reg})
-	if err != nil {
-		c.Close()
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("ingest: start the results consumer: %w", err)
-	}
 	defer gcDefaults(ingestGCPercent, ingestMemoryLimit(int64(cfg.BatchBytes)))()
-	// Either consumer stopping (a fatal error) stops the other.
-	rctx, stop := context.WithCancel(ctx)
-	defer stop()
-	resultsDone := make(chan error, 1)
-	go func() { resultsDone <- rc.Run(rctx); stop() }()
-	eventsErr := c.Run(rctx)
-	stop()
-	runErr := errors.Join(eventsErr, <-resultsDone)
-	closeErr := errors.Join(c.Close(), rc.Close())
-	if runErr != nil {
-		return fmt.Errorf("ingest: %w", runErr)
-	}
-	if closeErr != nil {
-		log.Warn("close", "err", closeErr)
-	}
-	return nil
+	return ingester.Run(ctx, cfg, rcfg, ingester.Options{Logger: d.log, Registry: d.reg})
 }
 
 func ingestLogger(w io.Writer, level, format string) (*slog.Logger, error) {

@@ -2,23 +2,17 @@
 //
 // Usage:
 //
-//	handoff diagnose --events FILE|- [--contract FILE|DIR] [--as-of T] [--format text|json] [--batch KEY]
-//	handoff ingest   [flags]   Kafka -> ClickHouse
-//	handoff emit     [flags]   publish delivery events
-//	handoff broker   [flags]   embedded Kafka-protocol broker for the demo
-//	handoff restore-signal --batch KEY --dir DIR --contract F [--apply --reason R]   the seed case's fix
-//	handoff verify   --batch KEY --dir DIR --contract F [--wait D]   end-to-end checks after a fix
-//	handoff watch    --role R --dir DIR --contract F   files -> boundary events
-//	handoff openlineage --contract F (--kafka-brokers B | --file F)   OpenLineage run events in
-//	handoff serve    [flags]   JSON API and web pages over ClickHouse
+//	handoff COMMAND [flags]
+//	handoff version
 //
-// Run "handoff COMMAND -h" for a command's flags (printed on standard
-// error, exit 0). Deployment settings (addresses, topics, tuning) also read
-// HANDOFF_* environment variables, and a flag given on the command line
-// wins; docs/configuration.md lists which flags have one.
+// "handoff help" lists the commands; "handoff COMMAND -h" prints a
+// command's flags (on standard error, exit 0). Deployment settings
+// (addresses, topics, tuning) also read HANDOFF_* environment variables,
+// and a flag given on the command line wins; docs/configuration.md lists
+// which flags have one, and the exit codes.
 //
 // This file only wires: each command lives in its own file and calls into
-// the rooms (model, analyzer, ingest, query).
+// the rooms (model, analyzer, ingest, store, judge, notify, query).
 package main
 
 import (
@@ -31,6 +25,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/handoff-dev/handoff/internal/exitcode"
 	// Contracts name time zones (Asia/Shanghai); embed the zone database so
 	// they load on machines without /usr/share/zoneinfo.
 	_ "time/tzdata"
@@ -38,13 +34,14 @@ import (
 
 // Exit codes, documented in docs/configuration.md.
 const (
-	exitOK           = 0 // success; for diagnose: every batch delivered
-	exitNotDelivered = 1 // diagnose: at least one batch is not delivered
-	exitUsage        = 2 // bad flags, bad input (with --strict), bad contract
-	exitFailure      = 3 // a runtime failure: I/O, Kafka, ClickHouse
+	exitOK           = exitcode.OK
+	exitNotDelivered = exitcode.NotDelivered
+	exitUsage        = exitcode.Usage
+	exitFailure      = exitcode.Failure
 )
 
-// exitError carries an exit code through an error return.
+// exitError carries an exit code through an error return (the commands'
+// files; the packages they call return an *exitcode.Error).
 type exitError struct {
 	code int
 	err  error
@@ -60,7 +57,7 @@ func (e *exitError) Unwrap() error { return e.err }
 
 // usageError marks an error as the caller's mistake (exit 2).
 func usageError(format string, args ...any) error {
-	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+	return exitcode.Usagef(format, args...)
 }
 
 // parseFlags parses a command's flags: -h prints the usage and ends the
@@ -111,6 +108,7 @@ func commands() []command {
 		{"openlineage", "map OpenLineage run events (Kafka or a file) to delivery events", runOpenLineage},
 		{"serve", "serve the JSON API and web pages over the delivery history", runServe},
 		{"findings", "print the detector's stored findings (open ones by default)", runFindings},
+		{"version", "print handoff's version and the revision it was built from", runVersion},
 	}
 }
 
@@ -129,23 +127,25 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return exitOK
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = append([]string{"version"}, args[1:]...)
+	}
 	for _, c := range commands() {
 		if c.name != args[0] {
 			continue
 		}
 		err := c.run(ctx, args[1:], stdin, stdout, stderr)
-		if err == nil {
-			return exitOK
-		}
 		var ee *exitError
 		if errors.As(err, &ee) {
-			if ee.err != nil {
-				fmt.Fprintf(stderr, "handoff %s: %v\n", c.name, ee.err)
-			}
-			return ee.code
+			err = &exitcode.Error{Code: ee.code, Err: ee.err}
 		}
-		fmt.Fprintf(stderr, "handoff %s: %v\n", c.name, err)
-		return exitFailure
+		code, msg := exitcode.Of(err)
+		if msg != nil {
+			// The one prefix of every message: the packages below say
+			// what failed, not which command they run in.
+			fmt.Fprintf(stderr, "handoff %s: %v\n", c.name, msg)
+		}
+		return code
 	}
 	fmt.Fprintf(stderr, "handoff: unknown command %q\n", args[0])
 	usage(stderr)
@@ -157,9 +157,13 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Usage: handoff COMMAND [flags]")
 	fmt.Fprintln(w)
+	width := 0
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, `Run "handoff COMMAND -h" for a command's flags.`)
+	fmt.Fprintln(w, `Run "handoff COMMAND -h" for a command's flags; exit codes: docs/configuration.md.`)
 }

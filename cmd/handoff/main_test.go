@@ -12,7 +12,7 @@ import (
 // so that a renamed or dropped flag fails this test instead of passing with
 // it. Commands may have more flags than listed.
 var commandFlags = map[string][]string{
-	"diagnose": {"events", "contract", "as-of", "format", "batch", "strict", "progress", "clickhouse", "database", "pipeline", "from", "to"},
+	"diagnose": {"events", "contract", "as-of", "format", "batch", "strict", "progress", "clickhouse-addr", "clickhouse-database", "clickhouse-user", "clickhouse-password", "pipeline", "from", "to"},
 	"ingest": {"kafka-brokers", "topic", "dlq-topic", "group", "topic-partitions", "clickhouse-addr", "clickhouse-database", "clickhouse-cluster", "retain-months",
 		"clickhouse-user", "clickhouse-password", "batch-size", "flush-interval", "retry-max", "shutdown-timeout",
 		"metrics-addr", "log-level", "log-format"},
@@ -31,7 +31,8 @@ var commandFlags = map[string][]string{
 	"verify":      {"batch", "dir", "contract", "events", "clickhouse", "database", "as-of", "format", "wait", "poll"},
 	"backfill": {"from", "to", "pipeline", "as-of", "contract", "publish", "dry-run", "format", "clickhouse-addr",
 		"clickhouse-database", "kafka-brokers", "diagnoses-topic", "workers", "unit-rows", "progress-interval"},
-	"serve": {"addr", "clickhouse-addr", "clickhouse-database", "clickhouse-user", "clickhouse-password", "contract", "query-timeout"},
+	"serve":   {"addr", "clickhouse-addr", "clickhouse-database", "clickhouse-user", "clickhouse-password", "contract", "query-timeout"},
+	"version": {},
 	"findings": {"pipeline", "from", "to", "state", "kind", "limit", "format", "fail-on-open", "as-of", "clickhouse-addr",
 		"clickhouse-database", "clickhouse-user", "clickhouse-password"},
 }

@@ -33,14 +33,14 @@ func runNotify(ctx context.Context, args []string, _ io.Reader, _, stderr io.Wri
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("notify: start: %w", err)
+		return fmt.Errorf("start: %w", err)
 	}
 	runErr := n.Run(ctx)
 	if err := n.Close(); err != nil {
 		log.Warn("close", "err", err)
 	}
 	if runErr != nil {
-		return fmt.Errorf("notify: %w", runErr)
+		return runErr
 	}
 	return nil
 }

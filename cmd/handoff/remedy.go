@@ -16,8 +16,10 @@ import (
 	"github.com/handoff-dev/handoff/analyzer/remedy"
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/ingest/restore"
+	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
+	"github.com/handoff-dev/handoff/store/chconfig"
 )
 
 // remedyConfig is what restore-signal and verify read: which batch, where
@@ -26,11 +28,10 @@ import (
 type remedyConfig struct {
 	Events    string `env:"HANDOFF_EVENTS"`
 	Contracts string `env:"HANDOFF_CONTRACTS"`
-	Database  string `env:"HANDOFF_CLICKHOUSE_DATABASE" envDefault:"handoff"`
-	User      string `env:"HANDOFF_CLICKHOUSE_USER"`
-	Password  string `env:"HANDOFF_CLICKHOUSE_PASSWORD"`
 	Kafka     emitEnv
-	// ClickHouse, like diagnose's, is a flag only.
+	CH        chconfig.Service
+	// ClickHouse is the address events are read from: set, like
+	// diagnose's, only when --clickhouse-addr is given on the command line.
 	ClickHouse string
 	Batch      string
 	Dir        string
@@ -50,13 +51,12 @@ type remedyConfig struct {
 
 // remedyFlags declares the flags of restore-signal (restore true) or
 // verify on fs: every flag of the two commands is defined here.
-func remedyFlags(fs *flag.FlagSet, cfg *remedyConfig, restore bool) {
+func remedyFlags(fs *flag.FlagSet, cfg *remedyConfig, restore bool, stderr io.Writer) {
 	fs.StringVar(&cfg.Batch, "batch", "", "the batch, pipeline/business_date/batch_id (required)")
 	fs.StringVar(&cfg.Dir, "dir", "", "the receiver directory holding the batch's data file and signal (required)")
 	fs.StringVar(&cfg.Contracts, "contract", cfg.Contracts, "delivery contract file, or a directory of them (required; env HANDOFF_CONTRACTS)")
 	fs.StringVar(&cfg.Events, "events", cfg.Events, "JSON-lines file of delivery events (env HANDOFF_EVENTS)")
-	fs.StringVar(&cfg.ClickHouse, "clickhouse", "", "read events from ClickHouse at ADDR (host:port, native protocol) instead of a file")
-	fs.StringVar(&cfg.Database, "database", cfg.Database, "ClickHouse database of handoff's tables (env HANDOFF_CLICKHOUSE_DATABASE)")
+	cfg.CH.RegisterFlags(fs, chconfig.WithLegacySpellings(stderr))
 	fs.StringVar(&cfg.AsOf, "as-of", "", "evaluate as of this RFC 3339 time; default: now")
 	fs.StringVar(&cfg.Format, "format", "text", "output format, text or json")
 	if !restore {
@@ -73,7 +73,13 @@ func remedyFlags(fs *flag.FlagSet, cfg *remedyConfig, restore bool) {
 }
 
 // check validates the flags before anything is read.
-func (cfg *remedyConfig) check() error {
+func (cfg *remedyConfig) check(fs *flag.FlagSet) error {
+	if cliflag.Given(fs, "clickhouse-addr", "clickhouse") {
+		if err := cfg.CH.Check(); err != nil {
+			return usageError("%v", err)
+		}
+		cfg.ClickHouse = cfg.CH.Addr
+	}
 	if cfg.Batch == "" {
 		return usageError("--batch pipeline/business_date/batch_id is required")
 	}
@@ -140,7 +146,7 @@ type sourceHistory struct {
 
 func (h sourceHistory) Batch(ctx context.Context, key model.BatchKey, asOf time.Time) (replay.Diagnosis, []replay.Diagnosis, error) {
 	cfg := h.cfg
-	dc := diagnoseConfig{Events: cfg.Events, ClickHouse: cfg.ClickHouse, Database: cfg.Database, User: cfg.User, Password: cfg.Password}
+	dc := diagnoseConfig{Events: cfg.Events, ClickHouse: cfg.ClickHouse, Database: cfg.CH.Database, User: cfg.CH.User, Password: cfg.CH.Password}
 	if cfg.ClickHouse != "" {
 		from, to := remedyWindow(key)
 		dc.Pipeline, dc.From, dc.To = key.Pipeline, from.String(), to.String()
@@ -202,7 +208,7 @@ func writeJSON(w io.Writer, v any) error {
 func (cfg *remedyConfig) sourceArgs() []string {
 	args := []string{"--batch", cfg.Batch, "--dir", cfg.Dir, "--contract", cfg.Contracts}
 	if cfg.ClickHouse != "" {
-		args = append(args, "--clickhouse", cfg.ClickHouse, "--database", cfg.Database)
+		args = append(args, "--clickhouse-addr", cfg.ClickHouse, "--clickhouse-database", cfg.CH.Database)
 	} else {
 		args = append(args, "--events", cfg.Events)
 	}

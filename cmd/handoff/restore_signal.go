@@ -41,7 +41,7 @@ func runRestoreSignal(ctx context.Context, args []string, _ io.Reader, stdout, s
 	}
 	fs := flag.NewFlagSet("handoff restore-signal", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	remedyFlags(fs, &cfg, true)
+	remedyFlags(fs, &cfg, true, stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: handoff restore-signal --batch KEY --dir RECEIVER_DIR --contract FILE|DIR (--events FILE | --clickhouse ADDR) [--apply --reason TEXT]")
 		fmt.Fprintln(stderr, "\nChecks every precondition of restoring a batch's missing completion signal against the recorded events")
@@ -54,7 +54,7 @@ func runRestoreSignal(ctx context.Context, args []string, _ io.Reader, stdout, s
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := cfg.check(); err != nil {
+	if err := cfg.check(fs); err != nil {
 		return err
 	}
 	req := restore.Request{Key: cfg.key, Dir: cfg.Dir, AsOf: cfg.asOf, Settle: cfg.Settle, Apply: cfg.Apply, Who: whoRestores(cfg.Reason)}

@@ -353,7 +353,7 @@ func TestRestoreSignalUsage(t *testing.T) {
 		{[]string{"restore-signal", "--batch", storyBatch, "--contract", rc.contract, "--events", rc.events}, "--dir"},
 		{[]string{"restore-signal", "--batch", storyBatch, "--dir", rc.recv, "--events", rc.events}, "--contract"},
 		{[]string{"restore-signal", "--batch", storyBatch, "--dir", filepath.Join(rc.dir, "none"), "--contract", rc.contract, "--events", rc.events}, "not a directory"},
-		{[]string{"restore-signal", "--batch", storyBatch, "--dir", rc.recv, "--contract", rc.contract, "--clickhouse", "127.0.0.1:1", "--apply", "--reason", "r"}, "--kafka-brokers"},
+		{[]string{"restore-signal", "--batch", storyBatch, "--dir", rc.recv, "--contract", rc.contract, "--clickhouse-addr", "127.0.0.1:1", "--apply", "--reason", "r"}, "--kafka-brokers"},
 		{[]string{"verify", "--batch", storyBatch, "--dir", rc.recv, "--contract", rc.contract, "--events", rc.events, "--wait", "-1s"}, "--wait"},
 	} {
 		var out, errb bytes.Buffer

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/caarlos0/env/v11"
@@ -17,15 +15,35 @@ import (
 
 	"github.com/handoff-dev/handoff/query/dash"
 	"github.com/handoff-dev/handoff/query/serve"
+	"github.com/handoff-dev/handoff/store/chconfig"
 )
 
 // serveConfig is serve's configuration: environment variables first, then
 // flags, which win.
 type serveConfig struct {
 	Addr         string `env:"HANDOFF_SERVE_ADDR" envDefault:"127.0.0.1:8080"`
-	ClickHouse   clickhouseConfig
+	ClickHouse   chconfig.Service
 	Contracts    string        `env:"HANDOFF_CONTRACTS"`
 	QueryTimeout time.Duration `env:"HANDOFF_SERVE_QUERY_TIMEOUT" envDefault:"10s"`
+	// WaitForDatabase starts serving only once the database has
+	// handoff's tables, instead of refusing to start without them.
+	WaitForDatabase bool `env:"HANDOFF_SERVE_WAIT_FOR_DATABASE"`
+}
+
+// register defines serve's flags on fs.
+func (cfg *serveConfig) register(fs *flag.FlagSet, stderr io.Writer) {
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "HTTP listen address (env HANDOFF_SERVE_ADDR)")
+	cfg.ClickHouse.RegisterFlags(fs)
+	fs.StringVar(&cfg.Contracts, "contract", cfg.Contracts, "delivery contract file or directory, for diagnoses on read (env HANDOFF_CONTRACTS); default: the default contract")
+	fs.DurationVar(&cfg.QueryTimeout, "query-timeout", cfg.QueryTimeout, "time limit of every ClickHouse query (env HANDOFF_SERVE_QUERY_TIMEOUT)")
+	fs.BoolVar(&cfg.WaitForDatabase, "wait-for-database", cfg.WaitForDatabase, "when the database has no handoff tables yet, wait for handoff ingest to create them instead of refusing to start (env HANDOFF_SERVE_WAIT_FOR_DATABASE)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: handoff serve [flags]")
+		fmt.Fprintln(stderr, "\nServe the JSON API (/api/v1) and the web pages over the delivery history in ClickHouse.")
+		fmt.Fprintln(stderr, "Refuses to start (exit 2) when the database has no handoff tables, unless --wait-for-database.")
+		fmt.Fprintln(stderr, "Every flag has a HANDOFF_* variable (named in its help); flags win.\n\nFlags:")
+		fs.PrintDefaults()
+	}
 }
 
 // runServe is `handoff serve`: the JSON API and the web pages over the
@@ -37,31 +55,22 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	}
 	fs := flag.NewFlagSet("handoff serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "HTTP listen address (env HANDOFF_SERVE_ADDR)")
-	cfg.ClickHouse.register(fs)
-	fs.StringVar(&cfg.Contracts, "contract", cfg.Contracts, "delivery contract file or directory, for diagnoses on read (env HANDOFF_CONTRACTS); default: the default contract")
-	fs.DurationVar(&cfg.QueryTimeout, "query-timeout", cfg.QueryTimeout, "time limit of every ClickHouse query (env HANDOFF_SERVE_QUERY_TIMEOUT)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: handoff serve [flags]")
-		fmt.Fprintln(stderr, "\nServe the JSON API (/api/v1) and the web pages over the delivery history in ClickHouse.")
-		fmt.Fprintln(stderr, "Every flag has a HANDOFF_* variable (named in its help); flags win.\n\nFlags:")
-		fs.PrintDefaults()
-	}
+	cfg.register(fs, stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if cfg.QueryTimeout <= 0 {
 		return usageError("--query-timeout %v: want a positive duration such as 10s", cfg.QueryTimeout)
 	}
-	if err := cfg.ClickHouse.check(); err != nil {
-		return err
+	if err := cfg.ClickHouse.Check(); err != nil {
+		return usageError("%v", err)
 	}
 	contracts, err := loadContracts(cfg.Contracts)
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	conn, err := cfg.ClickHouse.open(ctx)
+	conn, err := cfg.ClickHouse.Open(ctx)
 	if err != nil {
 		return err
 	}
@@ -79,24 +88,14 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("serve: listen on %s: %w (set HANDOFF_SERVE_ADDR or --addr to a free address)", cfg.Addr, err)
+	if err := serve.CheckDatabase(ctx, srv, cfg.WaitForDatabase, serve.WaitPoll, log); err != nil {
+		if ctx.Err() != nil {
+			return nil // interrupted while waiting
+		}
+		return err
 	}
 	defer gcDefaults(serveGCPercent, softMemoryLimit)()
-	hs := serve.HTTPServer(srv)
-	log.Info("serving", "url", "http://"+ln.Addr().String()+"/", "database", cfg.ClickHouse.Database, "readonly_user", srv.Readonly())
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: shut down: %w", err)
-	}
-	return nil
+	return serve.ListenAndServe(ctx, srv, cfg.Addr, func(a net.Addr) {
+		log.Info("serving", "url", "http://"+a.String()+"/", "database", cfg.ClickHouse.Database, "readonly_user", srv.Readonly())
+	})
 }

@@ -110,7 +110,7 @@ func TestSeedStory(t *testing.T) {
 	// restore-signal, dry run: every precondition proven, nothing written.
 	restoreSignal := func(extra ...string) (int, restoreOut, string) {
 		args := append([]string{"restore-signal", "--batch", storyBatch, "--dir", recv, "--contract", contractFile,
-			"--clickhouse", chAddr, "--database", db, "--format", "json", "--settle", "200ms"}, extra...)
+			"--clickhouse-addr", chAddr, "--clickhouse-database", db, "--format", "json", "--settle", "200ms"}, extra...)
 		var out, errb bytes.Buffer
 		code := run(ctx, args, strings.NewReader(""), &out, &errb)
 		var o restoreOut
@@ -151,8 +151,8 @@ func TestSeedStory(t *testing.T) {
 
 	// verify waits for the consumption to be stored, then checks it all.
 	var out, errb bytes.Buffer
-	code = run(ctx, []string{"verify", "--batch", storyBatch, "--dir", recv, "--contract", contractFile, "--clickhouse", chAddr,
-		"--database", db, "--format", "json", "--wait", "60s", "--poll", "300ms"}, strings.NewReader(""), &out, &errb)
+	code = run(ctx, []string{"verify", "--batch", storyBatch, "--dir", recv, "--contract", contractFile, "--clickhouse-addr", chAddr,
+		"--clickhouse-database", db, "--format", "json", "--wait", "60s", "--poll", "300ms"}, strings.NewReader(""), &out, &errb)
 	var v verifyOut
 	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
 		t.Fatalf("verify: exit %d, %q: %v; %s", code, out.String(), err, errb.String())
@@ -276,7 +276,7 @@ func waitTimeline(t *testing.T, addr, db, contractFile, what string, types ...mo
 	var d storyDiag
 	testenv.Eventually(t, time.Minute, what+" stored", func() (bool, string) {
 		var out, errb bytes.Buffer
-		code := run(context.Background(), []string{"diagnose", "--clickhouse", addr, "--database", db, "--batch", storyBatch,
+		code := run(context.Background(), []string{"diagnose", "--clickhouse-addr", addr, "--clickhouse-database", db, "--batch", storyBatch,
 			"--contract", contractFile, "--format", "json"}, strings.NewReader(""), &out, &errb)
 		if code > exitNotDelivered {
 			return false, errb.String()

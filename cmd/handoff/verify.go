@@ -30,7 +30,7 @@ func runVerify(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	}
 	fs := flag.NewFlagSet("handoff verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	remedyFlags(fs, &cfg, false)
+	remedyFlags(fs, &cfg, false, stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: handoff verify --batch KEY --dir RECEIVER_DIR --contract FILE|DIR (--events FILE | --clickhouse ADDR) [--wait DURATION]")
 		fmt.Fprintln(stderr, "\nChecks a batch end to end after a fix: artifact readable, signal identity and continuity, consumed")
@@ -41,7 +41,7 @@ func runVerify(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := cfg.check(); err != nil {
+	if err := cfg.check(fs); err != nil {
 		return err
 	}
 	if cfg.Poll <= 0 {

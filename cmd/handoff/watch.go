@@ -5,15 +5,28 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/caarlos0/env/v11"
 
-	"github.com/handoff-dev/handoff/ingest/emit"
 	"github.com/handoff-dev/handoff/ingest/watch"
 )
+
+// watchFlags defines watch's flags on fs over c.
+func watchFlags(fs *flag.FlagSet, c *watch.Command) {
+	fs.StringVar(&c.Role, "role", "", "producer, exchange or receiver: which side of the chain the directory is (required)")
+	fs.StringVar(&c.Dir, "dir", "", "the directory tree to watch (required)")
+	fs.StringVar(&c.ContractsPath, "contract", envOr("HANDOFF_CONTRACTS", ""), "delivery contract file, or a directory of them, whose templates name the files (required; env HANDOFF_CONTRACTS)")
+	fs.DurationVar(&c.Settle, "settle", 2*time.Second, "a file is final once its size and modification time held this long")
+	fs.DurationVar(&c.Rescan, "rescan", 30*time.Second, "interval of the full rescan that catches missed notifications")
+	fs.StringVar(&c.Component, "component", c.Component, "component named in the events (env HANDOFF_COMPONENT); default handoff-watch")
+	fs.StringVar(&c.Ledger, "ledger", "", "file recording the ids of acknowledged events, so a restart sends none again")
+	fs.BoolVar(&c.Once, "once", false, "scan once, report every file once it settled, and exit")
+	c.Kafka.RegisterFlags(fs)
+	c.Kafka.RegisterTopicFlag(fs)
+	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "how long Kafka may take to acknowledge (env HANDOFF_EMIT_TIMEOUT)")
+	fs.StringVar(&c.LogLevel, "log-level", envOr("HANDOFF_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env HANDOFF_LOG_LEVEL)")
+}
 
 // runWatch is `handoff watch`: turn files arriving in a directory tree
 // into boundary events on Kafka.
@@ -22,20 +35,10 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	if err := env.Parse(&ev); err != nil {
 		return usageError("environment: %v", err)
 	}
+	c := watch.Command{Kafka: ev.Kafka, Timeout: ev.Timeout, Component: ev.Component}
 	fs := flag.NewFlagSet("handoff watch", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	role := fs.String("role", "", "producer, exchange or receiver: which side of the chain the directory is (required)")
-	dir := fs.String("dir", "", "the directory tree to watch (required)")
-	contracts := fs.String("contract", envOr("HANDOFF_CONTRACTS", ""), "delivery contract file, or a directory of them, whose templates name the files (required; env HANDOFF_CONTRACTS)")
-	settle := fs.Duration("settle", 2*time.Second, "a file is final once its size and modification time held this long")
-	rescan := fs.Duration("rescan", 30*time.Second, "interval of the full rescan that catches missed notifications")
-	component := fs.String("component", ev.Component, "component named in the events (env HANDOFF_COMPONENT); default handoff-watch")
-	ledger := fs.String("ledger", "", "file recording the ids of acknowledged events, so a restart sends none again")
-	once := fs.Bool("once", false, "scan once, report every file once it settled, and exit")
-	brokers := fs.String("kafka-brokers", strings.Join(ev.Brokers, ","), "Kafka brokers, host:port[,...] (required; env HANDOFF_KAFKA_BROKERS)")
-	topic := fs.String("topic", ev.Topic, "events topic (env HANDOFF_TOPIC)")
-	timeout := fs.Duration("timeout", ev.Timeout, "how long Kafka may take to acknowledge (env HANDOFF_EMIT_TIMEOUT)")
-	logLevel := fs.String("log-level", envOr("HANDOFF_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env HANDOFF_LOG_LEVEL)")
+	watchFlags(fs, &c)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: handoff watch --role producer|exchange|receiver --dir DIR --contract FILE|DIR [flags]")
 		fmt.Fprintln(stderr, "\nWatches a directory tree and emits the boundary events its files prove: artifact.staged,")
@@ -47,47 +50,13 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	r, err := watch.ParseRole(*role)
-	if err != nil {
-		return usageError("--role: %v", err)
+	if err := c.Prepare(); err != nil {
+		return err
 	}
-	if *dir == "" {
-		return usageError("--dir is required")
-	}
-	if *contracts == "" {
-		return usageError("--contract is required: file names are matched through the contracts' templates")
-	}
-	if *brokers == "" {
-		return usageError("--kafka-brokers is required (or HANDOFF_KAFKA_BROKERS): the watcher emits to Kafka")
-	}
-	if *settle <= 0 || *rescan <= 0 {
-		return usageError("--settle and --rescan must be positive")
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return usageError("--log-level %q: want debug, info, warn or error", *logLevel)
-	}
-	set, err := loadContracts(*contracts)
+	set, err := loadContracts(c.ContractsPath)
 	if err != nil {
 		return err
 	}
-	em, err := emit.New(emit.Config{Brokers: strings.Split(*brokers, ","), Topic: *topic, Timeout: *timeout, CreateTopic: true, Partitions: ev.Partitions})
-	if err != nil {
-		return usageError("%v", err)
-	}
-	defer em.Close()
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	w, err := watch.New(watch.Config{Role: r, Dir: *dir, Contracts: set, Settle: *settle, Rescan: *rescan,
-		Component: *component, Ledger: *ledger, Log: log}, em)
-	if err != nil {
-		return usageError("%v", err)
-	}
-	if *once {
-		err = w.Once(ctx)
-	} else {
-		err = w.Run(ctx)
-	}
-	st := w.Stats()
-	log.Info("watch: stopped", "emitted", st.Emitted, "ignored_files", st.Ignored, "skipped_from_ledger", st.Skipped, "anomalies", st.Anomalies, "unreadable", st.Unreadable, "restored_signals", st.Restored)
-	return err
+	c.Contracts = set
+	return c.Run(ctx, stderr)
 }

@@ -178,7 +178,7 @@ func TestDistributedReadEqualsSingleServer(t *testing.T) {
 
 	bin := filepath.Join(e.dir, "bin", "handoff")
 	diagnose := func(addr, db string) []byte {
-		cmd := exec.CommandContext(ctx, bin, "diagnose", "--clickhouse", addr, "--database", db, "--pipeline", pipeline,
+		cmd := exec.CommandContext(ctx, bin, "diagnose", "--clickhouse-addr", addr, "--clickhouse-database", db, "--pipeline", pipeline,
 			"--as-of", "2026-10-10T00:00:00Z", "--format", "json")
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut

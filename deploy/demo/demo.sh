@@ -47,11 +47,14 @@ else
   bash deploy/services/clickhouse.sh start
   export HANDOFF_CLICKHOUSE_ADDR="127.0.0.1:${HANDOFF_CLICKHOUSE_PORT:-19000}"
 fi
-export HANDOFF_CLICKHOUSE_DATABASE="${HANDOFF_CLICKHOUSE_DATABASE:-handoff_demo}"
+# The demo's database is its own (HANDOFF_DEMO_DATABASE, default
+# handoff_demo), never the HANDOFF_CLICKHOUSE_DATABASE a shell may export
+# for real work: every run drops it.
+export HANDOFF_CLICKHOUSE_DATABASE="${HANDOFF_DEMO_DATABASE:-handoff_demo}"
 case "$HANDOFF_CLICKHOUSE_DATABASE" in
   handoff_demo*) ;;
   *)
-    echo "demo: HANDOFF_CLICKHOUSE_DATABASE=$HANDOFF_CLICKHOUSE_DATABASE: the demo drops and recreates its database on every run, so it must be named handoff_demo or handoff_demo_*" >&2
+    echo "demo: HANDOFF_DEMO_DATABASE=$HANDOFF_CLICKHOUSE_DATABASE: the demo drops and recreates its database on every run, so it must be named handoff_demo or handoff_demo_*" >&2
     exit 2
     ;;
 esac
@@ -147,7 +150,7 @@ step 1 "events: the seed's $want events went through Kafka into ClickHouse ($HAN
 
 say "diagnose, read back from ClickHouse, as of 2026-10-03T00:00:00Z"
 set +e
-"$BIN" diagnose --clickhouse "$HANDOFF_CLICKHOUSE_ADDR" --pipeline account-balance-snapshot.daily \
+"$BIN" diagnose --clickhouse-addr "$HANDOFF_CLICKHOUSE_ADDR" --pipeline account-balance-snapshot.daily \
   --contract deploy/contracts --as-of 2026-10-03T00:00:00Z
 code=$?
 set -e
@@ -211,7 +214,7 @@ step 3 "detect: 20260930 overdue at signal_delivered (not_identified); 2026-10-0
 # The fix: prove the artifact safe first, then declare completion. The
 # names of the files derive from the batch's identity under the contract.
 B="$P/2026-09-30/20260930"
-remedy_flags=(--batch "$B" --dir "$INBOX" --contract deploy/contracts --clickhouse "$HANDOFF_CLICKHOUSE_ADDR" --database "$HANDOFF_CLICKHOUSE_DATABASE")
+remedy_flags=(--batch "$B" --dir "$INBOX" --contract deploy/contracts --clickhouse-addr "$HANDOFF_CLICKHOUSE_ADDR" --clickhouse-database "$HANDOFF_CLICKHOUSE_DATABASE")
 say "restore-signal (dry run): every precondition against the real files at the receiver"
 set +e
 "$BIN" restore-signal "${remedy_flags[@]}" --as-of "$(demo_now)" --settle 500ms

@@ -51,7 +51,7 @@ func TestDemoTwice(t *testing.T) {
 		topic := testenv.Topic(t, brokers, "handoff_demo_test")
 		env := append(os.Environ(),
 			"HANDOFF_BIN="+bin, "HANDOFF_DATA_DIR="+data,
-			"HANDOFF_CLICKHOUSE_ADDR="+addr, "HANDOFF_CLICKHOUSE_DATABASE="+db,
+			"HANDOFF_CLICKHOUSE_ADDR="+addr, "HANDOFF_DEMO_DATABASE="+db,
 			"HANDOFF_KAFKA_BROKERS="+strings.Join(brokers, ","),
 			"HANDOFF_TOPIC="+topic+".events", "HANDOFF_DLQ_TOPIC="+topic+".dlq",
 			"HANDOFF_FINDINGS_TOPIC="+topic+".findings", "HANDOFF_DIAGNOSES_TOPIC="+topic+".diagnoses",

@@ -281,7 +281,7 @@ func TestDocsExamples(t *testing.T) {
 		}
 	}
 	demoEnv := append(slicesClone(env), "HANDOFF_BIN="+filepath.Join(root, "bin", "handoff"),
-		"HANDOFF_CLICKHOUSE_DATABASE="+db,
+		"HANDOFF_DEMO_DATABASE="+db,
 		"HANDOFF_TOPIC="+topic+".events", "HANDOFF_DLQ_TOPIC="+topic+".events.dlq",
 		"HANDOFF_FINDINGS_TOPIC="+topic+".findings", "HANDOFF_DIAGNOSES_TOPIC="+topic+".diagnoses",
 		"HANDOFF_GROUP="+topic+"_ingest", "HANDOFF_RESULTS_GROUP="+topic+"_results",

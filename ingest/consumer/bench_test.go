@@ -34,12 +34,12 @@ func BenchmarkIngest(b *testing.B) {
 	cfg := s.config()
 	cfg.BatchSize = envInt("HANDOFF_BENCH_BATCH", 50_000)
 	cfg.FlushInterval = time.Second
-	cfg.Partitions = envInt("HANDOFF_BENCH_PARTITIONS", 6)
+	cfg.Kafka.Partitions = envInt("HANDOFF_BENCH_PARTITIONS", 6)
 	cfg.Workers = envInt("HANDOFF_BENCH_WORKERS", 0)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if err := topics.Ensure(ctx, s.brokers, topics.Spec{Name: s.topic, Partitions: cfg.Partitions}); err != nil {
+	if err := topics.Ensure(ctx, s.brokers, topics.Spec{Name: s.topic, Partitions: cfg.Kafka.Partitions}); err != nil {
 		b.Fatal(err)
 	}
 	events := testenv.Events(n, "pipe.bench", 11)

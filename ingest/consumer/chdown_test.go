@@ -17,7 +17,7 @@ func TestClickHouseDown(t *testing.T) {
 	const pipeline = "pipe.chdown"
 	p := testenv.NewProxy(t, s.chAddr)
 	cfg := s.config()
-	cfg.ClickHouseAddr = p.Addr()
+	cfg.ClickHouse.Addr = p.Addr()
 	_, reg, stop := start(t, cfg, consumer.Options{})
 	w := writer(t, s.brokers, s.topic)
 	q := "SELECT count() FROM " + s.db + ".events FINAL"

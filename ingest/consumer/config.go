@@ -13,6 +13,7 @@ import (
 
 	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/internal/topics"
+	"github.com/handoff-dev/handoff/store/chconfig"
 	"github.com/handoff-dev/handoff/store/schema"
 )
 
@@ -20,27 +21,24 @@ import (
 // (HANDOFF_*) and a flag (see RegisterFlags); flags override the
 // environment, which overrides the defaults.
 type Config struct {
-	Brokers           []string      `env:"HANDOFF_KAFKA_BROKERS" envSeparator:","`
-	Topic             string        `env:"HANDOFF_TOPIC" envDefault:"handoff.events"`
-	DLQTopic          string        `env:"HANDOFF_DLQ_TOPIC" envDefault:"handoff.events.dlq"`
-	Group             string        `env:"HANDOFF_GROUP" envDefault:"handoff-ingest"`
-	Partitions        int           `env:"HANDOFF_TOPIC_PARTITIONS" envDefault:"6"`
-	ReplicationFactor int           `env:"HANDOFF_TOPIC_REPLICATION" envDefault:"1"`
-	ClickHouseAddr    string        `env:"HANDOFF_CLICKHOUSE_ADDR"`
-	Database          string        `env:"HANDOFF_CLICKHOUSE_DATABASE" envDefault:"handoff"`
-	Cluster           string        `env:"HANDOFF_CLICKHOUSE_CLUSTER"`
-	RetainMonths      int           `env:"HANDOFF_RETAIN_MONTHS" envDefault:"0"`
-	User              string        `env:"HANDOFF_CLICKHOUSE_USER" envDefault:"default"`
-	Password          string        `env:"HANDOFF_CLICKHOUSE_PASSWORD"`
-	Compression       string        `env:"HANDOFF_CLICKHOUSE_COMPRESSION" envDefault:"none"`
-	BatchSize         int           `env:"HANDOFF_BATCH_SIZE" envDefault:"50000"`
-	BatchBytes        ByteSize      `env:"HANDOFF_BATCH_BYTES" envDefault:"64MiB"`
-	FlushInterval     time.Duration `env:"HANDOFF_FLUSH_INTERVAL" envDefault:"1s"`
-	Workers           int           `env:"HANDOFF_DECODE_WORKERS" envDefault:"0"`
-	RetryMax          time.Duration `env:"HANDOFF_RETRY_MAX" envDefault:"10s"`
-	SessionTimeout    time.Duration `env:"HANDOFF_SESSION_TIMEOUT" envDefault:"10s"`
-	ShutdownTimeout   time.Duration `env:"HANDOFF_SHUTDOWN_TIMEOUT" envDefault:"30s"`
-	MetricsAddr       string        `env:"HANDOFF_METRICS_ADDR" envDefault:"127.0.0.1:9464"`
+	// Kafka holds the brokers, the events topic and the shape of the
+	// topics created when missing, as every command takes them.
+	Kafka    cliflag.Kafka
+	DLQTopic string `env:"HANDOFF_DLQ_TOPIC" envDefault:"handoff.events.dlq"`
+	Group    string `env:"HANDOFF_GROUP" envDefault:"handoff-ingest"`
+	// ClickHouse is where the events are stored, as every command takes
+	// it (the cluster included).
+	ClickHouse      chconfig.Service
+	RetainMonths    int           `env:"HANDOFF_RETAIN_MONTHS" envDefault:"0"`
+	Compression     string        `env:"HANDOFF_CLICKHOUSE_COMPRESSION" envDefault:"none"`
+	BatchSize       int           `env:"HANDOFF_BATCH_SIZE" envDefault:"50000"`
+	BatchBytes      ByteSize      `env:"HANDOFF_BATCH_BYTES" envDefault:"64MiB"`
+	FlushInterval   time.Duration `env:"HANDOFF_FLUSH_INTERVAL" envDefault:"1s"`
+	Workers         int           `env:"HANDOFF_DECODE_WORKERS" envDefault:"0"`
+	RetryMax        time.Duration `env:"HANDOFF_RETRY_MAX" envDefault:"10s"`
+	SessionTimeout  time.Duration `env:"HANDOFF_SESSION_TIMEOUT" envDefault:"10s"`
+	ShutdownTimeout time.Duration `env:"HANDOFF_SHUTDOWN_TIMEOUT" envDefault:"30s"`
+	MetricsAddr     string        `env:"HANDOFF_METRICS_ADDR" envDefault:"127.0.0.1:9464"`
 }
 
 // LoadConfig reads the configuration from the environment (defaults
@@ -64,7 +62,7 @@ func envError(err error) error {
 	}
 	var agg env.AggregateError
 	if !errors.As(err, &agg) {
-		return fmt.Errorf("ingest configuration from the environment: %w", err)
+		return fmt.Errorf("configuration from the environment: %w", err)
 	}
 	var msgs []string
 	for _, e := range agg.Errors {
@@ -77,24 +75,19 @@ func envError(err error) error {
 		}
 		msgs = append(msgs, e.Error())
 	}
-	return fmt.Errorf("ingest configuration from the environment: %s: %w", strings.Join(msgs, "; "), err)
+	return fmt.Errorf("configuration from the environment: %s: %w", strings.Join(msgs, "; "), err)
 }
 
 // RegisterFlags defines one flag per field on fs, with the current values
 // (from the environment) as defaults, so parsing fs overrides them.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.Var(cliflag.List{P: &c.Brokers}, "kafka-brokers", "Kafka brokers, host:port[,host:port...] (HANDOFF_KAFKA_BROKERS)")
-	fs.StringVar(&c.Topic, "topic", c.Topic, "events topic (HANDOFF_TOPIC)")
+	c.Kafka.RegisterFlags(fs)
+	c.Kafka.RegisterTopicFlag(fs)
 	fs.StringVar(&c.DLQTopic, "dlq-topic", c.DLQTopic, "dead-letter topic (HANDOFF_DLQ_TOPIC)")
 	fs.StringVar(&c.Group, "group", c.Group, "Kafka consumer group (HANDOFF_GROUP)")
-	fs.IntVar(&c.Partitions, "topic-partitions", c.Partitions, "partitions of topics created when missing (HANDOFF_TOPIC_PARTITIONS)")
-	fs.IntVar(&c.ReplicationFactor, "topic-replication", c.ReplicationFactor, "replication factor of topics created when missing (HANDOFF_TOPIC_REPLICATION)")
-	fs.StringVar(&c.ClickHouseAddr, "clickhouse-addr", c.ClickHouseAddr, "ClickHouse native protocol host:port (HANDOFF_CLICKHOUSE_ADDR)")
-	fs.StringVar(&c.Database, "clickhouse-database", c.Database, "ClickHouse database (HANDOFF_CLICKHOUSE_DATABASE)")
-	fs.StringVar(&c.Cluster, "clickhouse-cluster", c.Cluster, "ClickHouse cluster (<remote_servers> name) for the replicated and Distributed tables; empty: a single server (HANDOFF_CLICKHOUSE_CLUSTER)")
+	c.Kafka.RegisterTopicShapeFlags(fs)
+	c.ClickHouse.RegisterFlags(fs, chconfig.WithCluster())
 	fs.IntVar(&c.RetainMonths, "retain-months", c.RetainMonths, "drop history older than this many whole months before the current one, daily; 0 keeps everything (HANDOFF_RETAIN_MONTHS)")
-	fs.StringVar(&c.User, "clickhouse-user", c.User, "ClickHouse user (HANDOFF_CLICKHOUSE_USER)")
-	fs.StringVar(&c.Password, "clickhouse-password", c.Password, "ClickHouse password (HANDOFF_CLICKHOUSE_PASSWORD; prefer the variable)")
 	fs.StringVar(&c.Compression, "clickhouse-compression", c.Compression, "compression of blocks sent to ClickHouse: none, lz4 or zstd (HANDOFF_CLICKHOUSE_COMPRESSION)")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "flush after this many messages (HANDOFF_BATCH_SIZE)")
 	fs.Var(&c.BatchBytes, "batch-bytes", "flush before a batch's messages exceed this many bytes, e.g. 64MiB; the pipeline holds at most 4 times this (HANDOFF_BATCH_BYTES)")
@@ -108,7 +101,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 
 // Layout is the schema layout the configuration selects: the cluster
 // flavour when Cluster is set (docs/cluster.md).
-func (c *Config) Layout() schema.Layout { return schema.Layout{Cluster: c.Cluster} }
+func (c *Config) Layout() schema.Layout { return c.ClickHouse.Layout() }
 
 // DefaultBatchBytes is the default of Config.BatchBytes (also what 0
 // means).
@@ -117,22 +110,12 @@ const DefaultBatchBytes = 64 << 20
 // Validate checks the configuration and says what to set, and fills
 // BatchBytes when it is 0.
 func (c *Config) Validate() error {
-	var brokers []string
-	for _, b := range c.Brokers {
-		if b = strings.TrimSpace(b); b != "" {
-			brokers = append(brokers, b)
-		}
-	}
-	c.Brokers = brokers
 	var probs []string
-	if err := topics.CheckBrokers(c.Brokers); err != nil {
+	if err := c.Kafka.Check(true); err != nil {
 		probs = append(probs, err.Error())
 	}
-	if c.ClickHouseAddr == "" {
-		probs = append(probs, "no ClickHouse address: set HANDOFF_CLICKHOUSE_ADDR or --clickhouse-addr")
-	}
-	if err := topics.CheckName(c.Topic); err != nil {
-		probs = append(probs, "events topic (HANDOFF_TOPIC, --topic): "+err.Error())
+	if err := c.ClickHouse.Check(); err != nil {
+		probs = append(probs, err.Error())
 	}
 	if err := topics.CheckName(c.DLQTopic); err != nil {
 		probs = append(probs, "dead-letter topic (HANDOFF_DLQ_TOPIC, --dlq-topic): "+err.Error())
@@ -140,7 +123,7 @@ func (c *Config) Validate() error {
 	if c.Group == "" {
 		probs = append(probs, "the consumer group (HANDOFF_GROUP, --group) must not be empty")
 	}
-	if c.Topic == c.DLQTopic {
+	if err := topics.CheckName(c.DLQTopic); err == nil && c.Kafka.Topic == c.DLQTopic {
 		probs = append(probs, "the DLQ topic must differ from the events topic")
 	}
 	if c.BatchSize <= 0 {
@@ -155,17 +138,11 @@ func (c *Config) Validate() error {
 	if c.FlushInterval <= 0 {
 		probs = append(probs, "flush interval must be positive")
 	}
-	if err := schema.CheckDatabase(c.Database); err != nil {
-		probs = append(probs, err.Error()+" (HANDOFF_CLICKHOUSE_DATABASE or --clickhouse-database)")
-	}
 	if c.RetainMonths < 0 {
 		probs = append(probs, "retained months (HANDOFF_RETAIN_MONTHS, --retain-months) must be 0 (keep everything) or more")
 	}
-	if err := c.Layout().Check(); err != nil {
-		probs = append(probs, err.Error()+" (HANDOFF_CLICKHOUSE_CLUSTER or --clickhouse-cluster)")
-	}
 	if len(probs) > 0 {
-		return fmt.Errorf("ingest configuration: %s", strings.Join(probs, "; "))
+		return fmt.Errorf("configuration: %s", strings.Join(probs, "; "))
 	}
 	return nil
 }

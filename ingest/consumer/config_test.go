@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/ingest/consumer"
+	"github.com/handoff-dev/handoff/internal/cliflag"
+	"github.com/handoff-dev/handoff/store/chconfig"
 )
 
 func TestConfigDefaultsEnvFlags(t *testing.T) {
@@ -15,8 +17,8 @@ func TestConfigDefaultsEnvFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Topic != "handoff.events" || c.DLQTopic != "handoff.events.dlq" || c.Group != "handoff-ingest" ||
-		c.Database != "handoff" || c.BatchSize != 50000 || c.FlushInterval != time.Second || c.MetricsAddr != "127.0.0.1:9464" {
+	if c.Kafka.Topic != "handoff.events" || c.DLQTopic != "handoff.events.dlq" || c.Group != "handoff-ingest" ||
+		c.ClickHouse.Database != "handoff" || c.BatchSize != 50000 || c.FlushInterval != time.Second || c.MetricsAddr != "127.0.0.1:9464" {
 		t.Errorf("defaults: %+v", c)
 	}
 	if err := c.Validate(); err == nil {
@@ -39,8 +41,8 @@ func TestConfigDefaultsEnvFlags(t *testing.T) {
 	if err := fs.Parse([]string{"--topic", "t2", "--kafka-brokers", "c:3", "--clickhouse-cluster", "prod"}); err != nil {
 		t.Fatal(err)
 	}
-	if c.Topic != "t2" || !reflect.DeepEqual(c.Brokers, []string{"c:3"}) || c.BatchSize != 123 ||
-		c.FlushInterval != 250*time.Millisecond || c.ClickHouseAddr != "ch:9000" || c.RetainMonths != 13 || c.Layout().Cluster != "prod" {
+	if c.Kafka.Topic != "t2" || !reflect.DeepEqual(c.Kafka.Brokers, []string{"c:3"}) || c.BatchSize != 123 ||
+		c.FlushInterval != 250*time.Millisecond || c.ClickHouse.Addr != "ch:9000" || c.RetainMonths != 13 || c.Layout().Cluster != "prod" {
 		t.Errorf("env then flags: %+v", c)
 	}
 	if err := c.Validate(); err != nil {
@@ -61,7 +63,7 @@ func TestConfigRejectsHostileDatabase(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.Database = db // an empty variable leaves the default
+		c.ClickHouse.Database = db // an empty variable leaves the default
 		err = c.Validate()
 		if err == nil || !strings.Contains(err.Error(), "database name") || !strings.Contains(err.Error(), "--clickhouse-database") {
 			t.Errorf("database %q: Validate() = %v, want an error naming the database and the flag", db, err)
@@ -112,7 +114,8 @@ func TestConfigBatchBytes(t *testing.T) {
 }
 
 func TestConfigValidateNamesBadKafkaSettings(t *testing.T) {
-	base := consumer.Config{Brokers: []string{"127.0.0.1:9092"}, ClickHouseAddr: "ch:9000", Database: "handoff", Topic: "t", DLQTopic: "t.dlq", Group: "g",
+	base := consumer.Config{Kafka: cliflag.Kafka{Brokers: []string{"127.0.0.1:9092"}, Topic: "t", Partitions: 1, Replication: 1},
+		ClickHouse: chconfig.Service{Addr: "ch:9000", Database: "handoff"}, DLQTopic: "t.dlq", Group: "g",
 		BatchSize: 1, FlushInterval: time.Second}
 	if err := base.Validate(); err != nil || base.BatchBytes != consumer.DefaultBatchBytes {
 		t.Fatalf("valid config: %v, batch bytes %d", err, base.BatchBytes)
@@ -121,11 +124,11 @@ func TestConfigValidateNamesBadKafkaSettings(t *testing.T) {
 		change func(*consumer.Config)
 		say    string
 	}{
-		{func(c *consumer.Config) { c.Brokers = []string{"127.0.0.1:99999"} }, `port "99999"`},
-		{func(c *consumer.Config) { c.Topic = "bad topic" }, "events topic (HANDOFF_TOPIC, --topic)"},
+		{func(c *consumer.Config) { c.Kafka.Brokers = []string{"127.0.0.1:99999"} }, `port "99999"`},
+		{func(c *consumer.Config) { c.Kafka.Topic = "bad topic" }, "--topic (HANDOFF_TOPIC)"},
 		{func(c *consumer.Config) { c.DLQTopic = "" }, "dead-letter topic"},
 		{func(c *consumer.Config) { c.BatchBytes = -1 }, "HANDOFF_BATCH_BYTES"},
-		{func(c *consumer.Config) { c.Cluster = "c ON CLUSTER x" }, "HANDOFF_CLICKHOUSE_CLUSTER"},
+		{func(c *consumer.Config) { c.ClickHouse.Cluster = "c ON CLUSTER x" }, "HANDOFF_CLICKHOUSE_CLUSTER"},
 		{func(c *consumer.Config) { c.RetainMonths = -1 }, "HANDOFF_RETAIN_MONTHS"},
 	} {
 		c := base

@@ -97,12 +97,12 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 	}
 	c.dec = make([]model.Decoder, c.workers)
 
-	err := c.retry(ctx, "startup", "connect to ClickHouse "+cfg.ClickHouseAddr+" and ensure the schema", 0, func(ctx context.Context) error {
-		conn, err := chconn.Open(ctx, chconn.Config{Addr: cfg.ClickHouseAddr, User: cfg.User, Password: cfg.Password, Compression: cfg.Compression, Settings: cfg.Layout().InsertSettings(), Dial: opts.ClickHouseDial})
+	err := c.retry(ctx, "startup", "connect to ClickHouse "+cfg.ClickHouse.Addr+" and ensure the schema", 0, func(ctx context.Context) error {
+		conn, err := chconn.Open(ctx, chconn.Config{Addr: cfg.ClickHouse.Addr, User: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password, Compression: cfg.Compression, Settings: cfg.Layout().InsertSettings(), Dial: opts.ClickHouseDial})
 		if err != nil {
 			return err
 		}
-		if err := schema.EnsureLayout(ctx, conn, cfg.Database, cfg.Layout()); err != nil {
+		if err := schema.EnsureLayout(ctx, conn, cfg.ClickHouse.Database, cfg.Layout()); err != nil {
 			conn.Close()
 			return err
 		}
@@ -112,11 +112,11 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.sink, _ = writer.New(c.conn, cfg.Database)
-	err = c.retry(ctx, "startup", "ensure Kafka topics "+cfg.Topic+", "+cfg.DLQTopic, 0, func(ctx context.Context) error {
-		return topics.Ensure(ctx, cfg.Brokers,
-			topics.Spec{Name: cfg.Topic, Partitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor},
-			topics.Spec{Name: cfg.DLQTopic, Partitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor})
+	c.sink, _ = writer.New(c.conn, cfg.ClickHouse.Database)
+	err = c.retry(ctx, "startup", "ensure Kafka topics "+cfg.Kafka.Topic+", "+cfg.DLQTopic, 0, func(ctx context.Context) error {
+		return topics.Ensure(ctx, cfg.Kafka.Brokers,
+			topics.Spec{Name: cfg.Kafka.Topic, Partitions: cfg.Kafka.Partitions, ReplicationFactor: cfg.Kafka.Replication},
+			topics.Spec{Name: cfg.DLQTopic, Partitions: cfg.Kafka.Partitions, ReplicationFactor: cfg.Kafka.Replication})
 	})
 	if err != nil {
 		c.conn.Close()
@@ -125,9 +125,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 	queue := readerQueue(cfg)
 	c.reader = kafka.NewReader(kafka.ReaderConfig{
 		Dialer:                &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, DialFunc: dialBuffered},
-		Brokers:               cfg.Brokers,
+		Brokers:               cfg.Kafka.Brokers,
 		GroupID:               cfg.Group,
-		Topic:                 cfg.Topic,
+		Topic:                 cfg.Kafka.Topic,
 		MinBytes:              1,
 		MaxBytes:              2 * topics.MaxMessageBytes,
 		MaxWait:               3 * time.Second, // long poll; kafka-go keeps 1s of it as a response margin
@@ -152,7 +152,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 	c.dlqTransport = &kafka.Transport{}
 	c.dlq = &kafka.Writer{
 		Transport:    c.dlqTransport,
-		Addr:         kafka.TCP(cfg.Brokers...),
+		Addr:         kafka.TCP(cfg.Kafka.Brokers...),
 		Topic:        cfg.DLQTopic,
 		Balancer:     &kafka.Murmur2Balancer{},
 		RequiredAcks: kafka.RequireAll,
@@ -163,7 +163,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		WriteTimeout: 30 * time.Second,
 		ReadTimeout:  30 * time.Second,
 	}
-	c.offsets = &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 30 * time.Second, Transport: c.dlqTransport}
+	c.offsets = &kafka.Client{Addr: kafka.TCP(cfg.Kafka.Brokers...), Timeout: 30 * time.Second, Transport: c.dlqTransport}
 	return c, nil
 }
 

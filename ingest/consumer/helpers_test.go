@@ -15,8 +15,10 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/handoff-dev/handoff/ingest/consumer"
+	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/store/chconfig"
 )
 
 // setup holds the unique names of one test.
@@ -43,8 +45,9 @@ func newSetup(t testing.TB, name string) *setup {
 
 func (s *setup) config() consumer.Config {
 	return consumer.Config{
-		Brokers: s.brokers, Topic: s.topic, DLQTopic: s.dlq, Group: s.group, Partitions: 4, ReplicationFactor: 1,
-		ClickHouseAddr: s.chAddr, Database: s.db, User: "default",
+		Kafka:      cliflag.Kafka{Brokers: s.brokers, Topic: s.topic, Partitions: 4, Replication: 1},
+		ClickHouse: chconfig.Service{Addr: s.chAddr, Database: s.db, User: "default"},
+		DLQTopic:   s.dlq, Group: s.group,
 		BatchSize: 1000, FlushInterval: 200 * time.Millisecond, RetryMax: time.Second,
 		SessionTimeout: 6 * time.Second, ShutdownTimeout: 20 * time.Second,
 	}

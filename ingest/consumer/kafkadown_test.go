@@ -235,7 +235,7 @@ func TestKafkaDown(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	cfg := s.config()
 	chProxy := testenv.NewProxy(t, chAddr) // cut in the second outage
-	cfg.ClickHouseAddr = chProxy.Addr()
+	cfg.ClickHouse.Addr = chProxy.Addr()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	nctx, ncancel := context.WithTimeout(ctx, time.Minute)

@@ -81,8 +81,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 	retained := c.startRetention(ctx)
 	defer func() { <-retained }()
 
-	c.log.Info("ingest running", "topic", c.cfg.Topic, "group", c.cfg.Group, "brokers", c.cfg.Brokers,
-		"clickhouse", c.cfg.ClickHouseAddr, "database", c.cfg.Database, "batch_size", c.cfg.BatchSize,
+	c.log.Info("ingest running", "topic", c.cfg.Kafka.Topic, "group", c.cfg.Group, "brokers", c.cfg.Kafka.Brokers,
+		"clickhouse", c.cfg.ClickHouse.Addr, "database", c.cfg.ClickHouse.Database, "batch_size", c.cfg.BatchSize,
 		"batch_bytes", c.cfg.BatchBytes.String(), "flush_interval", c.cfg.FlushInterval, "decode_workers", c.workers)
 
 	// This loop fetches messages and cuts batches; the decode workers
@@ -193,7 +193,7 @@ loop:
 				continue
 			}
 			c.m.Errors.WithLabelValues("fetch").Inc()
-			c.log.Warn("kafka fetch failed; retrying", "topic", c.cfg.Topic, "err", err, "retry_in", backoff)
+			c.log.Warn("kafka fetch failed; retrying", "topic", c.cfg.Kafka.Topic, "err", err, "retry_in", backoff)
 			select {
 			case <-time.After(backoff):
 			case <-bctx.Done():

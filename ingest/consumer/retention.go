@@ -28,7 +28,7 @@ func (c *Consumer) startRetention(ctx context.Context) <-chan struct{} {
 		defer t.Stop()
 		for {
 			cutoff := schema.RetentionCutoff(time.Now(), c.cfg.RetainMonths)
-			dropped, err := schema.DropPartitionsBefore(ctx, c.conn, c.cfg.Database, c.cfg.Layout(), cutoff)
+			dropped, err := schema.DropPartitionsBefore(ctx, c.conn, c.cfg.ClickHouse.Database, c.cfg.Layout(), cutoff)
 			if len(dropped) > 0 {
 				c.log.Info("retention: dropped partitions older than the cutoff", "cutoff", cutoff.Format(time.DateOnly), "partitions", dropped)
 			}

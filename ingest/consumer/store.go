@@ -148,7 +148,7 @@ func (c *Consumer) store(ctx context.Context, group []*decoded, ins *writer.Prep
 	}
 	if valid > 0 {
 		bs := eventBatches(group)
-		if err := c.retry(ctx, "insert", fmt.Sprintf("insert %d events into ClickHouse %s", valid, c.cfg.ClickHouseAddr), 0,
+		if err := c.retry(ctx, "insert", fmt.Sprintf("insert %d events into ClickHouse %s", valid, c.cfg.ClickHouse.Addr), 0,
 			func(ctx context.Context) error {
 				t := time.Now()
 				var err error
@@ -193,9 +193,9 @@ func (c *Consumer) recreateIfMissing(ctx context.Context, err error) error {
 	if !chconn.MissingSchema(err) {
 		return err
 	}
-	c.log.Warn("ClickHouse database or table is missing; recreating the schema", "database", c.cfg.Database, "err", err)
-	if serr := schema.EnsureLayout(ctx, c.conn, c.cfg.Database, c.cfg.Layout()); serr != nil {
-		return fmt.Errorf("%w; recreating the schema of database %s failed too: %w", err, c.cfg.Database, serr)
+	c.log.Warn("ClickHouse database or table is missing; recreating the schema", "database", c.cfg.ClickHouse.Database, "err", err)
+	if serr := schema.EnsureLayout(ctx, c.conn, c.cfg.ClickHouse.Database, c.cfg.Layout()); serr != nil {
+		return fmt.Errorf("%w; recreating the schema of database %s failed too: %w", err, c.cfg.ClickHouse.Database, serr)
 	}
 	return err
 }

@@ -62,13 +62,13 @@ type Emitter struct {
 // is the caller's input to fix.
 func New(cfg Config) (*Emitter, error) {
 	if err := topics.CheckBrokers(cfg.Brokers); err != nil {
-		return nil, fmt.Errorf("emit: %w", err)
+		return nil, err
 	}
 	if cfg.Topic == "" {
 		cfg.Topic = DefaultTopic
 	}
 	if err := topics.CheckName(cfg.Topic); err != nil {
-		return nil, fmt.Errorf("emit: %w", err)
+		return nil, err
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
@@ -171,10 +171,10 @@ func (em *Emitter) Send(ctx context.Context, events []model.Event) error {
 	// a leader change (topics.WriteAll).
 	if err := topics.WriteAll(ctx, em.w, msgs, nil); err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("emit: Kafka %s did not acknowledge %d event(s) on topic %s within %v: %w (is the broker up? check HANDOFF_KAFKA_BROKERS)",
+			return fmt.Errorf("Kafka %s did not acknowledge %d event(s) on topic %s within %v: %w (is the broker up? check HANDOFF_KAFKA_BROKERS)",
 				strings.Join(em.cfg.Brokers, ","), len(events), em.cfg.Topic, em.cfg.Timeout, err)
 		}
-		return fmt.Errorf("emit: write %d event(s) to Kafka topic %s at %s: %w (is the broker up? check HANDOFF_KAFKA_BROKERS; nothing was acknowledged, so emitting again with the same --event-id is safe)", len(events), em.cfg.Topic, strings.Join(em.cfg.Brokers, ","), err)
+		return fmt.Errorf("write %d event(s) to Kafka topic %s at %s: %w (is the broker up? check HANDOFF_KAFKA_BROKERS; nothing was acknowledged, so emitting again with the same --event-id is safe)", len(events), em.cfg.Topic, strings.Join(em.cfg.Brokers, ","), err)
 	}
 	return nil
 }
@@ -192,7 +192,7 @@ func (em *Emitter) ensureTopic(ctx context.Context) error {
 	}
 	err := topics.Ensure(ctx, em.cfg.Brokers, topics.Spec{Name: em.cfg.Topic, Partitions: em.cfg.Partitions, ReplicationFactor: em.cfg.ReplicationFactor})
 	if err != nil {
-		return fmt.Errorf("emit: %w (nothing was sent; the next emit tries again)", err)
+		return fmt.Errorf("%w (nothing was sent; the next emit tries again)", err)
 	}
 	em.topicReady = true
 	return nil
@@ -203,7 +203,7 @@ func (em *Emitter) Close() error {
 	err := em.w.Close()
 	em.tr.CloseIdleConnections()
 	if err != nil {
-		return fmt.Errorf("emit: close Kafka writer: %w", err)
+		return fmt.Errorf("close Kafka writer: %w", err)
 	}
 	return nil
 }
@@ -251,7 +251,7 @@ func (em *Emitter) EmitLines(ctx context.Context, r io.Reader, sent func([]model
 				more = fmt.Sprintf(" (and %d more bad lines)", len(bad)-maxReported)
 				bad = bad[:maxReported]
 			}
-			return fmt.Errorf("emit: %d bad line(s), nothing of lines %d-%d sent%s: %w", len(bad), chunkStart, line, more, errors.Join(bad...))
+			return fmt.Errorf("%d bad line(s), nothing of lines %d-%d sent%s: %w", len(bad), chunkStart, line, more, errors.Join(bad...))
 		}
 		if len(chunk) == 0 {
 			return nil
@@ -290,9 +290,9 @@ func (em *Emitter) EmitLines(ctx context.Context, r io.Reader, sent func([]model
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return total, fmt.Errorf("emit: %w", &LineError{Line: line + 1, Err: fmt.Errorf("longer than the %d-byte event limit", model.MaxEventSize)})
+			return total, fmt.Errorf("%w", &LineError{Line: line + 1, Err: fmt.Errorf("longer than the %d-byte event limit", model.MaxEventSize)})
 		}
-		return total, fmt.Errorf("emit: read input after line %d: %w", line, err)
+		return total, fmt.Errorf("read input after line %d: %w", line, err)
 	}
 	return total, flush()
 }

@@ -196,7 +196,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	defer w.closeLedger()
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
-		return fmt.Errorf("watch: fsnotify: %w", err)
+		return fmt.Errorf("fsnotify: %w", err)
 	}
 	defer fw.Close()
 	if err := w.addTree(fw, w.cfg.Dir); err != nil {
@@ -255,7 +255,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 			}
 		case now := <-rescan.C:
 			if _, err := os.Stat(w.cfg.Dir); err != nil {
-				return fmt.Errorf("watch: %w", err)
+				return err
 			}
 			w.scan(now)
 		}
@@ -289,13 +289,13 @@ func (w *Watcher) addTree(fw *fsnotify.Watcher, root string) error {
 	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if path == root {
-				return fmt.Errorf("watch: %w", err)
+				return err
 			}
 			return nil // vanished meanwhile
 		}
 		if d.IsDir() {
 			if err := fw.Add(path); err != nil {
-				return fmt.Errorf("watch: add %s: %w", path, err)
+				return fmt.Errorf("add %s: %w", path, err)
 			}
 		}
 		return nil
@@ -432,7 +432,7 @@ func (w *Watcher) settle(ctx context.Context, now time.Time) error {
 			delete(w.done, j.path)
 			w.pending[j.path] = &seen{key: j.key, since: now.Add(-w.cfg.Settle)}
 		}
-		return fmt.Errorf("watch: send %d event(s): %w", len(batch), err)
+		return fmt.Errorf("send %d event(s): %w", len(batch), err)
 	}
 	w.emitted.Add(int64(len(batch)))
 	for _, e := range batch {
@@ -584,7 +584,7 @@ func (w *Watcher) openLedger() error {
 	}
 	f, err := os.OpenFile(w.cfg.Ledger, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("watch: ledger: %w", err)
+		return fmt.Errorf("ledger: %w", err)
 	}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -594,7 +594,7 @@ func (w *Watcher) openLedger() error {
 	}
 	if err := sc.Err(); err != nil {
 		f.Close()
-		return fmt.Errorf("watch: read ledger %s: %w", w.cfg.Ledger, err)
+		return fmt.Errorf("read ledger %s: %w", w.cfg.Ledger, err)
 	}
 	w.ledger = f
 	return nil

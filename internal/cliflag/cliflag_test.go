@@ -3,7 +3,10 @@ package cliflag_test
 import (
 	"flag"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/caarlos0/env/v11"
 
 	"github.com/handoff-dev/handoff/internal/cliflag"
 )
@@ -23,5 +26,97 @@ func TestList(t *testing.T) {
 	}
 	if s := (cliflag.List{}).String(); s != "" {
 		t.Fatalf("zero List String() = %q", s)
+	}
+}
+
+// TestKafkaBrokersTrimmedOneWay: brokers from the environment and from the
+// flag come out the same, blanks and empty items dropped, whichever
+// command parses them.
+func TestKafkaBrokersTrimmedOneWay(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		env  string
+		args []string
+		want []string
+	}{
+		{"environment", " a:1, b:2 ,,", nil, []string{"a:1", "b:2"}},
+		{"flag wins", "a:1", []string{"--kafka-brokers", "c:3 , d:4"}, []string{"c:3", "d:4"}},
+		{"flag emptied", "a:1", []string{"--kafka-brokers", " , "}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var k struct{ Kafka cliflag.Kafka }
+			if err := env.ParseWithOptions(&k, env.Options{Environment: map[string]string{"HANDOFF_KAFKA_BROKERS": tt.env}}); err != nil {
+				t.Fatal(err)
+			}
+			fs := flag.NewFlagSet("x", flag.ContinueOnError)
+			k.Kafka.RegisterFlags(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			err := k.Kafka.Check(false)
+			if err != nil || !reflect.DeepEqual(k.Kafka.Brokers, tt.want) {
+				t.Errorf("brokers %q, %v; want %q", k.Kafka.Brokers, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestKafkaCheck: each bad setting is refused naming its flag and variable.
+func TestKafkaCheck(t *testing.T) {
+	good := cliflag.Kafka{Brokers: []string{"a:1"}, Topic: "handoff.events", Partitions: 6, Replication: 1}
+	for _, tt := range []struct {
+		name     string
+		change   func(*cliflag.Kafka)
+		required bool
+		say      string
+	}{
+		{"good", func(*cliflag.Kafka) {}, true, ""},
+		{"none, optional", func(k *cliflag.Kafka) { k.Brokers = nil }, false, ""},
+		{"none, required", func(k *cliflag.Kafka) { k.Brokers = nil }, true, "--kafka-brokers (HANDOFF_KAFKA_BROKERS): required"},
+		{"no port", func(k *cliflag.Kafka) { k.Brokers = []string{"localhost"} }, false, "--kafka-brokers (HANDOFF_KAFKA_BROKERS): Kafka broker \"localhost\""},
+		{"topic", func(k *cliflag.Kafka) { k.Topic = "a b" }, true, "--topic (HANDOFF_TOPIC)"},
+		{"partitions", func(k *cliflag.Kafka) { k.Partitions = 0 }, true, "--topic-partitions 0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			k := good
+			tt.change(&k)
+			err := k.Check(tt.required)
+			if tt.say == "" {
+				if err != nil {
+					t.Errorf("Check: %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.say) {
+				t.Errorf("Check: %v, want an error saying %q", err, tt.say)
+			}
+		})
+	}
+}
+
+// TestDeprecated: the old spelling sets the new flag and says, once per
+// use, which flag to use instead; the new spelling says nothing.
+func TestDeprecated(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		warn string
+	}{
+		{[]string{"--database", "d1"}, "handoff: --database is deprecated and goes away in the next release: use --clickhouse-database\n"},
+		{[]string{"--clickhouse-database", "d1"}, ""},
+	} {
+		var db string
+		var warn strings.Builder
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		fs.StringVar(&db, "clickhouse-database", "handoff", "")
+		cliflag.Deprecated(fs, "database", "clickhouse-database", &warn)
+		if err := fs.Parse(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		if db != "d1" || warn.String() != tt.warn {
+			t.Errorf("%q: database %q, warning %q; want d1 and %q", tt.args, db, warn.String(), tt.warn)
+		}
+		if got := cliflag.Given(fs, "clickhouse-database", "database"); !got {
+			t.Errorf("%q: Given = false", tt.args)
+		}
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,6 +85,18 @@ type Plan struct {
 	// ReadFrom is the first business date read: From, or earlier for the
 	// previous batch of the first batch in range.
 	ReadFrom model.Date
+}
+
+// NoEventsError says that pipelines named in Config.Pipelines have no
+// batch event in the range: a misspelt name or a wrong range, which a
+// backfill must not pass over in silence.
+type NoEventsError struct {
+	Pipelines []string
+	From, To  model.Date
+}
+
+func (e *NoEventsError) Error() string {
+	return fmt.Sprintf("no batch event from %s to %s in the stored history", e.From, e.To)
 }
 
 // Hooks are told how the run goes; every field may be nil. They run on
@@ -145,10 +158,10 @@ type unit struct {
 // handed over before it.
 func Run(ctx context.Context, r Reader, cfg Config, hooks Hooks) (*Summary, error) {
 	if cfg.From.IsZero() || cfg.To.IsZero() {
-		return nil, errors.New("backfill: from and to dates are required")
+		return nil, errors.New("from and to dates are required")
 	}
 	if cfg.To.Compare(cfg.From) < 0 {
-		return nil, fmt.Errorf("backfill: to %s is before from %s", cfg.To, cfg.From)
+		return nil, fmt.Errorf("to %s is before from %s", cfg.To, cfg.From)
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
@@ -161,9 +174,12 @@ func Run(ctx context.Context, r Reader, cfg Config, hooks Hooks) (*Summary, erro
 
 	cx, err := ReadContext(ctx, r, cfg.Contracts, cfg.Pipelines, cfg.From, cfg.To, asOf)
 	if err != nil {
-		return nil, fmt.Errorf("backfill: %w", err)
+		return nil, err
 	}
 	census, readFrom := cx.Census, cx.ReadFrom
+	if missing := absent(cfg.Pipelines, census); len(missing) > 0 {
+		return nil, &NoEventsError{Pipelines: missing, From: cfg.From, To: cfg.To}
+	}
 	plan := Plan{Pipelines: len(census), ReadFrom: readFrom}
 	for _, p := range census {
 		plan.Rows += int64(p.Rows)
@@ -222,12 +238,27 @@ func Run(ctx context.Context, r Reader, cfg Config, hooks Hooks) (*Summary, erro
 		}
 		if u.err != nil {
 			cancel()
-			return sum, fmt.Errorf("backfill: %w", u.err)
+			return sum, u.err
 		}
 	}
 	sum.Events = w.events.Load()
 	sum.Took = time.Since(started)
 	return sum, nil
+}
+
+// absent returns the pipelines of named that the census does not list.
+func absent(named []string, census []history.PipelineRows) []string {
+	found := make(map[string]bool, len(census))
+	for _, p := range census {
+		found[p.Pipeline] = true
+	}
+	var out []string
+	for _, p := range named {
+		if !found[p] && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // ContextReader reads what ReadContext needs; *history.Store implements it.

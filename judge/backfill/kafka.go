@@ -52,7 +52,7 @@ type Publisher struct {
 // Publisher writing to it.
 func NewPublisher(ctx context.Context, cfg KafkaConfig) (*Publisher, error) {
 	if len(cfg.Brokers) == 0 {
-		return nil, errors.New("backfill: no Kafka brokers: set HANDOFF_KAFKA_BROKERS or --kafka-brokers (host:port[,...]), or use --dry-run")
+		return nil, errors.New("no Kafka brokers: set HANDOFF_KAFKA_BROKERS or --kafka-brokers (host:port[,...]), or use --dry-run")
 	}
 	if cfg.Topic == "" {
 		cfg.Topic = DefaultTopic
@@ -67,7 +67,7 @@ func NewPublisher(ctx context.Context, cfg KafkaConfig) (*Publisher, error) {
 		cfg.Timeout = 30 * time.Second
 	}
 	if err := topics.Ensure(ctx, cfg.Brokers, topics.Spec{Name: cfg.Topic, Partitions: cfg.Partitions}); err != nil {
-		return nil, fmt.Errorf("backfill: diagnoses topic: %w", err)
+		return nil, fmt.Errorf("diagnoses topic: %w", err)
 	}
 	w := &kafka.Writer{
 		Addr:         kafka.TCP(cfg.Brokers...),
@@ -111,7 +111,7 @@ func (p *Publisher) Publish(ctx context.Context, c *Chunk) error {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if err != nil && p.err == nil {
-			p.err = fmt.Errorf("backfill: write %d diagnoses (%s .. %s) to Kafka topic %s at %s: %w (is the broker up? check HANDOFF_KAFKA_BROKERS; running the backfill again with the same --as-of is safe: a diagnosis is idempotent by batch and as-of)",
+			p.err = fmt.Errorf("write %d diagnoses (%s .. %s) to Kafka topic %s at %s: %w (is the broker up? check HANDOFF_KAFKA_BROKERS; running the backfill again with the same --as-of is safe: a diagnosis is idempotent by batch and as-of)",
 				len(msgs), c.Keys[0], c.Keys[len(c.Keys)-1], p.cfg.Topic, strings.Join(p.cfg.Brokers, ","), err)
 		}
 		if err == nil {
@@ -145,7 +145,7 @@ func (p *Publisher) Acked() int {
 func (p *Publisher) Close() error {
 	err := p.Wait()
 	if cerr := p.w.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("backfill: close the Kafka writer: %w", cerr)
+		err = fmt.Errorf("close the Kafka writer: %w", cerr)
 	}
 	return err
 }

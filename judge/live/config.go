@@ -14,7 +14,7 @@ import (
 	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/model"
-	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/chconfig"
 )
 
 // Config configures handoff detect. Every field has an environment variable
@@ -23,22 +23,18 @@ import (
 // (brokers, topics, groups, ClickHouse) have the same names, so one
 // environment file serves both.
 type Config struct {
-	Brokers        []string `env:"HANDOFF_KAFKA_BROKERS" envSeparator:","`
-	Topic          string   `env:"HANDOFF_TOPIC" envDefault:"handoff.events"`
-	FindingsTopic  string   `env:"HANDOFF_FINDINGS_TOPIC" envDefault:"handoff.findings"`
-	Group          string   `env:"HANDOFF_DETECT_GROUP" envDefault:"handoff-detect"`
-	IngestGroup    string   `env:"HANDOFF_GROUP" envDefault:"handoff-ingest"`
-	ResultsGroup   string   `env:"HANDOFF_RESULTS_GROUP" envDefault:"handoff-ingest-results"`
-	Partitions     int      `env:"HANDOFF_TOPIC_PARTITIONS" envDefault:"6"`
-	Replication    int      `env:"HANDOFF_TOPIC_REPLICATION" envDefault:"1"`
-	ClickHouseAddr string   `env:"HANDOFF_CLICKHOUSE_ADDR"`
-	Database       string   `env:"HANDOFF_CLICKHOUSE_DATABASE" envDefault:"handoff"`
-	User           string   `env:"HANDOFF_CLICKHOUSE_USER" envDefault:"default"`
-	Password       string   `env:"HANDOFF_CLICKHOUSE_PASSWORD"`
-	// Cluster is the ClickHouse cluster handoff ingest writes to (the same
-	// variable): set, the history read back on a takeover goes through a
-	// freshly synchronised replica of each shard (store/replicas).
-	Cluster        string        `env:"HANDOFF_CLICKHOUSE_CLUSTER"`
+	// Kafka: the brokers, the events topic and the shape of the findings
+	// topic when it is created.
+	Kafka         cliflag.Kafka
+	FindingsTopic string `env:"HANDOFF_FINDINGS_TOPIC" envDefault:"handoff.findings"`
+	Group         string `env:"HANDOFF_DETECT_GROUP" envDefault:"handoff-detect"`
+	IngestGroup   string `env:"HANDOFF_GROUP" envDefault:"handoff-ingest"`
+	ResultsGroup  string `env:"HANDOFF_RESULTS_GROUP" envDefault:"handoff-ingest-results"`
+	// ClickHouse is where the history is read on start. Its Cluster is
+	// the cluster handoff ingest writes to (the same variable): set, the
+	// history read back on a takeover goes through a freshly synchronised
+	// replica of each shard (store/replicas).
+	ClickHouse     chconfig.Service
 	Contracts      string        `env:"HANDOFF_CONTRACTS"`
 	ExpectFrom     string        `env:"HANDOFF_DETECT_EXPECT_FROM" envDefault:"yesterday"`
 	RetainDays     int           `env:"HANDOFF_DETECT_RETAIN_DAYS" envDefault:"35"`
@@ -62,7 +58,7 @@ func LoadConfig(environ map[string]string) (Config, error) {
 		opts.Environment = environ
 	}
 	if err := env.ParseWithOptions(&c, opts); err != nil {
-		return c, fmt.Errorf("detect configuration from the environment: %w", err)
+		return c, fmt.Errorf("configuration from the environment: %w", err)
 	}
 	if c.Instance == "" {
 		host, _ := os.Hostname()
@@ -74,19 +70,14 @@ func LoadConfig(environ map[string]string) (Config, error) {
 // RegisterFlags defines one flag per field on fs, defaulting to the
 // current values.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.Var(cliflag.List{P: &c.Brokers}, "kafka-brokers", "Kafka brokers, host:port[,host:port...] (HANDOFF_KAFKA_BROKERS)")
-	fs.StringVar(&c.Topic, "topic", c.Topic, "events topic (HANDOFF_TOPIC)")
+	c.Kafka.RegisterFlags(fs)
+	c.Kafka.RegisterTopicFlag(fs)
 	fs.StringVar(&c.FindingsTopic, "findings-topic", c.FindingsTopic, "topic the findings are published to (HANDOFF_FINDINGS_TOPIC)")
 	fs.StringVar(&c.Group, "group", c.Group, "the detectors' consumer group on the events topic (HANDOFF_DETECT_GROUP)")
 	fs.StringVar(&c.IngestGroup, "ingest-group", c.IngestGroup, "handoff ingest's consumer group on the events topic: its commits say what ClickHouse holds (HANDOFF_GROUP)")
 	fs.StringVar(&c.ResultsGroup, "results-group", c.ResultsGroup, "handoff ingest's consumer group on the findings topic (HANDOFF_RESULTS_GROUP)")
-	fs.IntVar(&c.Partitions, "topic-partitions", c.Partitions, "partitions of the findings topic when it is created (HANDOFF_TOPIC_PARTITIONS)")
-	fs.IntVar(&c.Replication, "topic-replication", c.Replication, "replication factor of the findings topic when it is created (HANDOFF_TOPIC_REPLICATION)")
-	fs.StringVar(&c.ClickHouseAddr, "clickhouse-addr", c.ClickHouseAddr, "ClickHouse native address host:port, to read the stored history on start (HANDOFF_CLICKHOUSE_ADDR)")
-	fs.StringVar(&c.Database, "clickhouse-database", c.Database, "ClickHouse database (HANDOFF_CLICKHOUSE_DATABASE)")
-	fs.StringVar(&c.User, "clickhouse-user", c.User, "ClickHouse user; read-only is enough (HANDOFF_CLICKHOUSE_USER)")
-	fs.StringVar(&c.Password, "clickhouse-password", c.Password, "ClickHouse password (HANDOFF_CLICKHOUSE_PASSWORD)")
-	fs.StringVar(&c.Cluster, "clickhouse-cluster", c.Cluster, "ClickHouse cluster (<remote_servers> name) handoff ingest writes to; set, the history is read through a synchronised replica of each shard; empty: a single server (HANDOFF_CLICKHOUSE_CLUSTER)")
+	c.Kafka.RegisterTopicShapeFlags(fs)
+	c.ClickHouse.RegisterFlags(fs, chconfig.WithCluster())
 	fs.StringVar(&c.Contracts, "contract", c.Contracts, "delivery contract file or directory (HANDOFF_CONTRACTS); without it every pipeline gets the default contract and nothing is expected")
 	fs.StringVar(&c.ExpectFrom, "expect-from", c.ExpectFrom, "first business date of the expected-batch calendar: YYYY-MM-DD, today, yesterday, or off (HANDOFF_DETECT_EXPECT_FROM)")
 	fs.IntVar(&c.RetainDays, "retain-days", c.RetainDays, "days of history read on start and of delivered batches remembered (HANDOFF_DETECT_RETAIN_DAYS)")
@@ -101,16 +92,11 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 // Validate checks the configuration, naming the flag of what is wrong.
 func (c *Config) Validate() error {
 	var errs []error
-	if len(c.Brokers) == 0 {
-		errs = append(errs, errors.New("--kafka-brokers: required (HANDOFF_KAFKA_BROKERS)"))
+	if err := c.Kafka.Check(true); err != nil {
+		errs = append(errs, err)
 	}
-	if err := topics.CheckBrokers(c.Brokers); err != nil && len(c.Brokers) > 0 {
-		errs = append(errs, fmt.Errorf("--kafka-brokers: %w", err))
-	}
-	for _, t := range []struct{ flag, v string }{{"--topic", c.Topic}, {"--findings-topic", c.FindingsTopic}} {
-		if err := topics.CheckName(t.v); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", t.flag, err))
-		}
+	if err := topics.CheckName(c.FindingsTopic); err != nil {
+		errs = append(errs, fmt.Errorf("--findings-topic: %w", err))
 	}
 	for _, g := range []struct{ flag, v string }{{"--group", c.Group}, {"--ingest-group", c.IngestGroup}, {"--results-group", c.ResultsGroup}} {
 		if strings.TrimSpace(g.v) == "" {
@@ -120,14 +106,8 @@ func (c *Config) Validate() error {
 	if c.Group == c.IngestGroup {
 		errs = append(errs, fmt.Errorf("--group %q: must differ from handoff ingest's group, or the two would split the events between them", c.Group))
 	}
-	if strings.TrimSpace(c.ClickHouseAddr) == "" {
-		errs = append(errs, errors.New("--clickhouse-addr: required, to read the stored history on start (HANDOFF_CLICKHOUSE_ADDR)"))
-	}
-	if err := schema.CheckDatabase(c.Database); err != nil {
-		errs = append(errs, fmt.Errorf("--clickhouse-database: %w", err))
-	}
-	if err := (schema.Layout{Cluster: c.Cluster}).Check(); err != nil {
-		errs = append(errs, fmt.Errorf("--clickhouse-cluster: %w", err))
+	if err := c.ClickHouse.Check(); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := c.ExpectFromDate(time.Now()); err != nil {
 		errs = append(errs, err)
@@ -146,9 +126,6 @@ func (c *Config) Validate() error {
 	}
 	if _, err := c.Clock(time.Now); err != nil {
 		errs = append(errs, err)
-	}
-	if c.Partitions < 1 || c.Replication < 1 {
-		errs = append(errs, fmt.Errorf("--topic-partitions %d / --topic-replication %d: want 1 or more", c.Partitions, c.Replication))
 	}
 	return errors.Join(errs...)
 }

@@ -15,7 +15,7 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Topic != "handoff.events" || c.FindingsTopic != "handoff.findings" || c.Group != "handoff-detect" ||
+	if c.Kafka.Topic != "handoff.events" || c.FindingsTopic != "handoff.findings" || c.Group != "handoff-detect" ||
 		c.IngestGroup != "handoff-ingest" || c.ResultsGroup != "handoff-ingest-results" || c.Tick != 250*time.Millisecond || c.Instance == "" {
 		t.Fatalf("defaults: %+v", c)
 	}
@@ -26,12 +26,12 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		change func(*live.Config)
 		say    string
 	}{
-		{func(c *live.Config) { c.Brokers = nil }, "--kafka-brokers: required"},
-		{func(c *live.Config) { c.Brokers = []string{"127.0.0.1:99999"} }, "--kafka-brokers"},
+		{func(c *live.Config) { c.Kafka.Brokers = nil }, "--kafka-brokers (HANDOFF_KAFKA_BROKERS): required"},
+		{func(c *live.Config) { c.Kafka.Brokers = []string{"127.0.0.1:99999"} }, "--kafka-brokers"},
 		{func(c *live.Config) { c.FindingsTopic = "bad topic!" }, "--findings-topic"},
 		{func(c *live.Config) { c.Group = c.IngestGroup }, "must differ from handoff ingest's group"},
-		{func(c *live.Config) { c.ClickHouseAddr = "" }, "--clickhouse-addr: required"},
-		{func(c *live.Config) { c.Database = "db.events FINAL --" }, "--clickhouse-database"},
+		{func(c *live.Config) { c.ClickHouse.Addr = "" }, "--clickhouse-addr (HANDOFF_CLICKHOUSE_ADDR): empty"},
+		{func(c *live.Config) { c.ClickHouse.Database = "db.events FINAL --" }, "--clickhouse-database"},
 		{func(c *live.Config) { c.ExpectFrom = "2026-13-01" }, "--expect-from"},
 		{func(c *live.Config) { c.Tick = 0 }, "--tick"},
 		{func(c *live.Config) { c.Heartbeat = -time.Second }, "--heartbeat"},

@@ -19,11 +19,13 @@ import (
 	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/ingest/consumer"
 	"github.com/handoff-dev/handoff/ingest/results"
+	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/judge/live"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
+	"github.com/handoff-dev/handoff/store/chconfig"
 	"github.com/handoff-dev/handoff/store/schema"
 )
 
@@ -61,16 +63,16 @@ func newEnvWithoutIngestParts(t *testing.T, parts int) *env {
 	e.db = testenv.Database(t, e.conn, "detect")
 	pre := "test." + e.db + "."
 	e.cfg = live.Config{
-		Brokers: e.brokers, Topic: pre + "events", FindingsTopic: pre + "findings",
+		Kafka: cliflag.Kafka{Brokers: e.brokers, Topic: pre + "events", Partitions: parts, Replication: 1}, FindingsTopic: pre + "findings",
 		Group: e.db + "-detect", IngestGroup: e.db + "-ingest", ResultsGroup: e.db + "-results",
-		Partitions: parts, Replication: 1, ClickHouseAddr: testenv.ClickHouseAddr(t), Database: e.db, User: "default",
+		ClickHouse: chconfig.Service{Addr: testenv.ClickHouseAddr(t), Database: e.db, User: "default"},
 		ExpectFrom: "2026-09-29", RetainDays: 35, Tick: 100 * time.Millisecond, Heartbeat: time.Hour,
 		Instance: "test", SessionTimeout: 6 * time.Second,
 	}
 	e.pre = pre
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	all := []string{e.cfg.Topic, e.cfg.FindingsTopic, pre + "dlq", pre + "diagnoses"}
+	all := []string{e.cfg.Kafka.Topic, e.cfg.FindingsTopic, pre + "dlq", pre + "diagnoses"}
 	var specs []topics.Spec
 	for _, n := range all {
 		specs = append(specs, topics.Spec{Name: n, Partitions: parts})
@@ -87,8 +89,7 @@ func (e *env) startIngest(t *testing.T, pre string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ccfg := consumer.Config{
-		Brokers: e.brokers, Topic: e.cfg.Topic, DLQTopic: pre + "dlq", Group: e.cfg.IngestGroup,
-		Partitions: e.cfg.Partitions, ReplicationFactor: 1, ClickHouseAddr: e.cfg.ClickHouseAddr, Database: e.db, User: "default",
+		Kafka: e.cfg.Kafka, DLQTopic: pre + "dlq", Group: e.cfg.IngestGroup, ClickHouse: e.cfg.ClickHouse,
 		Compression: "none", BatchSize: 1000, BatchBytes: 16 << 20, FlushInterval: 100 * time.Millisecond,
 		RetryMax: time.Second, SessionTimeout: 6 * time.Second, ShutdownTimeout: 20 * time.Second,
 	}
@@ -100,7 +101,7 @@ func (e *env) startIngest(t *testing.T, pre string) {
 	rcfg := results.Config{
 		FindingsTopic: e.cfg.FindingsTopic, DiagnosesTopic: pre + "diagnoses", Group: e.cfg.ResultsGroup,
 		BatchSize: 500, BatchBytes: results.MaxRecordBytes, FlushInterval: 100 * time.Millisecond,
-		Brokers: e.brokers, DLQTopic: pre + "dlq", Database: e.db, Partitions: e.cfg.Partitions, ReplicationFactor: 1,
+		Brokers: e.brokers, DLQTopic: pre + "dlq", Database: e.db, Partitions: e.cfg.Kafka.Partitions, ReplicationFactor: 1,
 		RetryMax: time.Second, SessionTimeout: 6 * time.Second, ShutdownTimeout: 20 * time.Second,
 	}
 	rc, err := results.New(ctx, rcfg, results.Options{Conn: e.conn})
@@ -154,7 +155,7 @@ func seedContracts(t *testing.T) *contract.Set {
 
 func (e *env) publishLines(t *testing.T, lines ...string) {
 	t.Helper()
-	w := &kafka.Writer{Addr: kafka.TCP(e.brokers...), Topic: e.cfg.Topic, Balancer: &kafka.Murmur2Balancer{},
+	w := &kafka.Writer{Addr: kafka.TCP(e.brokers...), Topic: e.cfg.Kafka.Topic, Balancer: &kafka.Murmur2Balancer{},
 		RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond}
 	defer w.Close()
 	var dec model.Decoder

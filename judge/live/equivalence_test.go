@@ -78,7 +78,7 @@ func (e *env) publishFile(t *testing.T, path string, seed uint64) int {
 		msgs = append(msgs, m)
 	}
 	rand.New(rand.NewPCG(seed, 3)).Shuffle(len(msgs), func(i, j int) { msgs[i], msgs[j] = msgs[j], msgs[i] })
-	w := &kafka.Writer{Addr: kafka.TCP(e.brokers...), Topic: e.cfg.Topic, Balancer: &kafka.Murmur2Balancer{},
+	w := &kafka.Writer{Addr: kafka.TCP(e.brokers...), Topic: e.cfg.Kafka.Topic, Balancer: &kafka.Murmur2Balancer{},
 		RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond, BatchSize: 5000, BatchBytes: 4 << 20}
 	defer w.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -215,7 +215,7 @@ func TestDetectEqualsDiagnoseAtScale(t *testing.T) {
 
 	// handoff backfill over what ingest stored gives the same answers.
 	testenv.Eventually(t, 2*time.Minute, "ingest has stored every event", func() (bool, string) {
-		n := testenv.Uncommitted(t, e.brokers, e.cfg.IngestGroup, e.cfg.Topic)
+		n := testenv.Uncommitted(t, e.brokers, e.cfg.IngestGroup, e.cfg.Kafka.Topic)
 		return n == 0, fmt.Sprintf("%d events not committed by ingest", n)
 	})
 	bf := backfillAll(t, e, contracts, res.First, end, now)

@@ -64,7 +64,7 @@ func (e *env) publishAny(t *testing.T, lines []string) {
 func (e *env) settled(t *testing.T, what string) {
 	t.Helper()
 	testenv.Eventually(t, 2*time.Minute, what, func() (bool, string) {
-		n := testenv.Uncommitted(t, e.brokers, e.cfg.Group, e.cfg.Topic)
+		n := testenv.Uncommitted(t, e.brokers, e.cfg.Group, e.cfg.Kafka.Topic)
 		return n == 0, fmt.Sprintf("%d events not committed by the detectors", n)
 	})
 }

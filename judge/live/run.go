@@ -49,36 +49,36 @@ func Run(ctx context.Context, cfg Config, o RunOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := topics.Ensure(ctx, cfg.Brokers,
-		topics.Spec{Name: cfg.Topic, Partitions: cfg.Partitions, ReplicationFactor: cfg.Replication},
-		topics.Spec{Name: cfg.FindingsTopic, Partitions: cfg.Partitions, ReplicationFactor: cfg.Replication}); err != nil {
-		return fmt.Errorf("detect: topics: %w", err)
+	if err := topics.Ensure(ctx, cfg.Kafka.Brokers,
+		topics.Spec{Name: cfg.Kafka.Topic, Partitions: cfg.Kafka.Partitions, ReplicationFactor: cfg.Kafka.Replication},
+		topics.Spec{Name: cfg.FindingsTopic, Partitions: cfg.Kafka.Partitions, ReplicationFactor: cfg.Kafka.Replication}); err != nil {
+		return fmt.Errorf("ensure the events and findings topics: %w", err)
 	}
-	chcfg := chconn.Config{Addr: cfg.ClickHouseAddr, User: cfg.User, Password: cfg.Password}
+	chcfg := cfg.ClickHouse.Config()
 	conn, err := chconn.Open(ctx, chcfg)
 	if err != nil {
-		return fmt.Errorf("detect: ClickHouse (to read the stored history): %w", err)
+		return fmt.Errorf("ClickHouse (to read the stored history): %w", err)
 	}
 	defer conn.Close()
-	st, err := history.New(conn, cfg.Database)
+	st, err := history.New(conn, cfg.ClickHouse.Database)
 	if err != nil {
 		return err
 	}
 	var hist History = st
-	if cfg.Cluster != "" {
-		set, err := replicas.New(conn, chcfg, cfg.Cluster, cfg.Database, log)
+	if cfg.ClickHouse.Cluster != "" {
+		set, err := replicas.New(conn, chcfg, cfg.ClickHouse.Cluster, cfg.ClickHouse.Database, log)
 		if err != nil {
-			return fmt.Errorf("detect: %w", err)
+			return err
 		}
 		defer set.Close()
 		hist = ClusterHistory{Replicas: set, Store: st}
 	}
-	pub := NewKafkaPublisher(cfg.Brokers)
+	pub := NewKafkaPublisher(cfg.Kafka.Brokers)
 	pub.Log = log
 	defer pub.Close()
 	m := NewMetrics(o.Registry)
 	r, err := New(Settings{
-		EventsTopic:   cfg.Topic,
+		EventsTopic:   cfg.Kafka.Topic,
 		FindingsTopic: cfg.FindingsTopic,
 		IngestGroup:   cfg.IngestGroup,
 		ResultsGroup:  cfg.ResultsGroup,
@@ -88,7 +88,7 @@ func Run(ctx context.Context, cfg Config, o RunOptions) error {
 	}, Options{
 		Detector:  d,
 		History:   hist,
-		Offsets:   KafkaOffsets{Client: &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second}},
+		Offsets:   KafkaOffsets{Client: &kafka.Client{Addr: kafka.TCP(cfg.Kafka.Brokers...), Timeout: 10 * time.Second}},
 		Publisher: pub,
 		Metrics:   m,
 		Logger:    log,
@@ -98,8 +98,8 @@ func Run(ctx context.Context, cfg Config, o RunOptions) error {
 		return err
 	}
 	member, err := stream.NewMember(stream.Config{
-		Brokers:        cfg.Brokers,
-		Topic:          cfg.Topic,
+		Brokers:        cfg.Kafka.Brokers,
+		Topic:          cfg.Kafka.Topic,
 		Group:          cfg.Group,
 		SessionTimeout: cfg.SessionTimeout,
 		Tick:           cfg.Tick,
@@ -113,7 +113,7 @@ func Run(ctx context.Context, cfg Config, o RunOptions) error {
 	if o.Started != nil {
 		o.Started(r)
 	}
-	log.Info("detect: starting", "group", cfg.Group, "topic", cfg.Topic, "findings_topic", cfg.FindingsTopic,
+	log.Info("detect: starting", "group", cfg.Group, "topic", cfg.Kafka.Topic, "findings_topic", cfg.FindingsTopic,
 		"expect_from", from.String(), "instance", cfg.Instance)
 	return member.Run(ctx, r)
 }

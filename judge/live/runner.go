@@ -222,7 +222,7 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 		})
 	})
 	if err != nil {
-		return fmt.Errorf("detect: %w", err)
+		return err
 	}
 	// The findings published before (by this process or the partitions'
 	// previous owner) must be stored too, or they would be raised again.
@@ -233,7 +233,7 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("detect: %w", err)
+		return err
 	}
 	if err := r.waitCommitted(ctx, r.s.ResultsGroup, r.s.FindingsTopic, ends); err != nil {
 		return err
@@ -245,10 +245,10 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("detect: %w", err)
+		return err
 	}
 	if err := r.o.Detector.Restore(fs...); err != nil {
-		return fmt.Errorf("detect: restore %d stored findings: %w", len(fs), err)
+		return fmt.Errorf("restore %d stored findings: %w", len(fs), err)
 	}
 	open := 0
 	for i := range fs {
@@ -355,7 +355,7 @@ func (r *Runner) Advance(ctx context.Context, now, safe time.Time) error {
 			})
 		})
 		if err != nil {
-			return fmt.Errorf("detect: %w", err)
+			return err
 		}
 		r.o.Detector.Resume(k)
 	}
@@ -366,7 +366,7 @@ func (r *Runner) Advance(ctx context.Context, now, safe time.Time) error {
 			msgs[i] = kafka.Message{Key: []byte(fs[i].Batch.String()), Value: fs[i].AppendJSON(nil)}
 		}
 		if err := r.o.Publisher.Publish(ctx, r.s.FindingsTopic, msgs...); err != nil {
-			return fmt.Errorf("detect: publish %d findings to %s: %w", len(fs), r.s.FindingsTopic, err)
+			return fmt.Errorf("publish %d findings to %s: %w", len(fs), r.s.FindingsTopic, err)
 		}
 		r.published += len(fs)
 		for i := range fs {

@@ -26,6 +26,8 @@ type (
 	Result = judgements.Result
 	// Order is the order findings are read in.
 	Order = judgements.Order
+	// Querier runs a read (judgements.Querier).
+	Querier = judgements.Querier
 )
 
 // Finding states, as stored.

@@ -433,8 +433,11 @@ func TestHealthAndMetrics(t *testing.T) {
 	// A database without handoff's tables is unhealthy, saying why.
 	srv := newServer(t, f.raw, testenv.Name("serve_missing"), time.Second)
 	h := &fixture{http: newHTTP(t, srv)}
-	if code, body := h.get(t, "/healthz"); code != 503 || !strings.Contains(string(body), "handoff ingest") {
-		t.Errorf("healthz without tables: %d %s", code, body)
+	// ... in JSON, as a probe reads it (docs/serve.md), not an HTML page.
+	var e serve.ErrorBody
+	h.getJSON(t, "/healthz", 503, &e)
+	if e.Error.Code != "unavailable" || !strings.Contains(e.Error.Message, "handoff ingest") {
+		t.Errorf("healthz without tables: %+v", e)
 	}
 }
 

@@ -84,11 +84,11 @@ func New(ctx context.Context, conn chconn.Conn, opts Options) (*Server, error) {
 		db = schema.DefaultDatabase
 	}
 	if err := schema.CheckDatabase(db); err != nil {
-		return nil, fmt.Errorf("serve: database: %w", err)
+		return nil, fmt.Errorf("database: %w", err)
 	}
 	st, err := history.New(conn, db)
 	if err != nil {
-		return nil, fmt.Errorf("serve: %w", err)
+		return nil, err
 	}
 	timeout := opts.QueryTimeout
 	if timeout <= 0 {
@@ -120,7 +120,7 @@ func New(ctx context.Context, conn chconn.Conn, opts Options) (*Server, error) {
 		s.reg = prometheus.NewRegistry()
 	}
 	if err := s.rd.detectReadonly(ctx); err != nil {
-		return nil, fmt.Errorf("serve: %w", err)
+		return nil, err
 	}
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "handoff_serve_requests_total", Help: "HTTP requests served, by route and status code.",
@@ -130,14 +130,21 @@ func New(ctx context.Context, conn chconn.Conn, opts Options) (*Server, error) {
 		Buckets: []float64{.005, .01, .025, .05, .1, .2, .5, 1, 2.5, 5, 10},
 	}, []string{"route"})
 	if err := s.reg.Register(s.requests); err != nil {
-		return nil, fmt.Errorf("serve: register metrics: %w", err)
+		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	if err := s.reg.Register(s.latency); err != nil {
-		return nil, fmt.Errorf("serve: register metrics: %w", err)
+		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	s.routes()
 	return s, nil
 }
+
+// Ping checks that ClickHouse answers and the database has handoff's
+// events table, as /healthz does.
+func (s *Server) Ping(ctx context.Context) error { return s.rd.ping(ctx) }
+
+// Database is the database the server reads.
+func (s *Server) Database() string { return s.rd.db }
 
 // Readonly reports whether the ClickHouse user runs with readonly=1.
 func (s *Server) Readonly() bool { return s.rd.readonly }
@@ -238,13 +245,14 @@ func classify(err error) (int, ErrorDetail) {
 	return http.StatusBadGateway, ErrorDetail{Code: "clickhouse", Message: err.Error()}
 }
 
-// fail writes err: JSON under /api/, an error page elsewhere.
+// fail writes err: JSON under /api/ and for /healthz (a probe reads JSON,
+// docs/serve.md), an error page elsewhere.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, d := classify(err)
 	if status >= 500 {
 		s.log.Error("request failed", "path", r.URL.Path, "err", err)
 	}
-	if strings.HasPrefix(r.URL.Path, "/api/") {
+	if strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/healthz" {
 		writeJSON(w, status, ErrorBody{Error: d})
 		return
 	}

@@ -1,4 +1,4 @@
-package main
+package diagnose
 
 import (
 	"bufio"
@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/handoff-dev/handoff/analyzer/fold"
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/analyzer/report"
+	"github.com/handoff-dev/handoff/internal/exitcode"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 )
@@ -28,21 +28,21 @@ import (
 const maxBadShown = 10
 
 // reporter reports rejected lines and progress while a source is read.
-type reporter struct {
+type Reporter struct {
 	w       *bufio.Writer
 	name    string
 	strict  bool
 	log     *slog.Logger // nil: no progress
 	started time.Time
 	next    time.Time
-	sum     *summary
+	sum     *Summary
 	n       int
 	nBad    int // rejected lines so far
 }
 
 // bad reports a rejected line: fatal under --strict, else printed and
 // counted.
-func (r *reporter) bad(line int, err error) error {
+func (r *Reporter) bad(line int, err error) error {
 	kind := model.RejectBadJSON
 	var ve *model.ValidationError
 	if errors.As(err, &ve) && ve.Kind != "" {
@@ -50,7 +50,7 @@ func (r *reporter) bad(line int, err error) error {
 	}
 	r.sum.rejected[kind]++
 	if r.strict {
-		return usageError("%s:%d: %v", r.name, line, err)
+		return exitcode.Usagef("%s:%d: %v", r.name, line, err)
 	}
 	r.nBad++
 	if r.nBad <= maxBadShown {
@@ -60,7 +60,7 @@ func (r *reporter) bad(line int, err error) error {
 }
 
 // hiddenBad says, in one line, how many rejected lines were not shown.
-func (r *reporter) hiddenBad() {
+func (r *Reporter) HiddenBad() {
 	if n := r.nBad - maxBadShown; n > 0 {
 		fmt.Fprintf(r.w, "%s: %s not shown (the first %d are above; the summary counts all by reason; --strict stops at the first)\n",
 			r.name, count(n, "more rejected line"), maxBadShown)
@@ -68,7 +68,7 @@ func (r *reporter) hiddenBad() {
 }
 
 // tick logs progress every progressEvery while events are read.
-func (r *reporter) tick(line int) {
+func (r *Reporter) tick(line int) {
 	r.n++
 	if r.log == nil || r.n&4095 != 0 {
 		return
@@ -84,7 +84,7 @@ func (r *reporter) tick(line int) {
 }
 
 // summary is what diagnose prints on standard error at the end.
-type summary struct {
+type Summary struct {
 	lines, blank, events, heartbeats, batches int
 	rejected                                  map[model.RejectKind]int
 	status                                    [len(statusOrder)]int
@@ -97,14 +97,14 @@ func statusIndex(s replay.Status) int {
 }
 
 // count tallies the diagnoses by status.
-func (s *summary) count(ds []replay.Diagnosis) {
+func (s *Summary) count(ds []replay.Diagnosis) {
 	for i := range ds {
 		s.status[statusIndex(ds[i].Status)]++
 	}
 }
 
 // notDelivered returns how many of the diagnosed batches are not delivered.
-func (s *summary) notDelivered() int {
+func (s *Summary) notDelivered() int {
 	n := 0
 	for i, c := range s.status {
 		if statusOrder[i] != replay.StatusDelivered {
@@ -114,7 +114,7 @@ func (s *summary) notDelivered() int {
 	return n
 }
 
-func (s *summary) print(w io.Writer, took time.Duration) {
+func (s *Summary) print(w io.Writer, took time.Duration) {
 	rejected := 0
 	var kinds []string
 	for k, n := range s.rejected {
@@ -148,9 +148,9 @@ func (s *summary) print(w io.Writer, took time.Duration) {
 // (analyzer/fold) diagnoses pipelines in parallel pieces and hands them
 // over in batch key order; diagnoser only prints them.
 type diagnoser struct {
-	src       eventSource
-	rep       *reporter
-	sum       *summary
+	src       Source
+	rep       *Reporter
+	sum       *Summary
 	out       io.Writer
 	contracts *contract.Set
 	asOf      time.Time
@@ -159,8 +159,8 @@ type diagnoser struct {
 // feed reads the source into add, then says how many bad lines it did not
 // show.
 func (d *diagnoser) feed(ctx context.Context, add func(*model.Event) error) error {
-	err := d.src.feed(ctx, add, d.rep)
-	d.rep.hiddenBad()
+	err := d.src.Feed(ctx, add, d.rep)
+	d.rep.HiddenBad()
 	return err
 }
 
@@ -170,8 +170,8 @@ func foldAll[T any](ctx context.Context, d *diagnoser, render func([]replay.Diag
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	written := func(p T) error { return writing(yield(p)) }
-	sc := d.src.scope()
-	f := fold.New(ctx, batches.Contracts(d.contracts), d.asOf, fold.Options{Grouped: d.src.grouped(), From: sc.from, First: sc.firstOf}, render, written)
+	sc := d.src.Scope()
+	f := fold.New(ctx, batches.Contracts(d.contracts), d.asOf, fold.Options{Grouped: d.src.Grouped(), From: sc.From, First: sc.FirstOf}, render, written)
 	if err := d.feed(ctx, f.Add); err != nil {
 		return err
 	}
@@ -264,7 +264,7 @@ func writing(err error) error {
 // the other batches of the pipeline still count for continuity.
 func (d *diagnoser) one(ctx context.Context, k model.BatchKey, format string) error {
 	set := batches.New(d.contracts, d.asOf)
-	if first, ok := d.src.scope().firstOf(k.Pipeline); ok {
+	if first, ok := d.src.Scope().FirstOf(k.Pipeline); ok {
 		set.Known(k.Pipeline, first)
 	}
 	if err := d.feed(ctx, func(e *model.Event) error {
@@ -278,7 +278,7 @@ func (d *diagnoser) one(ctx context.Context, k model.BatchKey, format string) er
 	d.sum.batches = set.Len()
 	dg, ok := set.DiagnoseOne(k)
 	if !ok {
-		return usageError("--batch %s: no events of that batch in %s", k, d.src.name())
+		return exitcode.Usagef("--batch %s: no events of that batch in %s", k, d.src.Name())
 	}
 	ds := []replay.Diagnosis{dg}
 	d.sum.count(ds)
@@ -286,16 +286,6 @@ func (d *diagnoser) one(ctx context.Context, k model.BatchKey, format string) er
 		return writing(report.JSON(d.out, ds))
 	}
 	return writing(report.TextAll(d.out, ds))
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // count writes n and the word, in the plural unless n is 1.
