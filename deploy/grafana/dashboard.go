@@ -38,7 +38,9 @@ const (
 var ds = common.DataSourceRef{Type: cog.ToPtr(pluginID), Uid: cog.ToPtr("${datasource}")}
 
 // chQuery is a target of the ClickHouse plugin (v4): raw SQL, as a table or
-// a time series. The SDK has no type for this plugin's queries.
+// a time series (queryType timeSeries, format 0: the plugin turns long rows,
+// a time column, label strings and a number, into one series per label).
+// The SDK has no type for this plugin's queries.
 type chQuery struct {
 	RefID      string               `json:"refId"`
 	Datasource common.DataSourceRef `json:"datasource"`
@@ -80,7 +82,7 @@ func target(name string, timeSeries bool) (chQueryBuilder, error) {
 	}
 	q := chQuery{RefID: "A", Datasource: ds, EditorType: "sql", QueryType: "table", Format: formatTable, RawSQL: sql}
 	if timeSeries {
-		q.QueryType, q.Format = "timeseries", formatTimeSeries
+		q.QueryType, q.Format = "timeSeries", formatTimeSeries
 	}
 	return chQueryBuilder{q}, nil
 }

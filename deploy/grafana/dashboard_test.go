@@ -175,7 +175,7 @@ func TestPanels(t *testing.T) {
 		}
 		used[name]++
 		series := p.Type == "timeseries"
-		if series != (p.Targets[0].Format == formatTimeSeries && p.Targets[0].QueryType == "timeseries") {
+		if series != (p.Targets[0].Format == formatTimeSeries && p.Targets[0].QueryType == "timeSeries") {
 			t.Errorf("panel %q (%s): format %d, queryType %s", p.Title, p.Type, p.Targets[0].Format, p.Targets[0].QueryType)
 		}
 		// Every *_ms column of a table is a time or a duration, every age
