@@ -373,7 +373,7 @@ func render() ([]byte, error) {
 		Inputs: []input{{Name: dsInput, Label: pluginName, Description: "the ClickHouse that handoff writes",
 			Type: "datasource", PluginID: pluginID, PluginName: pluginName}},
 		Requires: []require{
-			{Type: "grafana", ID: "grafana", Name: "Grafana", Version: "10.0.0"},
+			{Type: "grafana", ID: "grafana", Name: "Grafana", Version: ""},
 			{Type: "datasource", ID: pluginID, Name: pluginName, Version: "4.0.0"},
 			{Type: "panel", ID: "table", Name: "Table", Version: ""},
 			{Type: "panel", ID: "text", Name: "Text", Version: ""},
