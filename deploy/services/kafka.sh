@@ -42,9 +42,6 @@ K_POM="$K_SRC/pom.xml"
 K_DEFAULT_VERSION="$(sed -n 's#.*<kafka.version>\(.*\)</kafka.version>.*#\1#p' "$K_POM")"
 K_VERSION="${HANDOFF_KAFKA_VERSION:-$K_DEFAULT_VERSION}"
 case "$K_VERSION" in
-  # 4.0.0 rejects JoinGroup v0/v1, which kafka-go's consumer groups send;
-  # 4.0.1 and 4.1.0 accept them again (KAFKA-19444).
-  4.0.0) die "HANDOFF_KAFKA_VERSION=4.0.0: that release rejects the JoinGroup v1 kafka-go's consumer groups send; use 4.0.1 or later (default $K_DEFAULT_VERSION)" ;;
   3.9.* | 4.*) ;;
   *) die "HANDOFF_KAFKA_VERSION=$K_VERSION: supported are 4.x (default $K_DEFAULT_VERSION) and 3.9.x" ;;
 esac
