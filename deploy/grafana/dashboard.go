@@ -219,10 +219,10 @@ Pick the **database** handoff writes (default `+"`handoff`"+`) and a **pipeline*
 		GridPos(grid(0, 0, 24, 4))
 }
 
-func variables() []cog.Builder[dashboard.VariableModel] {
+func variables() ([]cog.Builder[dashboard.VariableModel], error) {
 	pipelines, err := dash.GrafanaSQL("pipelines")
 	if err != nil {
-		panic(err) // the query is defined in query/dash; TestGenerated catches a rename
+		return nil, err
 	}
 	opt := func(s string) dashboard.VariableOption {
 		return dashboard.VariableOption{Text: dashboard.StringOrArrayOfString{String: cog.ToPtr(s)}, Value: dashboard.StringOrArrayOfString{String: cog.ToPtr(s)}}
@@ -242,7 +242,7 @@ func variables() []cog.Builder[dashboard.VariableModel] {
 		dashboard.NewTextBoxVariableBuilder("serve_url").Label("serve URL").
 			DefaultValue(dashboard.StringOrMap{String: cog.ToPtr("http://127.0.0.1:8080")}).Current(opt("http://127.0.0.1:8080")).
 			Description("where handoff serve answers (its --addr), for the links to batch pages"),
-	}
+	}, nil
 }
 
 // build is the dashboard, typed.
@@ -254,7 +254,11 @@ func build() (dashboard.Dashboard, error) {
 			Url("${serve_url}/").TargetBlank(true).Icon("external link").Tooltip("the batch grid of handoff serve")).
 		Link(dashboard.NewDashboardLinkBuilder("findings (handoff serve)").Type(dashboard.DashboardLinkTypeLink).
 			Url("${serve_url}/findings").TargetBlank(true).Icon("external link").Tooltip("open and resolved findings"))
-	for _, v := range variables() {
+	vars, err := variables()
+	if err != nil {
+		return dashboard.Dashboard{}, err
+	}
+	for _, v := range vars {
 		b.WithVariable(v)
 	}
 	b.WithPanel(note())
