@@ -50,7 +50,10 @@ C_DIR="$DATA_DIR/cluster"
 C_ENV="$C_DIR/cluster.env"
 C_BIN="$C_DIR/bin/handoff"
 K_SRC="$REPO_ROOT/deploy/kafka"
-K_LIBS="${HANDOFF_KAFKA_LIBS:-$DATA_DIR/kafka/libs}"
+# The cluster stays on Kafka 3.9 (its jars bring the ZooKeeper server the
+# ClickHouse replicas use, and its log4j 1 config).
+CLUSTER_KAFKA_VERSION=3.9.2
+K_LIBS="${HANDOFF_KAFKA_LIBS:-$DATA_DIR/kafka/libs/$CLUSTER_KAFKA_VERSION}"
 HOST=127.0.0.1
 CLUSTER=handoff
 DB=handoff
@@ -124,7 +127,7 @@ launch() { # launch NODE LOGFILE CMD...: start in the background, record the pid
 install() {
   command -v clickhouse-server >/dev/null 2>&1 || bash "$REPO_ROOT/deploy/services/clickhouse.sh" install
   if [ ! -e "$K_LIBS/.installed" ] && [ -z "${HANDOFF_KAFKA_LIBS:-}" ]; then
-    bash "$REPO_ROOT/deploy/services/kafka.sh" install
+    HANDOFF_KAFKA_VERSION=$CLUSTER_KAFKA_VERSION bash "$REPO_ROOT/deploy/services/kafka.sh" install
   fi
   ls "$K_LIBS"/zookeeper-3*.jar >/dev/null 2>&1 || die "no ZooKeeper jar in $K_LIBS (the Kafka 3.9 jars of deploy/kafka/pom.xml include it)"
   mkdir -p "$C_DIR/bin"

@@ -47,13 +47,14 @@ type fixtureCase struct {
 
 func sms(s string) string { return strconv.FormatInt(ms(s), 10) }
 
-// The boundary gaps of the fixture's pipelines, in ms (the seed's times:
-// finalized 2.53 s before produced; consumed 15 and 35 minutes after
-// identified). quantileExact of two values is the higher one.
+// The boundary gaps of the fixture's pipelines, in ms, in event order (the
+// seed's times: finalized 2.53 s before produced, so produced comes after
+// finalized; consumed 15 and 35 minutes after identified). quantileExact
+// of two values is the higher one.
 var (
 	absLatency = [][]string{
-		{abs, "finalized", "3", "-2530", "-2530", "-2530", "-2530"},
-		{abs, "signaled", "3", "3820", "3820", "3820", "3820"},
+		{abs, "produced", "3", "2530", "2530", "2530", "2530"},
+		{abs, "signaled", "3", "1290", "1290", "1290", "1290"},
 		{abs, "transferred", "3", "358820", "358820", "358820", "358820"},
 		{abs, "signal_delivered", "2", "880", "880", "880", "880"},
 		{abs, "identified", "2", "294000", "294000", "294000", "294000"},
@@ -71,18 +72,18 @@ var (
 
 var fixtureCases = []fixtureCase{
 	{query: "batch_status", want: [][]string{
-		{abs, "2026-09-28", "20260928", "broken", "delivered", "", "diagnosis", "7", sms("2026-09-28T18:00:00Z")},
-		{abs, "2026-09-29", "20260929", "delivered", "delivered", "", "events", "7", sms("2026-09-29T17:40:00Z")},
-		{abs, "2026-09-30", "20260930", "late", "not_identified", "signal_delivered", "diagnosis", "4", sms("2026-09-30T17:20:05.120Z")},
-		{fx, "2026-09-29", "20260929", "broken", "not_final", "finalized", "diagnosis", "1", sms("2026-09-29T06:00:00Z")},
-		{fx, "2026-09-30", "20260930", "failed", "not_produced", "produced", "events", "2", sms("2026-09-30T06:05:00Z")},
-		{fx, "2026-10-01", "20261001", "delivered", "delivered", "", "events", "7", sms("2026-10-01T06:30:00Z")},
+		{abs, "2026-09-28", "20260928", "broken", "delivered", "", "diagnosis", "7", sms("2026-09-28T18:00:00Z"), abs + "/2026-09-28/20260928"},
+		{abs, "2026-09-29", "20260929", "delivered", "delivered", "", "events", "7", sms("2026-09-29T17:40:00Z"), abs + "/2026-09-29/20260929"},
+		{abs, "2026-09-30", "20260930", "late", "not_identified", "signal_delivered", "diagnosis", "4", sms("2026-09-30T17:20:05.120Z"), abs + "/2026-09-30/20260930"},
+		{fx, "2026-09-29", "20260929", "broken", "not_final", "finalized", "diagnosis", "1", sms("2026-09-29T06:00:00Z"), fx + "/2026-09-29/20260929"},
+		{fx, "2026-09-30", "20260930", "failed", "not_produced", "produced", "events", "2", sms("2026-09-30T06:05:00Z"), fx + "/2026-09-30/20260930"},
+		{fx, "2026-10-01", "20261001", "delivered", "delivered", "", "events", "7", sms("2026-10-01T06:30:00Z"), fx + "/2026-10-01/20261001"},
 	}},
 	{query: "batch_status", params: map[string]string{"pipeline": fx, "status": "failed"}, want: [][]string{
-		{fx, "2026-09-30", "20260930", "failed", "not_produced", "produced", "events", "2", sms("2026-09-30T06:05:00Z")},
+		{fx, "2026-09-30", "20260930", "failed", "not_produced", "produced", "events", "2", sms("2026-09-30T06:05:00Z"), fx + "/2026-09-30/20260930"},
 	}},
 	{query: "batch_status", params: map[string]string{"from": "2026-09-30", "to": "2026-09-30", "limit": "1"}, want: [][]string{
-		{abs, "2026-09-30", "20260930", "late", "not_identified", "signal_delivered", "diagnosis", "4", sms("2026-09-30T17:20:05.120Z")},
+		{abs, "2026-09-30", "20260930", "late", "not_identified", "signal_delivered", "diagnosis", "4", sms("2026-09-30T17:20:05.120Z"), abs + "/2026-09-30/20260930"},
 	}},
 	{query: "boundary_funnel", want: [][]string{
 		{abs, "3", "3", "3", "3", "3", "2", "2", "2"},
@@ -121,6 +122,14 @@ var fixtureCases = []fixtureCase{
 		{fx + "/2026-09-30/20260930", "produced", "open", sms("2026-09-30T06:00:00Z"), "7200000", "0"},
 		{abs + "/2026-09-30/20260930", "signal_delivered", "open", sms("2026-09-30T22:00:00Z"), "3600000", "0"},
 	}},
+	{query: "lateness_by_day", want: [][]string{
+		{"2026-09-29", abs, "1200000"},
+		{"2026-09-30", abs, "3600000"},
+		{"2026-09-30", fx, "7200000"},
+	}},
+	{query: "lateness_by_day", params: map[string]string{"pipeline": fx}, want: [][]string{
+		{"2026-09-30", fx, "7200000"},
+	}},
 	{query: "dead_letters_by_reason", want: [][]string{
 		{"bad_json", "handoff.events", "2", sms("2026-10-01T01:00:00Z"), sms("2026-10-01T02:00:05Z"), "not a JSON object"},
 		{"missing_field", "handoff.findings", "1", sms("2026-10-01T03:00:00Z"), sms("2026-10-01T03:00:00Z"), "missing field fingerprint"},
@@ -133,6 +142,8 @@ var fixtureCases = []fixtureCase{
 		{"heartbeat", abs, "consumer-1", sms("2026-10-01T06:00:00Z"), "~age:" + sms("2026-10-01T06:00:00Z")},
 		{"heartbeat", "handoff.detect", "detect-1", sms("2026-10-01T06:59:30Z"), "~age:" + sms("2026-10-01T06:59:30Z")},
 	}},
+	{query: "pipelines", want: [][]string{{abs}, {fx}}},
+	{query: "pipelines", params: map[string]string{"from": "2026-10-01", "to": "2026-10-01"}, want: [][]string{{fx}}},
 }
 
 // params returns the call's parameters: the example ones, overridden.

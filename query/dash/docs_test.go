@@ -2,6 +2,7 @@ package dash
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"regexp"
@@ -19,6 +20,8 @@ import (
 // the fixture. go test ./query/dash -run Docs -update rewrites that part
 // from the real server; without -update the test fails when the docs
 // differ (ages, which follow the clock, aside).
+
+var update = flag.Bool("update", false, "rewrite the generated section of docs/dashboards.md")
 
 const (
 	docsFile  = "../../docs/dashboards.md"

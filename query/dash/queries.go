@@ -53,11 +53,12 @@ var definitions = []definition{
 	{Query{Name: "batch_status", Title: "Batch status by pipeline and business date",
 		Doc: "One row per batch with events in the range: status, verdict and first missing boundary, " +
 			"from the latest stored diagnosis (source diagnosis) or, when there is none, from the batch's events " +
-			"under the default ladder (source events).",
+			"under the default ladder (source events); batch is pipeline/date/id, as handoff serve's batch page names it.",
 		Params: []Param{pFrom, pTo, pPipeline,
 			{Name: "status", Type: ParamString, Doc: "only this status (delivered, late, failed, broken, in_progress); empty: all"},
 			pLimit}},
-		`SELECT pipeline, business_date, batch_id, status, verdict, first_missing, source, event_count, last_event_ms
+		`SELECT pipeline, business_date, batch_id, status, verdict, first_missing, source, event_count, last_event_ms,
+       concat(pipeline, '/', toString(business_date), '/', batch_id) AS batch
 FROM {view:batch_status}
 WHERE {status} = '' OR status = {status}
 ORDER BY pipeline, business_date, batch_id
@@ -78,25 +79,27 @@ ORDER BY pipeline
 LIMIT {limit}`, dateRange},
 
 	{Query{Name: "boundary_latency", Title: "Time between boundaries",
-		Doc: "Per pipeline and boundary: milliseconds from the previous boundary of the ladder to this one " +
-			"(first proving event of each), over batches that have both; p50/p90/p99 are exact quantiles, " +
-			"negative when the events came out of ladder order.",
+		Doc: "Per pipeline and boundary: milliseconds from the boundary proven just before it to this one, " +
+			"in event order (each batch's first proving events sorted by time; a tie goes to the ladder's order), " +
+			"so never negative: an artifact finalized before its job reported success gives a produced row after " +
+			"finalized. The first boundary a batch reached has no row. p50/p90/p99 are exact quantiles.",
 		Params: []Param{pFrom, pTo, pPipeline, pLimit}},
 		`SELECT pipeline, gap.1 AS boundary, count() AS batches,
-       toInt64(quantileExact(0.5)(gap.3 - gap.2)) AS p50_ms,
-       toInt64(quantileExact(0.9)(gap.3 - gap.2)) AS p90_ms,
-       toInt64(quantileExact(0.99)(gap.3 - gap.2)) AS p99_ms,
-       max(gap.3 - gap.2) AS max_ms
-FROM {view:batch_progress}
-ARRAY JOIN arrayFilter(x -> x.2 > 0 AND x.3 > 0, [
-    ('finalized', produced_ms, finalized_ms),
-    ('signaled', finalized_ms, signaled_ms),
-    ('transferred', signaled_ms, transferred_ms),
-    ('signal_delivered', transferred_ms, signal_delivered_ms),
-    ('identified', signal_delivered_ms, identified_ms),
-    ('consumed', identified_ms, consumed_ms)]) AS gap
+       toInt64(quantileExact(0.5)(gap.2)) AS p50_ms,
+       toInt64(quantileExact(0.9)(gap.2)) AS p90_ms,
+       toInt64(quantileExact(0.99)(gap.2)) AS p99_ms,
+       max(gap.2) AS max_ms
+FROM (
+    SELECT pipeline,
+           arraySort(x -> x.2 * 8 + x.3, arrayFilter(x -> x.2 > 0, [
+               ('produced', produced_ms, 0), ('finalized', finalized_ms, 1), ('signaled', signaled_ms, 2),
+               ('transferred', transferred_ms, 3), ('signal_delivered', signal_delivered_ms, 4),
+               ('identified', identified_ms, 5), ('consumed', consumed_ms, 6)])) AS reached
+    FROM {view:batch_progress}
+)
+ARRAY JOIN arrayMap((cur, prev) -> (cur.1, cur.2 - prev.2), arrayPopFront(reached), arrayPopBack(reached)) AS gap
 GROUP BY pipeline, boundary
-ORDER BY pipeline, indexOf(['finalized', 'signaled', 'transferred', 'signal_delivered', 'identified', 'consumed'], boundary)
+ORDER BY pipeline, indexOf(['produced', 'finalized', 'signaled', 'transferred', 'signal_delivered', 'identified', 'consumed'], boundary)
 LIMIT {limit}`, dateRange},
 
 	{Query{Name: "breaks_over_time", Title: "Breaks by verdict and first missing boundary",
@@ -166,6 +169,18 @@ WHERE latest_lateness_ms > 0 AND latest_lateness_ms >= {min_lateness}
 ORDER BY lateness_ms DESC, batch, boundary
 LIMIT {limit}`, dateRange},
 
+	{Query{Name: "lateness_by_day", Title: "Lateness by business date",
+		Doc: "Per business date and pipeline: the largest lateness of a finding (a boundary past its contract " +
+			"deadline, open or resolved), in milliseconds. Empty until handoff detect publishes findings.",
+		Params: []Param{pFrom, pTo, pPipeline, pLimit}},
+		`SELECT finding_business_date AS business_date, finding_pipeline AS pipeline,
+       max(latest_lateness_ms) AS max_lateness_ms
+FROM {view:finding_state}
+WHERE latest_lateness_ms > 0
+GROUP BY business_date, pipeline
+ORDER BY business_date, pipeline
+LIMIT {limit}`, dateRange},
+
 	{Query{Name: "dead_letters_by_reason", Title: "Dead letters by reason",
 		Doc: "Rejected messages received in the range (UTC days of received time), by reason and source topic: " +
 			"distinct messages, first and last received, one example error.",
@@ -201,5 +216,15 @@ FROM (
     GROUP BY pipeline, component
 )
 ORDER BY source, pipeline, component
+LIMIT {limit}`, ""},
+
+	{Query{Name: "pipelines", Title: "Pipelines",
+		Doc:    "The pipelines with batch events in the range, by name: the Grafana dashboard's pipeline variable.",
+		Params: []Param{pFrom, pTo, pLimit}},
+		`SELECT pipeline
+FROM {db}.events
+WHERE business_date >= toDate({from}) AND business_date <= toDate({to}) AND batch_id != ''
+GROUP BY pipeline
+ORDER BY pipeline
 LIMIT {limit}`, ""},
 }
