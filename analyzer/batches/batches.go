@@ -51,8 +51,8 @@ type Set struct {
 	// every event of (Covers); zero sides: each pipeline's first date,
 	// and CalendarEnd of the as-of time.
 	coverFrom, coverTo model.Date
-	events  int
-	ignored int
+	events             int
+	ignored            int
 }
 
 // New returns an empty Set that will diagnose as of asOf. Heartbeats later
