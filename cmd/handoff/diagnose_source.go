@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/ingest/jsonl"
-	"github.com/handoff-dev/handoff/judge/backfill"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/store/chconn"
@@ -41,6 +40,9 @@ type sourceScope struct {
 	// from: batches of earlier business dates are fed for continuity only,
 	// not diagnosed (zero: every batch is).
 	from model.Date
+	// to: the last business date the source covers (zero: the whole
+	// history), which bounds the calendar of absent expected batches.
+	to model.Date
 	// first holds pipelines' earliest business date in the whole history
 	// (batches.Set.Known).
 	first map[string]model.Date
@@ -120,19 +122,11 @@ func (s *fileSource) feed(ctx context.Context, add func(*model.Event) error, rep
 	return nil
 }
 
-// The dates a read of ClickHouse is bounded by when --from or --to is not
-// given: the storable range of business_date.
-var (
-	firstDate = model.Date{Year: 1970, Month: 1, Day: 2}
-	lastDate  = model.Date{Year: 2105, Month: 12, Day: 31}
-)
-
 // openClickHouse opens the ClickHouse source: one pipeline (optionally a
-// range of business dates), or the pipeline of --batch. It reads the
-// range's context as backfill does (backfill.ReadContext): from the
-// previous batch of the first batch in range on, with the pipeline's first
-// business date in the whole table and its latest heartbeats as of asOf,
-// so that diagnose and backfill give the same diagnoses.
+// range of business dates, by default the storable range), or the
+// pipeline of --batch. It reads the range's context as every reader of
+// the history does (history.ReadContext), so that diagnose and backfill
+// give the same diagnoses.
 func openClickHouse(ctx context.Context, cfg diagnoseConfig, only model.BatchKey, contracts *contract.Set, asOf time.Time) (eventSource, error) {
 	var from, to model.Date
 	for _, d := range []struct {
@@ -160,10 +154,10 @@ func openClickHouse(ctx context.Context, cfg diagnoseConfig, only model.BatchKey
 		}
 	}
 	if from.IsZero() {
-		from = firstDate
+		from = history.FirstStorable
 	}
 	if to.IsZero() {
-		to = lastDate
+		to = history.LastStorable
 	}
 	if to.Compare(from) < 0 {
 		return nil, usageError("--to %s is before --from %s", to, from)
@@ -184,19 +178,19 @@ func openClickHouse(ctx context.Context, cfg diagnoseConfig, only model.BatchKey
 		return nil, usageError("--database: %v", err)
 	}
 	label := fmt.Sprintf("clickhouse %s/%s.events pipeline %s", cfg.ClickHouse, cfg.Database, pipeline)
-	cx, err := backfill.ReadContext(ctx, st, contracts, []string{pipeline}, from, to, asOf)
+	cx, err := history.ReadContext(ctx, st, history.ContextRequest{Pipelines: []string{pipeline}, From: from, To: to, AsOf: asOf, Contracts: contracts})
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("%s: %w", label, err)
 	}
 	src := &clickhouseSource{label: label, st: st, close: conn.Close, heartbeats: cx.Heartbeats,
-		filter: history.Filter{Pipeline: pipeline, From: cx.ReadFrom, To: to}, sc: sourceScope{from: from}}
-	if len(cx.Census) == 0 {
-		// Nothing in range: nothing to read (a read from ReadFrom would
-		// diagnose nothing either).
-		src.filter.From, src.filter.To = from, to
+		filter: cx.Filter(pipeline), sc: sourceScope{from: from, to: to}}
+	if first, ok := cx.First(pipeline); ok {
+		src.sc.first = map[string]model.Date{pipeline: first}
 	} else {
-		src.sc.first = map[string]model.Date{pipeline: cx.Census[0].First}
+		// No history: nothing to read (a read from ReadFrom would diagnose
+		// nothing either).
+		src.filter.From, src.filter.To = from, to
 	}
 	return src, nil
 }

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/model/manifest"
+	"github.com/handoff-dev/handoff/store/history"
 )
 
 // remedyConfig is what restore-signal and verify share: which batch, where
@@ -109,14 +111,16 @@ func parseRemedyEnv() (remedyConfig, error) {
 }
 
 // replayBatch reads the source and replays the batch's pipeline: the
-// batch's diagnosis and every batch of the pipeline read (for continuity
-// and for "no other batch affected"). From ClickHouse it reads the week
-// before and the week after the batch.
+// batch's diagnosis and every batch of the pipeline read with events (for
+// continuity and for "no other batch affected"). From ClickHouse it reads
+// the dates a fix could have touched (history.AroundBatch) with their
+// context.
 func replayBatch(ctx context.Context, cfg *remedyConfig, set *contract.Set, stderr io.Writer) (replay.Diagnosis, []replay.Diagnosis, error) {
 	dc := diagnoseConfig{Events: cfg.Events, ClickHouse: cfg.ClickHouse, Database: cfg.Database, User: cfg.User, Password: cfg.Password}
 	if cfg.ClickHouse != "" {
 		dc.Pipeline = cfg.key.Pipeline
-		dc.From, dc.To = cfg.key.BusinessDate.AddDays(-7).String(), cfg.key.BusinessDate.AddDays(7).String()
+		from, to := history.AroundBatch(cfg.key)
+		dc.From, dc.To = from.String(), to.String()
 	}
 	asOf := cfg.asOf
 	if asOf.IsZero() {
@@ -145,6 +149,9 @@ func replayBatch(ctx context.Context, cfg *remedyConfig, set *contract.Set, stde
 		return replay.Diagnosis{}, nil, err
 	}
 	all := bs.Diagnose(func(k model.BatchKey) bool { return k.BusinessDate.Compare(sc.from) >= 0 })
+	// Absent expected batches (no event) are not batches a fix touched,
+	// and one alone proves no boundary.
+	all = slices.DeleteFunc(all, func(d replay.Diagnosis) bool { return d.Events == 0 })
 	for _, d := range all {
 		if d.Batch == cfg.key.String() {
 			return d, all, nil

@@ -1,10 +1,11 @@
-// Package store reads delivery events back from ClickHouse: diagnose
-// --clickhouse today, backfill and the query side next.
+// Package history reads delivery events back from ClickHouse, with the
+// context a batch's diagnosis needs (context.go: "The history a batch
+// needs"): diagnose --clickhouse, backfill, serve, restore-signal and
+// verify read through it, and the streaming detector restores from it.
 //
 // Reads do not use FINAL: its per-partition merge needs memory for every
 // partition a read touches, and a few hundred valid events with business
-// dates far apart made every read fail on ClickHouse's memory limit (issue
-// 6). Instead rows come in the table's sort key order (pipeline,
+// dates far apart made every read fail on ClickHouse's memory limit. Instead rows come in the table's sort key order (pipeline,
 // business_date, batch_id, event_id), where the copies of an event that
 // merges have not collapsed yet are adjacent and are skipped as they pass;
 // and a large range is read in windows of dates (business dates; for
@@ -310,8 +311,12 @@ func (s *Store) each(ctx context.Context, q query, prev *rowKey, fn func(model.E
 // CensusFilter selects the pipelines Census counts: Pipelines (nil: every
 // pipeline with a batch event in [From, To]), their stored rows in
 // [ReadFrom, To] (ReadFrom <= From: the dates read for context only).
+// Scheduled pipelines are counted even with no batch event in [From, To],
+// when their history starts by To: their calendar may expect batches of
+// the range that never came.
 type CensusFilter struct {
 	Pipelines      []string
+	Scheduled      []string
 	ReadFrom, From model.Date
 	To             model.Date
 }
@@ -330,7 +335,8 @@ type PipelineRows struct {
 }
 
 // Census returns, in pipeline order, the pipelines with batch events in
-// [From, To] and their row counts. One GROUP BY over the primary key
+// [From, To] (and the scheduled ones whose history starts by To) and
+// their row counts. One GROUP BY over the primary key
 // columns (pipeline, business_date) and batch_id.
 func (s *Store) Census(ctx context.Context, f CensusFilter) ([]PipelineRows, error) {
 	if f.From.IsZero() || f.To.IsZero() || f.ReadFrom.IsZero() {
@@ -358,7 +364,7 @@ func (s *Store) Census(ctx context.Context, f CensusFilter) ([]PipelineRows, err
 		if err := rows.Scan(&p.Pipeline, &first, &p.Rows, &p.InRange); err != nil {
 			return nil, fmt.Errorf("count the events of %s by pipeline: scan: %w", s.events(), err)
 		}
-		if p.InRange == 0 {
+		if p.InRange == 0 && !slices.Contains(f.Scheduled, p.Pipeline) {
 			continue
 		}
 		p.First = model.Date{Year: first.Year(), Month: first.Month(), Day: first.Day()}
