@@ -247,7 +247,9 @@ func (n orderedNeighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
 	if k.Pipeline != n.o.pipeline {
 		return 0, false
 	}
-	if k.BusinessDate == n.o.cur {
+	// The open date's batches are in open until flush moves them to past
+	// (the absent batches after the last date are judged after it).
+	if k.BusinessDate == n.o.cur && len(n.o.open) > 0 {
 		st := n.o.open[k.BatchID]
 		if st == nil {
 			return 0, false
@@ -267,7 +269,7 @@ func (n orderedNeighbours) SameDate(k model.BatchKey) []model.BatchKey {
 		return nil
 	}
 	var out []model.BatchKey
-	if k.BusinessDate == n.o.cur {
+	if k.BusinessDate == n.o.cur && len(n.o.open) > 0 {
 		for id := range n.o.open {
 			out = append(out, model.BatchKey{Pipeline: k.Pipeline, BusinessDate: k.BusinessDate, BatchID: id})
 		}
