@@ -149,28 +149,35 @@ func batchOf(j []byte) string {
 	return string(rest[:bytes.IndexByte(rest, '"')])
 }
 
-// TestDetectEqualsDiagnoseAtScale is issue 7's equivalence test on the real
-// services: a generated history of more than 10,000 batches over hourly,
-// daily and weekday pipelines, with every kind of break and anomaly,
-// redeliveries, bad lines and expected batches that never send an event,
-// is published to Kafka in a shuffled order; handoff ingest stores it and
-// handoff detect (fixed clock) folds it. Once the detector has caught up,
-// its diagnosis of every batch equals, byte for byte, what `handoff
-// diagnose` gives on the same file as of the same time (a batch it closed
-// is delivered there), `handoff backfill` over what ingest stored gives
-// the same answer byte for byte, and the batches that never sent an event,
-// and only they, have a stored `missing` finding.
+// TestDetectEqualsDiagnoseAtScale is the cross-surface equivalence test on
+// the real services: a generated history of more than 10,000 batches over
+// hourly, daily and weekday pipelines, with every kind of break and
+// anomaly, redeliveries, re-runs under another batch id, heartbeats
+// stamped after the evaluation time, bad lines and expected batches that
+// never send an event, is published to Kafka in a shuffled order; handoff
+// ingest stores it and handoff detect (fixed clock) folds it. Once the
+// detector has caught up, its diagnosis of every batch equals, byte for
+// byte, what `handoff diagnose` gives on the same file as of the same time
+// (a batch it closed is delivered there); `handoff backfill` and `diagnose
+// --clickhouse` over what ingest stored give the same answers byte for
+// byte; serve's batch API agrees on status, verdict, first missing
+// boundary, anomalies, evidence and alive processes; every expected batch
+// that never sent an event is in each of them (events 0), and they, and
+// only they, have a stored `missing` finding.
 func TestDetectEqualsDiagnoseAtScale(t *testing.T) {
 	testenv.Integration(t)
 	end := time.Date(2026, 9, 30, 0, 0, 0, 0, time.UTC)
 	o := gen.Options{
 		Seed: 7, End: end, Days: 150, Pipelines: 9, Bad: 0.001,
 		Schedules:     []gen.Schedule{gen.Hourly, gen.Daily, gen.Weekdays},
-		NeverProduced: 0.01, AllKinds: true,
+		NeverProduced: 0.01, AllKinds: true, Reruns: 0.02,
+		// Every consumer beats once more after the evaluation time: no
+		// surface may count it, nor let it hide the beat before.
+		HeartbeatsAfter: end.AddDate(0, 0, 2),
 	}
 	path, contracts, res := genHistory(t, o)
-	if res.Batches < 10_000 {
-		t.Fatalf("generated %d batches, want at least 10,000", res.Batches)
+	if res.Batches < 10_000 || len(res.Reruns) == 0 || len(res.NeverProduced) == 0 {
+		t.Fatalf("generated %d batches (%d re-run, %d never produced), want at least 10,000 with both", res.Batches, len(res.Reruns), len(res.NeverProduced))
 	}
 	now := end.AddDate(0, 0, 2) // the generator's batches of the last two days are still on their way
 
@@ -293,6 +300,22 @@ func TestDetectEqualsDiagnoseAtScale(t *testing.T) {
 		if !ok || dg.Events != 0 || dg.Verdict != model.NotProduced {
 			t.Errorf("%s: the detector's diagnosis %v (open %v), want an open batch with no events, not_produced", k, dg.Status, ok)
 		}
+	}
+	// A scheduled batch that sent nothing and was re-run under another id
+	// is not absent: the re-run stands in for it, on every surface.
+	for _, k := range res.Reruns {
+		bk, _ := model.ParseBatchKey(k)
+		if w, ok := want[bk]; ok && bytes.Contains(w, []byte(`"events":0,`)) {
+			t.Errorf("%s: re-run under another batch id, yet diagnose lists it as absent", k)
+		}
+		rk := bk
+		rk.BatchID += "r"
+		if _, ok := want[rk]; !ok {
+			t.Errorf("%s: its re-run %s is not diagnosed", k, rk)
+		}
+	}
+	if slices.Contains(stored["missing"], res.Reruns[0]) {
+		t.Errorf("%s: a missing finding for a re-run batch", res.Reruns[0])
 	}
 	// The history exercised every kind of finding.
 	for _, k := range []string{"missing", "overdue", "failed", "identity_mismatch", "row_mismatch", "checksum_mismatch",

@@ -464,6 +464,13 @@ func (s *Store) LatestHeartbeats(ctx context.Context, pipelines []string, asOf t
 	if len(pipelines) > 0 {
 		w.in("pipeline", pipelines)
 	}
+	return s.latestHeartbeats(ctx, w)
+}
+
+// latestHeartbeats returns, for the heartbeats w selects, every stored row
+// at each process's latest time, copies skipped, ordered by process and
+// event id.
+func (s *Store) latestHeartbeats(ctx context.Context, w *where) ([]model.Event, error) {
 	args := append(slices.Clone(w.args), w.args...)
 	// GLOBAL IN: on a cluster both reads are of the Distributed table, and
 	// a plain IN would run the subquery on every shard against every shard
