@@ -217,11 +217,10 @@ func (f *Fold[T]) submit(name string) error {
 	s := f.sets[name]
 	delete(f.sets, name)
 	f.cur, f.curName = nil, ""
-	if s.Len() == 0 { // heartbeats only
-		return nil
-	}
 	// The keys are those with events and the absent expected batches
-	// (batches.Set.Keys), sorted once and cut into windows.
+	// (batches.Set.Keys; a pipeline of heartbeats only has absent batches
+	// when its history is known to start earlier: Options.First), sorted
+	// once and cut into windows.
 	keys := s.Keys()
 	if !f.opts.From.IsZero() {
 		from := f.opts.From
