@@ -138,6 +138,9 @@ func replayBatch(ctx context.Context, cfg *remedyConfig, set *contract.Set, stde
 	if first, ok := sc.firstOf(cfg.key.Pipeline); ok {
 		bs.Known(cfg.key.Pipeline, first)
 	}
+	if !sc.from.IsZero() || !sc.to.IsZero() {
+		bs.Covers(sc.from, sc.to)
+	}
 	err = src.feed(ctx, func(e *model.Event) error {
 		if e.Pipeline == cfg.key.Pipeline {
 			bs.Add(e)

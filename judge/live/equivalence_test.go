@@ -301,6 +301,20 @@ func TestDetectEqualsDiagnoseAtScale(t *testing.T) {
 			t.Errorf("%s: the detector's diagnosis %v (open %v), want an open batch with no events, not_produced", k, dg.Status, ok)
 		}
 	}
+	// The detector's missing findings say what the other surfaces say of
+	// the absent batch: status, verdict, first missing boundary.
+	for batch, f := range e.missingFindings(t) {
+		bk, _ := model.ParseBatchKey(batch)
+		w, ok := want[bk]
+		if !ok {
+			t.Errorf("%s: a missing finding, and diagnose does not list the batch", batch)
+			continue
+		}
+		d := factsOf(t, w)
+		if f != [3]string{d.status, d.verdict, d.firstMissing} {
+			t.Errorf("%s: the missing finding says %v, diagnose %v", batch, f, [3]string{d.status, d.verdict, d.firstMissing})
+		}
+	}
 	// A scheduled batch that sent nothing and was re-run under another id
 	// is not absent: the re-run stands in for it, on every surface.
 	for _, k := range res.Reruns {
@@ -499,6 +513,33 @@ func (e *env) findingKinds(t *testing.T) (map[string][]string, int) {
 		t.Fatal(err)
 	}
 	return out, total
+}
+
+// missingFindings reads the latest record of every missing finding: by
+// batch, its status, verdict and first missing boundary.
+func (e *env) missingFindings(t *testing.T) map[string][3]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := e.conn.Query(ctx, "SELECT batch, argMax(status, seq), argMax(verdict, seq), argMax(first_missing, seq) FROM "+
+		e.db+"."+schema.Findings+" WHERE kind = 'missing' GROUP BY fingerprint, batch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string][3]string{}
+	for rows.Next() {
+		var batch string
+		var f [3]string
+		if err := rows.Scan(&batch, &f[0], &f[1], &f[2]); err != nil {
+			t.Fatal(err)
+		}
+		out[batch] = f
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func kindsOf(m map[string][]string) map[string]int {
