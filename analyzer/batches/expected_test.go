@@ -27,7 +27,7 @@ func TestAbsentExpectedBatches(t *testing.T) {
 		ev("a", "2026-09-14", "20260914"), // Monday, the first date
 		// 09-15 sent nothing: absent
 		// 09-16 is a holiday: not expected
-		ev("b", "2026-09-17", "20260917r"), // 09-17 re-run under another id: stands in
+		ev("b", "2026-09-17", "20260917-r1"), // 09-17 re-run under another id: stands in
 		ev("c", "2026-09-18", "20260918"),
 		// 09-19/20: weekend; 09-21 and 09-22 sent nothing
 	}

@@ -60,8 +60,9 @@ type Options struct {
 	NeverProduced float64
 	// Reruns is the fraction of the daily and weekday batches (at least
 	// two days before End) that are run again under another batch id, the
-	// scheduled id with "r" appended: the scheduled run fails or sends
-	// nothing, and the re-run delivers. Result.Reruns lists the scheduled
+	// scheduled id with "-r1" appended (the first re-run, as contracts name
+	// re-runs by default): the scheduled run fails or sends nothing, and
+	// the re-run delivers. Result.Reruns lists the scheduled
 	// batches.
 	Reruns float64
 	// HeartbeatsAfter, when not zero, gives every pipeline's consumer one
@@ -238,7 +239,7 @@ func (g *gen) batch(p int, d time.Time, hh int, recent bool, last time.Time) {
 	if g.o.Reruns > 0 && hh < 0 && last.Sub(d) >= 48*time.Hour && r.Float64() < g.o.Reruns {
 		g.reruns = append(g.reruns, pipe+"/"+date+"/"+id)
 		rerun, slotFails = true, r.IntN(2) == 0
-		id += "r"
+		id += "-r1"
 	}
 	base := fmt.Sprintf("pipeline_%03d_%s", p, id)
 	csv, flag := base+".csv", base+".flag"
