@@ -70,22 +70,16 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 		rows, err := s.rd.storedRows(rctx, f.pipeline, f.dates)
 		storedc <- storedResult{rows, err}
 	}()
-	cx, err := s.readContext(rctx, f.pipeline, f.dates.from, f.dates.to)
-	if err != nil {
-		return nil, err
-	}
-	set := cx.Set(s.contracts)
 	type span struct {
 		n      int
 		lo, hi time.Time
 	}
 	spans := make(map[model.BatchKey]*span)
 	read := 0
-	err = s.readEvents(rctx, history.Filter{Pipeline: f.pipeline, From: cx.ReadFrom, To: f.dates.to}, func(e *model.Event) error {
+	set, err := s.readHistory(rctx, f.pipeline, f.dates.from, f.dates.to, func(e *model.Event) error {
 		if read++; read > s.maxScan {
 			return badParam("from", "more than %d events between %s and %s: narrow the range or give a pipeline", s.maxScan, f.dates.from, f.dates.to)
 		}
-		set.Add(e)
 		if e.BusinessDate.Compare(f.dates.from) < 0 {
 			return nil // the previous batch's, for continuity only
 		}
@@ -217,20 +211,53 @@ func (e *notDueError) Error() string {
 		e.key, e.boundary, e.due.UTC().Format(time.RFC3339))
 }
 
-// readContext reads the history context of the batches of [from, to] of
-// pipeline ("": every pipeline) as of now (store/history's rule).
-func (s *Server) readContext(ctx context.Context, pipeline string, from, to model.Date) (*history.Context, error) {
-	qctx, cancel := s.rd.ctx(ctx)
-	defer cancel()
+// readHistory reads the history the batches of [from, to] of pipeline
+// ("": every pipeline) need as of now (store/history's rule) into a Set,
+// passing each event read to fn too (nil: none) before the Set has it.
+// The events (from history.ReadFrom on) and the rest of the context (the
+// census and the heartbeats) are read at the same time: the read's first
+// date depends on the contracts only.
+func (s *Server) readHistory(ctx context.Context, pipeline string, from, to model.Date, fn func(*model.Event) error) (*batches.Set, error) {
 	req := history.ContextRequest{From: from, To: to, AsOf: s.now(), Contracts: s.contracts}
 	if pipeline != "" {
 		req.Pipelines = []string{pipeline}
 	}
-	cx, err := history.ReadContext(qctx, s.store, req)
-	if err != nil {
-		return nil, s.rd.wrap(ctx, qctx, "the history context", err)
+	type cxResult struct {
+		cx  *history.Context
+		err error
 	}
-	return cx, nil
+	cxc := make(chan cxResult, 1)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		qctx, cancel := s.rd.ctx(rctx)
+		defer cancel()
+		cx, err := history.ReadContext(qctx, s.store, req)
+		if err != nil {
+			err = s.rd.wrap(rctx, qctx, "the history context", err)
+		}
+		cxc <- cxResult{cx, err}
+	}()
+	set := batches.New(s.contracts, req.AsOf)
+	set.Covers(from, to)
+	err := s.readEvents(rctx, history.Filter{Pipeline: pipeline, From: history.ReadFrom(req), To: to}, func(e *model.Event) error {
+		if fn != nil {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		set.Add(e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := <-cxc
+	if r.err != nil {
+		return nil, r.err
+	}
+	r.cx.AddTo(set)
+	return set, nil
 }
 
 // batch returns batch k: its latest stored diagnosis, or a diagnosis on
@@ -252,15 +279,7 @@ func (s *Server) batch(ctx context.Context, k model.BatchKey) (*BatchDetail, err
 		b, err := s.rd.storedDiagnosis(ctx, k)
 		storedc <- storedResult{b, err}
 	}()
-	var set *batches.Set
-	cx, readErr := s.readContext(ctx, k.Pipeline, k.BusinessDate, k.BusinessDate)
-	if readErr == nil {
-		set = cx.Set(s.contracts)
-		readErr = s.readEvents(ctx, cx.Filter(k.Pipeline), func(e *model.Event) error {
-			set.Add(e)
-			return nil
-		})
-	}
+	set, readErr := s.readHistory(ctx, k.Pipeline, k.BusinessDate, k.BusinessDate, nil)
 	stored := <-storedc
 	if stored.err != nil {
 		return nil, stored.err

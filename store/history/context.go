@@ -85,33 +85,70 @@ var FirstStorable = model.Date{Year: 1970, Month: 1, Day: 2}
 // LastStorable is the last business date the events table can hold.
 var LastStorable = model.Date{Year: 2105, Month: 12, Day: 31}
 
-// ReadContext reads the Context of req. Pipelines without a contract have
-// no schedule, so no continuity to look back for and no calendar.
-func ReadContext(ctx context.Context, r ContextReader, req ContextRequest) (*Context, error) {
-	asOf := req.AsOf.UTC().Truncate(time.Millisecond)
-	cx := &Context{ReadFrom: req.From, From: req.From, To: req.To, AsOf: asOf}
-	named := req.Pipelines
-	if named == nil {
-		named = req.Contracts.Pipelines()
-	}
-	for _, p := range named {
-		if d := batches.ContextStart(req.Contracts.For(p), p, req.From); d.Compare(cx.ReadFrom) < 0 {
-			cx.ReadFrom = d
+// ReadFrom is the first business date a read of req's batches starts at
+// (Context.ReadFrom): it depends on the contracts only, so a reader may
+// start reading the events while ReadContext reads the rest.
+func ReadFrom(req ContextRequest) model.Date {
+	from := req.From
+	for _, p := range scheduled(req) {
+		if d := batches.ContextStart(req.Contracts.For(p), p, req.From); d.Compare(from) < 0 {
+			from = d
 		}
 	}
-	if cx.ReadFrom.Compare(FirstStorable) < 0 {
-		cx.ReadFrom = FirstStorable
+	if from.Compare(FirstStorable) < 0 {
+		from = FirstStorable
 	}
+	return from
+}
+
+// scheduled is the pipelines whose schedules req looks back for.
+func scheduled(req ContextRequest) []string {
+	if req.Pipelines != nil {
+		return req.Pipelines
+	}
+	return req.Contracts.Pipelines()
+}
+
+// ReadContext reads the Context of req. Pipelines without a contract have
+// no schedule, so no continuity to look back for and no calendar. The
+// census and the heartbeats are read at the same time (for the pipelines
+// asked, or every pipeline; those of pipelines the census leaves out are
+// dropped).
+func ReadContext(ctx context.Context, r ContextReader, req ContextRequest) (*Context, error) {
+	asOf := req.AsOf.UTC().Truncate(time.Millisecond)
+	cx := &Context{ReadFrom: ReadFrom(req), From: req.From, To: req.To, AsOf: asOf}
+	type hbResult struct {
+		events []model.Event
+		err    error
+	}
+	hbc := make(chan hbResult, 1)
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		hbs, err := r.LatestHeartbeats(hctx, req.Pipelines, asOf)
+		hbc <- hbResult{hbs, err}
+	}()
 	var err error
-	if cx.Census, err = r.Census(ctx, CensusFilter{Pipelines: req.Pipelines, Scheduled: named,
-		ReadFrom: cx.ReadFrom, From: req.From, To: req.To}); err != nil {
+	cx.Census, err = r.Census(ctx, CensusFilter{Pipelines: req.Pipelines, Scheduled: scheduled(req),
+		ReadFrom: cx.ReadFrom, From: req.From, To: req.To})
+	hb := <-hbc
+	if err != nil {
 		return nil, err
+	}
+	if hb.err != nil {
+		return nil, hb.err
 	}
 	if len(cx.Census) == 0 {
 		return cx, nil
 	}
-	if cx.Heartbeats, err = r.LatestHeartbeats(ctx, cx.Pipelines(), asOf); err != nil {
-		return nil, err
+	read := make(map[string]bool, len(cx.Census))
+	for _, p := range cx.Census {
+		read[p.Pipeline] = true
+	}
+	for _, e := range hb.events {
+		if read[e.Pipeline] {
+			cx.Heartbeats = append(cx.Heartbeats, e)
+		}
 	}
 	return cx, nil
 }
@@ -154,18 +191,15 @@ func (cx *Context) Filter(pipeline string) Filter {
 	return Filter{Pipeline: pipeline, From: cx.ReadFrom, To: cx.To}
 }
 
-// Set returns an empty batches.Set for the Context's batches: as of AsOf,
-// knowing each pipeline's first date, covering [From, To] (its absent
-// expected batches are those of the range), with the heartbeats added.
-// The caller adds the events of Filter.
-func (cx *Context) Set(contracts batches.Contracts) *batches.Set {
-	s := batches.New(contracts, cx.AsOf)
+// AddTo gives set, which holds (or will hold) the events of Filter, what
+// the Context knows besides: each pipeline's first date and the
+// heartbeats. The caller calls set.Covers(From, To) (the calendar of the
+// range).
+func (cx *Context) AddTo(set *batches.Set) {
 	for _, p := range cx.Census {
-		s.Known(p.Pipeline, p.First)
+		set.Known(p.Pipeline, p.First)
 	}
-	s.Covers(cx.From, cx.To)
 	for i := range cx.Heartbeats {
-		s.Add(&cx.Heartbeats[i])
+		set.Add(&cx.Heartbeats[i])
 	}
-	return s
 }

@@ -11,9 +11,9 @@ import (
 	"github.com/handoff-dev/handoff/model/contract"
 )
 
-// scheduled is the Scheduled list ReadContext asks the census for: the
+// scheduledOf is the Scheduled list ReadContext asks the census for: the
 // pipelines named, or every contract's.
-func scheduled(named []string) []string {
+func scheduledOf(named []string) []string {
 	if named == nil {
 		return []string{"d"}
 	}
@@ -24,7 +24,7 @@ func scheduled(named []string) []string {
 type ctxReader struct {
 	census     []PipelineRows
 	gotCensus  CensusFilter
-	heartbeats []string // the pipelines asked for, nil when not asked
+	heartbeats []string // the pipelines asked for (nil: all)
 }
 
 func (r *ctxReader) Census(_ context.Context, f CensusFilter) ([]PipelineRows, error) {
@@ -33,8 +33,9 @@ func (r *ctxReader) Census(_ context.Context, f CensusFilter) ([]PipelineRows, e
 }
 
 func (r *ctxReader) LatestHeartbeats(_ context.Context, ps []string, _ time.Time) ([]model.Event, error) {
-	r.heartbeats = append([]string{}, ps...)
-	return []model.Event{{ID: "hb"}}, nil
+	r.heartbeats = ps
+	// One heartbeat of the census's pipeline, one of another.
+	return []model.Event{{ID: "hb", Pipeline: "d"}, {ID: "hb-other", Pipeline: "other"}}, nil
 }
 
 // dailyFor gives the named pipelines a daily schedule, the others none.
@@ -52,8 +53,9 @@ func (d dailyFor) Pipelines() []string { return d }
 
 // TestReadContext: the read starts at the previous batch of the range's
 // first batch for scheduled pipelines (never before the first storable
-// date), the census is asked with it, and heartbeats are read only for the
-// pipelines the census found.
+// date), the census is asked with it, and the heartbeats (asked for the
+// pipelines named, at the same time) are kept only for the pipelines the
+// census found.
 func TestReadContext(t *testing.T) {
 	found := []PipelineRows{{Pipeline: "d", First: model.MustParseDate("2026-01-01"), Rows: 5, InRange: 3}}
 	tests := []struct {
@@ -62,13 +64,13 @@ func TestReadContext(t *testing.T) {
 		from      string
 		census    []PipelineRows
 		readFrom  string
-		hbs       []string
+		kept      int
 	}{
-		{"scheduled", []string{"d"}, "2026-09-10", found, "2026-09-09", []string{"d"}},
-		{"every contract's pipeline", nil, "2026-09-10", found, "2026-09-09", []string{"d"}},
-		{"no schedule", []string{"x"}, "2026-09-10", found, "2026-09-10", []string{"d"}},
-		{"first storable date", []string{"d"}, "1970-01-02", found, "1970-01-02", []string{"d"}},
-		{"nothing in range", []string{"d"}, "2026-09-10", nil, "2026-09-09", nil},
+		{"scheduled", []string{"d"}, "2026-09-10", found, "2026-09-09", 1},
+		{"every contract's pipeline", nil, "2026-09-10", found, "2026-09-09", 1},
+		{"no schedule", []string{"x"}, "2026-09-10", found, "2026-09-10", 1},
+		{"first storable date", []string{"d"}, "1970-01-02", found, "1970-01-02", 1},
+		{"nothing in range", []string{"d"}, "2026-09-10", nil, "2026-09-09", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,12 +80,12 @@ func TestReadContext(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := CensusFilter{Pipelines: tt.pipelines, Scheduled: scheduled(tt.pipelines), ReadFrom: model.MustParseDate(tt.readFrom), From: from, To: to}
+			want := CensusFilter{Pipelines: tt.pipelines, Scheduled: scheduledOf(tt.pipelines), ReadFrom: model.MustParseDate(tt.readFrom), From: from, To: to}
 			if cx.ReadFrom.String() != tt.readFrom || fmt.Sprint(r.gotCensus) != fmt.Sprint(want) {
 				t.Errorf("read from %s, census %+v; want %s, %+v", cx.ReadFrom, r.gotCensus, tt.readFrom, want)
 			}
-			if fmt.Sprint(r.heartbeats) != fmt.Sprint(tt.hbs) || (tt.hbs != nil) != (len(cx.Heartbeats) == 1) {
-				t.Errorf("heartbeats asked for %v (got %d), want %v", r.heartbeats, len(cx.Heartbeats), tt.hbs)
+			if fmt.Sprint(r.heartbeats) != fmt.Sprint(tt.pipelines) || len(cx.Heartbeats) != tt.kept || (tt.kept == 1 && cx.Heartbeats[0].ID != "hb") {
+				t.Errorf("heartbeats asked for %v, kept %v; want asked for %v, %d kept (the census's pipeline's)", r.heartbeats, cx.Heartbeats, tt.pipelines, tt.kept)
 			}
 		})
 	}
