@@ -46,9 +46,13 @@ type Set struct {
 	// Add, so that diagnosing one batch never scans them all.
 	first map[string]model.Date
 	// alive holds the latest heartbeat of each process, by pipeline.
-	alive   Processes
-	events  int
-	ignored int
+	alive Processes
+	// covers is the range of business dates the set was told it holds
+	// every event of (Covers); zero sides: each pipeline's first date,
+	// and CalendarEnd of the as-of time.
+	coverFrom, coverTo model.Date
+	events             int
+	ignored            int
 }
 
 // New returns an empty Set that will diagnose as of asOf. Heartbeats later
@@ -136,20 +140,76 @@ func (s *Set) Known(pipeline string, first model.Date) {
 	}
 }
 
-// Len returns the number of batches.
+// Covers declares that the set holds every batch event of business dates
+// [from, to] (a zero side: open) of the pipelines it is given, as a read
+// of a range does: expected batches with no event are reported within it
+// only (and never before a pipeline's first date, nor after CalendarEnd).
+// Without it the set is a whole history: every pipeline's calendar runs
+// from its first date to CalendarEnd.
+func (s *Set) Covers(from, to model.Date) { s.coverFrom, s.coverTo = from, to }
+
+// Len returns the number of batches with events.
 func (s *Set) Len() int { return len(s.states) }
 
 // Events returns how many events were added (heartbeats included).
 func (s *Set) Events() int { return s.events }
 
-// Keys returns the batch keys in order.
+// Keys returns the batch keys in order: the batches with events and the
+// expected batches that are absent (Absent).
 func (s *Set) Keys() []model.BatchKey {
 	keys := make([]model.BatchKey, 0, len(s.states))
 	for k := range s.states {
 		keys = append(keys, k)
 	}
+	keys = append(keys, s.absent()...)
 	sort.Slice(keys, func(i, j int) bool { return keys[i].Compare(keys[j]) < 0 })
 	return keys
+}
+
+// absent returns the expected batches of every pipeline of the set that
+// have no event and are absent as of the set's time.
+func (s *Set) absent() []model.BatchKey {
+	var out []model.BatchKey
+	n := setNeighbours{s, map[model.BatchKey]model.Hypothesis{}}
+	for p, first := range s.first {
+		from, to, ok := s.calendar(p, first)
+		if !ok {
+			continue
+		}
+		c := s.contracts.For(p)
+		for _, k := range c.Expected(from, to) {
+			if s.states[k] != nil {
+				continue
+			}
+			if _, ok := Absent(k, c, s.asOf, n, nil); ok {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// calendar returns the range of dates whose expected batches pipeline p
+// (first: its first date) may report.
+func (s *Set) calendar(p string, first model.Date) (model.Date, model.Date, bool) {
+	if s.coverFrom.Compare(first) > 0 {
+		first = s.coverFrom
+	}
+	return calendarRange(first, s.coverTo, s.asOf)
+}
+
+// absentOne diagnoses k, which has no event, if it is an absent expected
+// batch.
+func (s *Set) absentOne(k model.BatchKey, c *contract.Contract, verdicts map[model.BatchKey]model.Hypothesis) (replay.Diagnosis, bool) {
+	first, known := s.first[k.Pipeline]
+	if !known {
+		return replay.Diagnosis{}, false
+	}
+	from, to, ok := s.calendar(k.Pipeline, first)
+	if !ok || k.BusinessDate.Compare(from) < 0 || k.BusinessDate.Compare(to) > 0 {
+		return replay.Diagnosis{}, false
+	}
+	return Absent(k, c, s.asOf, setNeighbours{s, verdicts}, s.aliveFor(k.Pipeline))
 }
 
 // Diagnose evaluates every batch and returns the diagnoses sorted by batch
@@ -165,18 +225,22 @@ func (s *Set) Diagnose(keep func(model.BatchKey) bool) []replay.Diagnosis {
 
 // DiagnoseKeys evaluates the batches of keys, in the order given (Keys
 // gives them sorted, so that a caller cutting a large set into windows
-// sorts once); a key with no events is skipped. Every other batch still
+// sorts once); a key with no events is diagnosed if it is an absent
+// expected batch (Absent), skipped otherwise. Every other batch still
 // counts as a neighbour for continuity. It only reads the set: calls may
 // run concurrently with each other, not with Add.
 func (s *Set) DiagnoseKeys(keys []model.BatchKey) []replay.Diagnosis {
 	out := make([]replay.Diagnosis, 0, len(keys))
 	verdicts := make(map[model.BatchKey]model.Hypothesis)
 	for _, k := range keys {
+		c := s.contracts.For(k.Pipeline)
 		b := s.states[k]
 		if b == nil {
+			if d, ok := s.absentOne(k, c, verdicts); ok {
+				out = append(out, d)
+			}
 			continue
 		}
-		c := s.contracts.For(k.Pipeline)
 		ctx := replay.Context{Previous: s.previous(k, c, verdicts), Alive: s.aliveFor(k.Pipeline)}
 		out = append(out, b.st.Evaluate(c, s.asOf, ctx))
 	}
@@ -184,13 +248,14 @@ func (s *Set) DiagnoseKeys(keys []model.BatchKey) []replay.Diagnosis {
 }
 
 // DiagnoseOne evaluates a single batch, with the same context Diagnose
-// would give it. It reports false when the batch has no events.
+// would give it. It reports false when the batch has no events and is not
+// an absent expected batch.
 func (s *Set) DiagnoseOne(k model.BatchKey) (replay.Diagnosis, bool) {
+	c := s.contracts.For(k.Pipeline)
 	b := s.states[k]
 	if b == nil {
-		return replay.Diagnosis{}, false
+		return s.absentOne(k, c, map[model.BatchKey]model.Hypothesis{})
 	}
-	c := s.contracts.For(k.Pipeline)
 	ctx := replay.Context{Previous: s.previous(k, c, map[model.BatchKey]model.Hypothesis{}), Alive: s.aliveFor(k.Pipeline)}
 	return b.st.Evaluate(c, s.asOf, ctx), true
 }

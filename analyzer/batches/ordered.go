@@ -38,6 +38,9 @@ type Ordered struct {
 	past   map[model.Date][]pastBatch
 	events int
 	count  int
+	// calNext is the first date whose absent expected batches are not
+	// handed over yet (zero: none handed over).
+	calNext model.Date
 }
 
 type pastBatch struct {
@@ -58,6 +61,11 @@ type OrderedOptions struct {
 	// Alive is the latest heartbeat of each process of the pipeline up to
 	// the as-of time (Processes.Alive), given to every diagnosis.
 	Alive []replay.Heartbeat
+	// To is the last business date the events read cover: absent expected
+	// batches (Absent) are handed over up to it (zero: CalendarEnd of the
+	// as-of time, which bounds it anyway), from First (or From, when
+	// later) on, in key order among the batches with events.
+	To model.Date
 }
 
 // NewOrdered returns an Ordered for pipeline under contracts, diagnosing
@@ -103,9 +111,62 @@ func (o *Ordered) Add(e *model.Event) error {
 	return nil
 }
 
-// Finish diagnoses the batches of the last date. Call it once, after the
-// last Add.
-func (o *Ordered) Finish() error { return o.flush() }
+// Finish diagnoses the batches of the last date and hands over the absent
+// expected batches up to OrderedOptions.To. Call it once, after the last
+// Add; without any Add it reports the calendar of OrderedOptions.First on.
+func (o *Ordered) Finish() error {
+	if err := o.flush(); err != nil {
+		return err
+	}
+	_, end, ok := o.calendar()
+	if !ok {
+		return nil
+	}
+	return o.absentThrough(end)
+}
+
+// calendar returns the dates whose absent expected batches Ordered hands
+// over.
+func (o *Ordered) calendar() (model.Date, model.Date, bool) {
+	first := o.opts.First
+	if o.opts.From.Compare(first) > 0 {
+		first = o.opts.From
+	}
+	return calendarRange(first, o.opts.To, o.asOf)
+}
+
+// absentThrough hands over the absent expected batches of the dates from
+// calNext through end that have no event (the dates before the open one,
+// or after the last), and moves calNext past end.
+func (o *Ordered) absentThrough(end model.Date) error {
+	from, last, ok := o.calendar()
+	if !ok {
+		return nil
+	}
+	if o.calNext.Compare(from) > 0 {
+		from = o.calNext
+	}
+	if end.Compare(last) > 0 {
+		end = last
+	}
+	if from.Compare(end) > 0 {
+		return nil
+	}
+	n := orderedNeighbours{o}
+	for _, k := range o.c.Expected(from, end) {
+		if k.BusinessDate == o.cur && o.open[k.BatchID] != nil {
+			continue
+		}
+		if d, ok := Absent(k, o.c, o.asOf, n, o.opts.Alive); ok {
+			if err := o.yield(&d); err != nil {
+				return err
+			}
+			o.count++
+		}
+	}
+	o.calNext = end.AddDays(1)
+	return nil
+}
 
 // Events returns how many events were added.
 func (o *Ordered) Events() int { return o.events }
@@ -119,17 +180,46 @@ func (o *Ordered) flush() error {
 	if len(o.open) == 0 {
 		return nil
 	}
+	// The absent expected batches of the dates before this one.
+	if err := o.absentThrough(o.cur.AddDays(-1)); err != nil {
+		return err
+	}
 	ids := make([]string, 0, len(o.open))
 	for id := range o.open {
 		ids = append(ids, id)
 	}
-	slices.Sort(ids)
 	emit := o.opts.From.IsZero() || o.cur.Compare(o.opts.From) >= 0
+	var absent []string // this date's absent expected batches, handed over among the others
+	if emit {
+		if from, end, ok := o.calendar(); ok && o.cur.Compare(from) >= 0 && o.cur.Compare(end) <= 0 && o.cur.Compare(o.calNext) >= 0 {
+			for _, k := range o.c.Expected(o.cur, o.cur) {
+				if o.open[k.BatchID] == nil {
+					absent = append(absent, k.BatchID)
+				}
+			}
+		}
+		o.calNext = o.cur.AddDays(1)
+	}
+	all := append(slices.Clone(ids), absent...)
+	slices.Sort(all)
+	slices.Sort(ids)
 	if emit {
 		n := orderedNeighbours{o}
-		for _, id := range ids {
+		for _, id := range all {
 			k := model.BatchKey{Pipeline: o.pipeline, BusinessDate: o.cur, BatchID: id}
-			d := o.open[id].Evaluate(o.c, o.asOf, replay.Context{Previous: PreviousOf(k, o.c, n), Alive: o.opts.Alive})
+			st := o.open[id]
+			if st == nil {
+				d, ok := Absent(k, o.c, o.asOf, n, o.opts.Alive)
+				if !ok {
+					continue
+				}
+				if err := o.yield(&d); err != nil {
+					return err
+				}
+				o.count++
+				continue
+			}
+			d := st.Evaluate(o.c, o.asOf, replay.Context{Previous: PreviousOf(k, o.c, n), Alive: o.opts.Alive})
 			if err := o.yield(&d); err != nil {
 				return err
 			}
@@ -157,7 +247,9 @@ func (n orderedNeighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
 	if k.Pipeline != n.o.pipeline {
 		return 0, false
 	}
-	if k.BusinessDate == n.o.cur {
+	// The open date's batches are in open until flush moves them to past
+	// (the absent batches after the last date are judged after it).
+	if k.BusinessDate == n.o.cur && len(n.o.open) > 0 {
 		st := n.o.open[k.BatchID]
 		if st == nil {
 			return 0, false
@@ -177,7 +269,7 @@ func (n orderedNeighbours) SameDate(k model.BatchKey) []model.BatchKey {
 		return nil
 	}
 	var out []model.BatchKey
-	if k.BusinessDate == n.o.cur {
+	if k.BusinessDate == n.o.cur && len(n.o.open) > 0 {
 		for id := range n.o.open {
 			out = append(out, model.BatchKey{Pipeline: k.Pipeline, BusinessDate: k.BusinessDate, BatchID: id})
 		}

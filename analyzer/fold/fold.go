@@ -57,6 +57,11 @@ type Options struct {
 	// continuity only (the context of a range read from ContextStart);
 	// they are not diagnosed nor handed over. Zero: every batch is.
 	From model.Date
+	// To, when not zero, is the last business date the input covers (a
+	// read of a range): absent expected batches are reported from From up
+	// to it only (batches.Set.Covers). Zero: the input is the whole
+	// history, every pipeline's calendar runs to the as-of time.
+	To model.Date
 	// First, when not nil, gives a pipeline's earliest business date in
 	// the whole history when the input starts later (batches.Set.Known).
 	First func(pipeline string) (model.Date, bool)
@@ -86,8 +91,7 @@ type Fold[T any] struct {
 	err     error       // the first error of yield or ctx; sticky
 }
 
-// piece is one run of batches of one pipeline: keys, or every key of set
-// when keys is nil (sorted by the worker, in parallel).
+// piece is one run of batches of one pipeline.
 type piece[T any] struct {
 	set  *batches.Set
 	keys []model.BatchKey
@@ -129,11 +133,7 @@ func (f *Fold[T]) work() {
 			if !ok {
 				return
 			}
-			keys := pc.keys
-			if keys == nil {
-				keys = pc.set.Keys()
-			}
-			pc.out = f.render(pc.set.DiagnoseKeys(keys))
+			pc.out = f.render(pc.set.DiagnoseKeys(pc.keys))
 			close(pc.done)
 		}
 	}
@@ -164,6 +164,9 @@ func (f *Fold[T]) Add(e *model.Event) error {
 	s := f.sets[e.Pipeline]
 	if s == nil {
 		s = batches.New(f.contracts, f.asOf)
+		if !f.opts.From.IsZero() || !f.opts.To.IsZero() {
+			s.Covers(f.opts.From, f.opts.To)
+		}
 		if f.opts.First != nil {
 			if d, ok := f.opts.First(e.Pipeline); ok {
 				s.Known(e.Pipeline, d)
@@ -214,27 +217,21 @@ func (f *Fold[T]) submit(name string) error {
 	s := f.sets[name]
 	delete(f.sets, name)
 	f.cur, f.curName = nil, ""
-	n := s.Len()
-	if n == 0 { // heartbeats only
-		return nil
-	}
-	var keys []model.BatchKey
+	// The keys are those with events and the absent expected batches
+	// (batches.Set.Keys; a pipeline of heartbeats only has absent batches
+	// when its history is known to start earlier: Options.First), sorted
+	// once and cut into windows.
+	keys := s.Keys()
 	if !f.opts.From.IsZero() {
-		keys = s.Keys()
 		from := f.opts.From
 		// One pipeline: the keys are in date order.
 		keys = keys[sort.Search(len(keys), func(i int) bool { return keys[i].BusinessDate.Compare(from) >= 0 }):]
-		if n = len(keys); n == 0 { // context only
-			return nil
-		}
+	}
+	n := len(keys)
+	if n == 0 { // context only
+		return nil
 	}
 	f.batches += n
-	if n <= f.opts.Window && keys == nil {
-		return f.queue(&piece[T]{set: s})
-	}
-	if keys == nil {
-		keys = s.Keys() // sorted once, cut into windows
-	}
 	for i := 0; i < n; i += f.opts.Window {
 		if err := f.queue(&piece[T]{set: s, keys: keys[i:min(i+f.opts.Window, n)]}); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package remedy
 
 import (
+	"slices"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
@@ -24,6 +25,9 @@ type Scope struct {
 	// From: batches of earlier business dates were read for continuity
 	// only (zero: every batch read counts).
 	From model.Date
+	// To: the last business date read (zero: the whole history), which
+	// bounds the calendar of absent expected batches.
+	To model.Date
 	// First is the pipeline's earliest business date in the whole
 	// history, when the source knows it (HasFirst).
 	First    model.Date
@@ -36,6 +40,9 @@ func NewCollector(set *contract.Set, key model.BatchKey, asOf time.Time, sc Scop
 	bs := batches.New(batches.Contracts(set), asOf)
 	if sc.HasFirst {
 		bs.Known(key.Pipeline, sc.First)
+	}
+	if !sc.From.IsZero() || !sc.To.IsZero() {
+		bs.Covers(sc.From, sc.To)
 	}
 	return &Collector{key: key, from: sc.From, bs: bs}
 }
@@ -52,6 +59,9 @@ func (c *Collector) Add(e *model.Event) error {
 // and false when no event of the batch was added.
 func (c *Collector) Batch() (replay.Diagnosis, []replay.Diagnosis, bool) {
 	all := c.bs.Diagnose(func(k model.BatchKey) bool { return k.BusinessDate.Compare(c.from) >= 0 })
+	// Absent expected batches (no event) are not batches a fix touched,
+	// and one alone proves no boundary.
+	all = slices.DeleteFunc(all, func(d replay.Diagnosis) bool { return d.Events == 0 })
 	for _, d := range all {
 		if d.Batch == c.key.String() {
 			return d, all, true

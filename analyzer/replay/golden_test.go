@@ -100,6 +100,8 @@ var goldenScenarios = map[string][]goldenWant{
 	},
 	"anomaly-continuity-gap": {
 		{"gl-balance.daily/2026-09-28/20260928", replay.StatusDelivered, "delivered", "", nil, "none"},
+		// The gap itself: expected, no event, its deadlines passed.
+		{"gl-balance.daily/2026-09-29/20260929", replay.StatusLate, "not_produced", "produced", anomalyKinds(replay.Late), "investigate_producer"},
 		{goldenGL, replay.StatusDelivered, "delivered", "", anomalyKinds(replay.ContinuityGap), "check_previous_batch"},
 	},
 	"anomaly-success-without-artifact": {
@@ -183,9 +185,19 @@ func loadGoldenScenario(t *testing.T, dir string) ([]model.Event, *contract.Set,
 }
 
 // diagnoseAll replays events the way handoff diagnose does: grouped by batch,
-// with continuity and heartbeats, sorted by batch key.
+// with continuity and heartbeats, sorted by batch key. A scenario is about
+// the batches it holds: its history covers its own dates, so the absent
+// expected batches of the days after them (analyzer/batches tests those)
+// are not reported.
 func diagnoseAll(events []model.Event, set *contract.Set, asOf time.Time) []replay.Diagnosis {
 	s := batches.New(set, asOf)
+	var last model.Date
+	for i := range events {
+		if events[i].Type.HasBatch() && events[i].BusinessDate.Compare(last) > 0 {
+			last = events[i].BusinessDate
+		}
+	}
+	s.Covers(model.Date{}, last)
 	for i := range events {
 		s.Add(&events[i])
 	}

@@ -66,6 +66,35 @@ func TestDiagnoseFromClickHouseEqualsFromFile(t *testing.T) {
 	if len(ds) != 1 || ds[0].Batch != seedBatch || ds[0].Verdict != "not_identified" || ds[0].Status != "late" || ds[0].FirstMissing != "signal_delivered" {
 		t.Fatalf("seed batch from ClickHouse: %+v", ds)
 	}
+
+	// The expected batches that never sent an event are batches: a range
+	// of them alone (the second with no event read at all, only the
+	// context's heartbeat), and one by --batch.
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--pipeline", "account-balance-snapshot.daily", "--from", "2026-10-01", "--to", "2026-10-02"},
+			[]string{"account-balance-snapshot.daily/2026-10-01/20261001", "account-balance-snapshot.daily/2026-10-02/20261002"}},
+		{[]string{"--pipeline", "account-balance-snapshot.daily", "--from", "2026-10-02", "--to", "2026-10-02"}, []string{"account-balance-snapshot.daily/2026-10-02/20261002"}},
+		{[]string{"--batch", "account-balance-snapshot.daily/2026-10-01/20261001"}, []string{"account-balance-snapshot.daily/2026-10-01/20261001"}},
+	} {
+		code, out, errOut = runCmd(t, "", append(append([]string{"--clickhouse", addr, "--database", db}, c.args...), common...)...)
+		if code != exitNotDelivered {
+			t.Fatalf("diagnose --clickhouse %v: exit %d, want %d: %s", c.args, code, exitNotDelivered, errOut)
+		}
+		ds := decodeDiags(t, out)
+		var got []string
+		for _, d := range ds {
+			got = append(got, d.Batch)
+			if d.Verdict != "not_produced" || d.FirstMissing != "produced" {
+				t.Errorf("%v: %s verdict %s first missing %s, want an absent batch (not_produced, produced)", c.args, d.Batch, d.Verdict, d.FirstMissing)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("diagnose --clickhouse %v: batches %v, want %v", c.args, got, c.want)
+		}
+	}
 }
 
 func readSeed(t *testing.T) []model.Event {

@@ -69,8 +69,15 @@ func TestDiagnoseSeedCase(t *testing.T) {
 		t.Errorf("exit %d, want %d; stderr:\n%s", code, exitNotDelivered, errs)
 	}
 	ds := decodeDiags(t, out)
-	if len(ds) != 2 || ds[0].Batch != seedPrevBatch || ds[1].Batch != seedBatch {
-		t.Fatalf("batches %+v, want %s then %s", ds, seedPrevBatch, seedBatch)
+	// The two batches with events, then the two the daily schedule expects
+	// after them that sent no event (absent, as of 2026-10-03: missing).
+	if len(ds) != 4 || ds[0].Batch != seedPrevBatch || ds[1].Batch != seedBatch {
+		t.Fatalf("batches %+v, want %s, %s and the absent 2026-10-01 and 2026-10-02", ds, seedPrevBatch, seedBatch)
+	}
+	for _, d := range ds[2:] {
+		if d.Verdict != "not_produced" || d.FirstMissing != "produced" {
+			t.Errorf("%s: verdict %s first missing %s, want the absent expected batch (not_produced, produced)", d.Batch, d.Verdict, d.FirstMissing)
+		}
 	}
 	if d := ds[0]; d.Status != "delivered" || d.Verdict != "delivered" {
 		t.Errorf("%s: status %s verdict %s, want delivered", d.Batch, d.Status, d.Verdict)
@@ -81,7 +88,7 @@ func TestDiagnoseSeedCase(t *testing.T) {
 	if !strings.HasPrefix(ds[1].AsOf, "2026-10-03T00:00:00") {
 		t.Errorf("as_of %s", ds[1].AsOf)
 	}
-	for _, want := range []string{"summary: 17 lines read, 17 events (1 heartbeat), 2 batches, 0 lines rejected", "delivered 1", "late 1"} {
+	for _, want := range []string{"summary: 17 lines read, 17 events (1 heartbeat), 4 batches, 0 lines rejected", "delivered 1", "late 3"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errs)
 		}
@@ -249,7 +256,7 @@ func TestDiagnoseEnv(t *testing.T) {
 	if code != exitNotDelivered {
 		t.Fatalf("exit %d; stderr:\n%s", code, errs)
 	}
-	if ds := decodeDiags(t, out); len(ds) != 2 || ds[1].Status != "late" {
+	if ds := decodeDiags(t, out); len(ds) != 4 || ds[1].Status != "late" {
 		t.Errorf("got %+v", ds)
 	}
 }

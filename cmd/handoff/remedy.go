@@ -20,6 +20,7 @@ import (
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/store/chconfig"
+	"github.com/handoff-dev/handoff/store/history"
 )
 
 // remedyConfig is what restore-signal and verify read: which batch, where
@@ -128,15 +129,9 @@ func parseRemedyEnv() (remedyConfig, error) {
 	return cfg, nil
 }
 
-// remedyWindow is the business dates read from ClickHouse around a batch
-// for restore-signal and verify: the week before (continuity) and the week
-// after ("no other batch affected").
-func remedyWindow(key model.BatchKey) (from, to model.Date) {
-	return key.BusinessDate.AddDays(-7), key.BusinessDate.AddDays(7)
-}
-
 // sourceHistory is restore.History over diagnose's sources: the events
-// file, or ClickHouse over remedyWindow. It is the one place the
+// file, or ClickHouse over the dates a fix could have touched
+// (history.AroundBatch), with their context. It is the one place the
 // remediation reads the stored history from.
 type sourceHistory struct {
 	cfg    *remedyConfig
@@ -148,7 +143,7 @@ func (h sourceHistory) Batch(ctx context.Context, key model.BatchKey, asOf time.
 	cfg := h.cfg
 	dc := diagnoseConfig{Events: cfg.Events, ClickHouse: cfg.ClickHouse, Database: cfg.CH.Database, User: cfg.CH.User, Password: cfg.CH.Password}
 	if cfg.ClickHouse != "" {
-		from, to := remedyWindow(key)
+		from, to := history.AroundBatch(key)
 		dc.Pipeline, dc.From, dc.To = key.Pipeline, from.String(), to.String()
 	}
 	src, err := openSource(ctx, dc, nil, model.BatchKey{}, h.set, asOf)
@@ -160,7 +155,7 @@ func (h sourceHistory) Batch(ctx context.Context, key model.BatchKey, asOf time.
 	rep := &reporter{w: msgs, name: src.name(), sum: &summary{rejected: map[model.RejectKind]int{}}}
 	sc := src.scope()
 	first, ok := sc.firstOf(key.Pipeline)
-	col := remedy.NewCollector(h.set, key, asOf, remedy.Scope{From: sc.from, First: first, HasFirst: ok})
+	col := remedy.NewCollector(h.set, key, asOf, remedy.Scope{From: sc.from, To: sc.to, First: first, HasFirst: ok})
 	err = src.feed(ctx, col.Add, rep)
 	rep.hiddenBad()
 	if err != nil {

@@ -30,7 +30,7 @@ func (s eventSource) name() string { return s.src.Name() }
 
 func (s eventSource) scope() sourceScope {
 	sc := s.src.Scope()
-	return sourceScope{from: sc.From, sc: sc}
+	return sourceScope{from: sc.From, to: sc.To, sc: sc}
 }
 
 func (s eventSource) feed(ctx context.Context, add func(*model.Event) error, rep *reporter) error {
@@ -40,8 +40,8 @@ func (s eventSource) feed(ctx context.Context, add func(*model.Event) error, rep
 
 // sourceScope is a diagnose.Scope.
 type sourceScope struct {
-	from model.Date
-	sc   diagnose.Scope
+	from, to model.Date
+	sc       diagnose.Scope
 }
 
 func (sc sourceScope) firstOf(pipeline string) (model.Date, bool) { return sc.sc.FirstOf(pipeline) }

@@ -58,6 +58,18 @@ type Options struct {
 	// batches at least two days before End are left out, so that every
 	// one's first deadline has passed as of End + 2 days.
 	NeverProduced float64
+	// Reruns is the fraction of the daily and weekday batches (at least
+	// two days before End) that are run again under another batch id, the
+	// scheduled id with "-r1" appended (the first re-run, as contracts name
+	// re-runs by default): the scheduled run fails or sends nothing, and
+	// the re-run delivers. Result.Reruns lists the scheduled
+	// batches.
+	Reruns float64
+	// HeartbeatsAfter, when not zero, gives every pipeline's consumer one
+	// more heartbeat, stamped an hour after it, on the last business date:
+	// a heartbeat later than an evaluation at HeartbeatsAfter, which no
+	// diagnosis as of then may count (nor let hide the earlier ones).
+	HeartbeatsAfter time.Time
 	// AllKinds adds the breaks and anomalies the default mix lacks
 	// (identity_mismatch, checksum_mismatch, orphan_consumption,
 	// success_without_artifact, a late delivery, a restored signal) in
@@ -72,6 +84,9 @@ type Result struct {
 	// NeverProduced are the keys (pipeline/business_date/batch_id) of the
 	// expected batches that got no event, in generation order.
 	NeverProduced []string
+	// Reruns are the keys of the scheduled batches that were re-run under
+	// another batch id, in generation order.
+	Reruns []string
 }
 
 // PipelineName is the name of generated pipeline i with schedule s.
@@ -111,7 +126,7 @@ func Write(w io.Writer, o Options) (Result, error) {
 	if err := g.bw.Flush(); err != nil {
 		return Result{}, fmt.Errorf("gen: write: %w", err)
 	}
-	return Result{Lines: g.written, Batches: g.batches, Pipelines: p, First: first, Last: g.lastDate, NeverProduced: g.never}, nil
+	return Result{Lines: g.written, Batches: g.batches, Pipelines: p, First: first, Last: g.lastDate, NeverProduced: g.never, Reruns: g.reruns}, nil
 }
 
 // Schedule returns the schedule of pipeline i under o.
@@ -139,6 +154,7 @@ type gen struct {
 	lastDate  time.Time
 	day_      []event
 	never     []string
+	reruns    []string
 }
 
 // day writes the events of every pipeline's batches of business date d, in
@@ -159,6 +175,13 @@ func (g *gen) day(d, last time.Time) {
 			}
 		default:
 			g.batch(p, d, -1, recent, last)
+		}
+	}
+	if !g.o.HeartbeatsAfter.IsZero() && d.Equal(last) {
+		hb := g.o.HeartbeatsAfter.Add(time.Hour).UTC()
+		for p := range g.pipelines {
+			pipe := PipelineName(p, g.o.Schedule(p))
+			g.day_ = append(g.day_, event{ms: hb.UnixMilli(), line: g.heartbeat(fmt.Sprintf("hb-%s-after", pipe), pipe, fmt.Sprintf("consume-runner-%d", p%5), hb)})
 		}
 	}
 	slices.SortStableFunc(g.day_, func(a, b event) int { return int(a.ms - b.ms) })
@@ -210,6 +233,14 @@ func (g *gen) batch(p int, d time.Time, hh int, recent bool, last time.Time) {
 		g.never = append(g.never, pipe+"/"+date+"/"+id)
 		return
 	}
+	// A re-run: the scheduled batch fails or sends nothing; the re-run,
+	// under its own batch id (and so its own file names), delivers.
+	rerun, slotFails, slotID := false, false, id
+	if g.o.Reruns > 0 && hh < 0 && last.Sub(d) >= 48*time.Hour && r.Float64() < g.o.Reruns {
+		g.reruns = append(g.reruns, pipe+"/"+date+"/"+id)
+		rerun, slotFails = true, r.IntN(2) == 0
+		id += "-r1"
+	}
 	base := fmt.Sprintf("pipeline_%03d_%s", p, id)
 	csv, flag := base+".csv", base+".flag"
 	rows := int64(1000 + r.IntN(1_000_000))
@@ -255,9 +286,18 @@ func (g *gen) batch(p int, d time.Time, hh int, recent bool, last time.Time) {
 		{typ: "consume.started", system: "consumer", component: consumer, attempt: 1},
 		{typ: "consume.succeeded", system: "consumer", component: consumer, rows: rows, attempt: 1},
 	}
+	if rerun && slotFails { // the scheduled run failed, under the scheduled id
+		saved := id
+		id = slotID
+		emit(happy[0])
+		emit(ev{typ: "job.failed", system: "producer", component: producer, attempt: 1, errText: "exit status 2"})
+		id = saved
+	}
 	extras := r.IntN(6) // 10 to 15 events
 	x := r.Float64()
 	switch {
+	case rerun:
+		steps = happy
 	case recent && x < 0.5:
 		// Still on its way: stops somewhere along the ladder.
 		steps = happy[:1+r.IntN(len(happy)-1)]

@@ -15,10 +15,11 @@
 // verdict for the continuity check of the next batch.
 //
 // The answer is the one diagnose gives over a file holding the whole
-// history: the read starts early enough for the previous batch of the
-// first batch in range (batches.ContextStart), each pipeline's first
-// business date comes from the whole table, and the heartbeats are the
-// latest of each process up to the as-of time.
+// history: the read is the one store/history's Context says a batch needs
+// (the previous batch of the first batch in range, each pipeline's first
+// business date in the whole table, the latest heartbeat of each process
+// up to the as-of time), and the expected batches that sent no event are
+// diagnosed too (batches.Absent), in key order among the others.
 package backfill
 
 import (
@@ -47,10 +48,7 @@ type Reader interface {
 
 // Contracts gives the contract of a pipeline and lists the pipelines that
 // have one (*contract.Set implements it; a nil *contract.Set has none).
-type Contracts interface {
-	batches.Contracts
-	Pipelines() []string
-}
+type Contracts = history.Contracts
 
 // Config says what to backfill.
 type Config struct {
@@ -58,7 +56,8 @@ type Config struct {
 	// required.
 	From, To model.Date
 	// Pipelines to diagnose; nil: every pipeline with a batch event in
-	// [From, To].
+	// [From, To], and every pipeline with a contract whose stored history
+	// starts by To (history.ContextRequest).
 	Pipelines []string
 	// AsOf is the time every batch is diagnosed as of.
 	AsOf      time.Time
@@ -172,7 +171,7 @@ func Run(ctx context.Context, r Reader, cfg Config, hooks Hooks) (*Summary, erro
 	asOf := cfg.AsOf.UTC().Truncate(time.Millisecond)
 	started := time.Now()
 
-	cx, err := ReadContext(ctx, r, cfg.Contracts, cfg.Pipelines, cfg.From, cfg.To, asOf)
+	cx, err := history.ReadContext(ctx, r, history.ContextRequest{Pipelines: cfg.Pipelines, From: cfg.From, To: cfg.To, AsOf: asOf, Contracts: cfg.Contracts})
 	if err != nil {
 		return nil, err
 	}
@@ -261,73 +260,6 @@ func absent(named []string, census []history.PipelineRows) []string {
 	return out
 }
 
-// ContextReader reads what ReadContext needs; *history.Store implements it.
-type ContextReader interface {
-	Census(ctx context.Context, f history.CensusFilter) ([]history.PipelineRows, error)
-	LatestHeartbeats(ctx context.Context, pipelines []string, asOf time.Time) ([]model.Event, error)
-}
-
-// Context is what the diagnoses of the batches of [From, To] need besides
-// their own events to equal those over the whole stored history: where to
-// start reading, where each pipeline's history starts, and the latest
-// heartbeats. Backfill and `handoff diagnose --clickhouse` both read it
-// (ReadContext), so that they give the same answer on the same events.
-type Context struct {
-	// ReadFrom is the first business date to read: From, or earlier for
-	// the previous batch of the first batch in range of every pipeline
-	// (batches.ContextStart), never before the first storable date.
-	// Batches before From are folded for continuity only.
-	ReadFrom model.Date
-	// Census lists, in pipeline order, the pipelines with batch events in
-	// [From, To], each with its first business date in the whole table
-	// (where continuity starts: batches.Set.Known, OrderedOptions.First)
-	// and its rows.
-	Census []history.PipelineRows
-	// Heartbeats are the latest heartbeat of each process of those
-	// pipelines up to the as-of time (none when Census is empty).
-	Heartbeats []model.Event
-}
-
-// firstStorable is the first business date the events table can hold.
-var firstStorable = model.Date{Year: 1970, Month: 1, Day: 2}
-
-// ReadContext reads the Context of diagnosing pipelines (nil: every
-// pipeline with a batch event in [from, to]) over [from, to] as of asOf.
-// Pipelines without a contract have no schedule, so no continuity to look
-// back for.
-func ReadContext(ctx context.Context, r ContextReader, contracts Contracts, pipelines []string, from, to model.Date, asOf time.Time) (*Context, error) {
-	// Read early enough for the previous batch of every pipeline's first
-	// batch in range.
-	cx := &Context{ReadFrom: from}
-	named := pipelines
-	if named == nil {
-		named = contracts.Pipelines()
-	}
-	for _, p := range named {
-		if d := batches.ContextStart(contracts.For(p), p, from); d.Compare(cx.ReadFrom) < 0 {
-			cx.ReadFrom = d
-		}
-	}
-	if cx.ReadFrom.Compare(firstStorable) < 0 {
-		cx.ReadFrom = firstStorable
-	}
-	var err error
-	if cx.Census, err = r.Census(ctx, history.CensusFilter{Pipelines: pipelines, ReadFrom: cx.ReadFrom, From: from, To: to}); err != nil {
-		return nil, err
-	}
-	if len(cx.Census) == 0 {
-		return cx, nil
-	}
-	names := make([]string, len(cx.Census))
-	for i, p := range cx.Census {
-		names[i] = p.Pipeline
-	}
-	if cx.Heartbeats, err = r.LatestHeartbeats(ctx, names, asOf.UTC().Truncate(time.Millisecond)); err != nil {
-		return nil, err
-	}
-	return cx, nil
-}
-
 // cut packs consecutive pipelines into units of at most limit stored
 // rows; a pipeline larger than that is a unit of its own, read in windows.
 func cut(census []history.PipelineRows, limit uint64) []*unit {
@@ -406,24 +338,45 @@ func (w *worker) fold(ctx context.Context, u *unit) error {
 		}
 		return nil
 	}
+	// start begins the fold of pipeline pi; finish ends the current one
+	// and folds the pipelines before next that had no event in the read
+	// (their absent expected batches are still diagnoses).
+	start := func(i int) {
+		cur, pi = u.pipelines[i].Pipeline, i
+		ord = batches.NewOrdered(w.cfg.Contracts, cur, w.asOf, batches.OrderedOptions{
+			First: u.pipelines[i].First, From: w.cfg.From, To: w.cfg.To, Alive: w.procs.Alive(cur, nil),
+		}, yield)
+	}
+	finish := func(next int) error {
+		if ord != nil {
+			if err := ord.Finish(); err != nil {
+				return err
+			}
+			pi++
+		}
+		for ; pi < next; pi++ {
+			start(pi)
+			if err := ord.Finish(); err != nil {
+				return err
+			}
+		}
+		ord = nil
+		return nil
+	}
 	add := func(e model.Event) error {
 		if e.Pipeline != cur {
-			if ord != nil {
-				if err := ord.Finish(); err != nil {
-					return err
-				}
+			next := pi
+			for next < len(u.pipelines) && u.pipelines[next].Pipeline != e.Pipeline {
+				next++
 			}
-			for pi < len(u.pipelines) && u.pipelines[pi].Pipeline != e.Pipeline {
-				pi++
-			}
-			if pi == len(u.pipelines) {
+			if next == len(u.pipelines) {
 				return fmt.Errorf("read an event of pipeline %q, which is not in this read (%s...): the store returned rows out of order",
 					e.Pipeline, u.pipelines[0].Pipeline)
 			}
-			cur = e.Pipeline
-			ord = batches.NewOrdered(w.cfg.Contracts, cur, w.asOf, batches.OrderedOptions{
-				First: u.pipelines[pi].First, From: w.cfg.From, Alive: w.procs.Alive(cur, nil),
-			}, yield)
+			if err := finish(next); err != nil {
+				return err
+			}
+			start(next)
 		}
 		unread++
 		if unread&4095 == 0 {
@@ -442,8 +395,8 @@ func (w *worker) fold(ctx context.Context, u *unit) error {
 		}
 		err = w.r.EachBatchEvent(ctx, names, w.readFrom, w.cfg.To, add)
 	}
-	if err == nil && ord != nil {
-		err = ord.Finish()
+	if err == nil {
+		err = finish(len(u.pipelines))
 	}
 	if err == nil {
 		err = send()

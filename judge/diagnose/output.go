@@ -171,7 +171,7 @@ func foldAll[T any](ctx context.Context, d *diagnoser, render func([]replay.Diag
 	defer cancel()
 	written := func(p T) error { return writing(yield(p)) }
 	sc := d.src.Scope()
-	f := fold.New(ctx, batches.Contracts(d.contracts), d.asOf, fold.Options{Grouped: d.src.Grouped(), From: sc.From, First: sc.FirstOf}, render, written)
+	f := fold.New(ctx, batches.Contracts(d.contracts), d.asOf, fold.Options{Grouped: d.src.Grouped(), From: sc.From, To: sc.To, First: sc.FirstOf}, render, written)
 	if err := d.feed(ctx, f.Add); err != nil {
 		return err
 	}
@@ -264,8 +264,12 @@ func writing(err error) error {
 // the other batches of the pipeline still count for continuity.
 func (d *diagnoser) one(ctx context.Context, k model.BatchKey, format string) error {
 	set := batches.New(d.contracts, d.asOf)
-	if first, ok := d.src.Scope().FirstOf(k.Pipeline); ok {
+	sc := d.src.Scope()
+	if first, ok := sc.FirstOf(k.Pipeline); ok {
 		set.Known(k.Pipeline, first)
+	}
+	if !sc.From.IsZero() || !sc.To.IsZero() {
+		set.Covers(sc.From, sc.To)
 	}
 	if err := d.feed(ctx, func(e *model.Event) error {
 		if e.Pipeline == k.Pipeline {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/handoff-dev/handoff/ingest/jsonl"
 	"github.com/handoff-dev/handoff/internal/exitcode"
-	"github.com/handoff-dev/handoff/judge/backfill"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/store/chconfig"
@@ -41,6 +40,9 @@ type Scope struct {
 	// From: batches of earlier business dates are fed for continuity only,
 	// not diagnosed (zero: every batch is).
 	From model.Date
+	// To: the last business date the source covers (zero: the whole
+	// history), which bounds the calendar of absent expected batches.
+	To model.Date
 	// First holds pipelines' earliest business date in the whole history
 	// (batches.Set.Known).
 	First map[string]model.Date
@@ -210,7 +212,7 @@ type window struct {
 // Range says which business dates were asked for.
 func (w *window) Range() string {
 	switch {
-	case w.from == firstDate && w.to == lastDate:
+	case w.from == history.FirstStorable && w.to == history.LastStorable:
 		return "at all"
 	case w.from == w.to:
 		return "on " + w.from.String()
@@ -218,37 +220,31 @@ func (w *window) Range() string {
 	return "from " + w.from.String() + " to " + w.to.String()
 }
 
-// The dates a read of ClickHouse is bounded by when --from or --to is not
-// given: the storable range of business_date.
-var (
-	firstDate = model.Date{Year: 1970, Month: 1, Day: 2}
-	lastDate  = model.Date{Year: 2105, Month: 12, Day: 31}
-)
-
 // readWindow decides the window of history the diagnoses of pipeline's
-// batches of [from, to] (zero: open) need as of asOf. It reads the range's
-// context as backfill does (backfill.ReadContext): from the previous batch
-// of the first batch in range on, with the pipeline's first business date
-// in the whole table and its latest heartbeats as of asOf, so that
-// diagnose and backfill give the same diagnoses.
+// batches of [from, to] (zero: the storable range) need as of asOf, by the
+// one rule every reader of the history follows (history.ReadContext), so
+// that diagnose, backfill, serve and the detector give the same diagnoses.
+// Empty: the pipeline has no history at all (a pipeline with history but
+// no event in range still has its expected batches to report).
 func readWindow(ctx context.Context, st *history.Store, contracts *contract.Set, pipeline string, from, to model.Date, asOf time.Time) (*window, error) {
 	if from.IsZero() {
-		from = firstDate
+		from = history.FirstStorable
 	}
 	if to.IsZero() {
-		to = lastDate
+		to = history.LastStorable
 	}
-	cx, err := backfill.ReadContext(ctx, st, contracts, []string{pipeline}, from, to, asOf)
+	cx, err := history.ReadContext(ctx, st, history.ContextRequest{Pipelines: []string{pipeline}, From: from, To: to, AsOf: asOf, Contracts: contracts})
 	if err != nil {
 		return nil, err
 	}
-	w := &window{Heartbeats: cx.Heartbeats, Filter: history.Filter{Pipeline: pipeline, From: cx.ReadFrom, To: to},
-		Scope: Scope{From: from}, from: from, to: to}
-	if len(cx.Census) == 0 {
+	w := &window{Heartbeats: cx.Heartbeats, Filter: cx.Filter(pipeline), Scope: Scope{From: from, To: to}, from: from, to: to}
+	first, ok := cx.First(pipeline)
+	if !ok {
 		w.Empty = true
+		w.Filter.From, w.Filter.To = from, to
 		return w, nil
 	}
-	w.Scope.First = map[string]model.Date{pipeline: cx.Census[0].First}
+	w.Scope.First = map[string]model.Date{pipeline: first}
 	return w, nil
 }
 

@@ -3,8 +3,12 @@ package live_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,6 +28,7 @@ import (
 	"github.com/handoff-dev/handoff/judge/backfill"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
+	"github.com/handoff-dev/handoff/query/serve"
 	"github.com/handoff-dev/handoff/store/history"
 	"github.com/handoff-dev/handoff/store/schema"
 )
@@ -144,28 +149,35 @@ func batchOf(j []byte) string {
 	return string(rest[:bytes.IndexByte(rest, '"')])
 }
 
-// TestDetectEqualsDiagnoseAtScale is the detector's equivalence test on the real
-// services: a generated history of more than 10,000 batches over hourly,
-// daily and weekday pipelines, with every kind of break and anomaly,
-// redeliveries, bad lines and expected batches that never send an event,
-// is published to Kafka in a shuffled order; handoff ingest stores it and
-// handoff detect (fixed clock) folds it. Once the detector has caught up,
-// its diagnosis of every batch equals, byte for byte, what `handoff
-// diagnose` gives on the same file as of the same time (a batch it closed
-// is delivered there), `handoff backfill` over what ingest stored gives
-// the same answer byte for byte, and the batches that never sent an event,
-// and only they, have a stored `missing` finding.
+// TestDetectEqualsDiagnoseAtScale is the cross-surface equivalence test on
+// the real services: a generated history of more than 10,000 batches over
+// hourly, daily and weekday pipelines, with every kind of break and
+// anomaly, redeliveries, re-runs under another batch id, heartbeats
+// stamped after the evaluation time, bad lines and expected batches that
+// never send an event, is published to Kafka in a shuffled order; handoff
+// ingest stores it and handoff detect (fixed clock) folds it. Once the
+// detector has caught up, its diagnosis of every batch equals, byte for
+// byte, what `handoff diagnose` gives on the same file as of the same time
+// (a batch it closed is delivered there); `handoff backfill` and `diagnose
+// --clickhouse` over what ingest stored give the same answers byte for
+// byte; serve's batch API agrees on status, verdict, first missing
+// boundary, anomalies, evidence and alive processes; every expected batch
+// that never sent an event is in each of them (events 0), and they, and
+// only they, have a stored `missing` finding.
 func TestDetectEqualsDiagnoseAtScale(t *testing.T) {
 	testenv.Integration(t)
 	end := time.Date(2026, 9, 30, 0, 0, 0, 0, time.UTC)
 	o := gen.Options{
 		Seed: 7, End: end, Days: 150, Pipelines: 9, Bad: 0.001,
 		Schedules:     []gen.Schedule{gen.Hourly, gen.Daily, gen.Weekdays},
-		NeverProduced: 0.01, AllKinds: true,
+		NeverProduced: 0.01, AllKinds: true, Reruns: 0.02,
+		// Every consumer beats once more after the evaluation time: no
+		// surface may count it, nor let it hide the beat before.
+		HeartbeatsAfter: end.AddDate(0, 0, 2),
 	}
 	path, contracts, res := genHistory(t, o)
-	if res.Batches < 10_000 {
-		t.Fatalf("generated %d batches, want at least 10,000", res.Batches)
+	if res.Batches < 10_000 || len(res.Reruns) == 0 || len(res.NeverProduced) == 0 {
+		t.Fatalf("generated %d batches (%d re-run, %d never produced), want at least 10,000 with both", res.Batches, len(res.Reruns), len(res.NeverProduced))
 	}
 	now := end.AddDate(0, 0, 2) // the generator's batches of the last two days are still on their way
 
@@ -218,7 +230,9 @@ func TestDetectEqualsDiagnoseAtScale(t *testing.T) {
 		n := testenv.Uncommitted(t, e.brokers, e.cfg.IngestGroup, e.cfg.Kafka.Topic)
 		return n == 0, fmt.Sprintf("%d events not committed by ingest", n)
 	})
-	bf := backfillAll(t, e, contracts, res.First, end, now)
+	// Through the as-of date: the absent hourly batches of the day after
+	// End are in range too.
+	bf := backfillAll(t, e, contracts, res.First, now, now)
 	if len(bf) != len(want) {
 		t.Errorf("backfill diagnosed %d batches, diagnose %d", len(bf), len(want))
 	}
@@ -230,6 +244,35 @@ func TestDetectEqualsDiagnoseAtScale(t *testing.T) {
 		}
 	}
 	t.Logf("backfill from ClickHouse: %d batches, each byte-equal to diagnose's", len(bf))
+
+	// diagnose --clickhouse (its reader: history.ReadContext, then the
+	// fold over the context's read) and serve's batch API agree too: on
+	// every absent batch and a sample of the others, status, verdict,
+	// first missing boundary, anomaly kinds, evidence and alive processes.
+	dc := diagnoseClickHouse(t, e, contracts, res.Pipelines, o, day(res.First), day(now), now)
+	if len(dc) != len(want) {
+		t.Errorf("diagnose --clickhouse diagnosed %d batches, diagnose %d", len(dc), len(want))
+	}
+	for k, w := range want {
+		if b, ok := dc[k]; !ok || !bytes.Equal(b, w) {
+			t.Errorf("%s: diagnose --clickhouse and diagnose disagree (listed %v):\n%s", k, ok, firstDiff(b, w))
+		}
+	}
+	srv := httptest.NewServer(newServe(t, e, contracts, now))
+	defer srv.Close()
+	checked := 0
+	i := 0
+	for k, w := range want {
+		i++
+		if !bytes.Contains(w, []byte(`"events":0,`)) && i%40 != 0 {
+			continue
+		}
+		checked++
+		if g, wf := servedFacts(t, srv.URL, k), factsOf(t, w); g != wf {
+			t.Errorf("%s: serve's batch API and diagnose disagree:\n serve    %s\n diagnose %s", k, g, wf)
+		}
+	}
+	t.Logf("diagnose --clickhouse: %d batches byte-equal; serve's batch API: %d batches agree", len(dc), checked)
 
 	// The batches that never sent an event: a missing not_produced finding
 	// each, and no other batch has one. The hourly calendar runs past the
@@ -250,13 +293,43 @@ func TestDetectEqualsDiagnoseAtScale(t *testing.T) {
 	}
 	for _, k := range res.NeverProduced {
 		bk, _ := model.ParseBatchKey(k)
-		if _, ok := want[bk]; ok {
-			t.Errorf("%s: never produced, yet diagnose has events of it", k)
+		if w, ok := want[bk]; !ok || !bytes.Contains(w, []byte(`"events":0,`)) {
+			t.Errorf("%s: never produced, and diagnose does not list it as an absent expected batch (events 0): %s", k, w)
 		}
 		dg, ok := det.Diagnosis(bk)
 		if !ok || dg.Events != 0 || dg.Verdict != model.NotProduced {
 			t.Errorf("%s: the detector's diagnosis %v (open %v), want an open batch with no events, not_produced", k, dg.Status, ok)
 		}
+	}
+	// The detector's missing findings say what the other surfaces say of
+	// the absent batch: status, verdict, first missing boundary.
+	for batch, f := range e.missingFindings(t) {
+		bk, _ := model.ParseBatchKey(batch)
+		w, ok := want[bk]
+		if !ok {
+			t.Errorf("%s: a missing finding, and diagnose does not list the batch", batch)
+			continue
+		}
+		d := factsOf(t, w)
+		if f != [3]string{d.status, d.verdict, d.firstMissing} {
+			t.Errorf("%s: the missing finding says %v, diagnose %v", batch, f, [3]string{d.status, d.verdict, d.firstMissing})
+		}
+	}
+	// A scheduled batch that sent nothing and was re-run under another id
+	// is not absent: the re-run stands in for it, on every surface.
+	for _, k := range res.Reruns {
+		bk, _ := model.ParseBatchKey(k)
+		if w, ok := want[bk]; ok && bytes.Contains(w, []byte(`"events":0,`)) {
+			t.Errorf("%s: re-run under another batch id, yet diagnose lists it as absent", k)
+		}
+		rk := bk
+		rk.BatchID += "-r1"
+		if _, ok := want[rk]; !ok {
+			t.Errorf("%s: its re-run %s is not diagnosed", k, rk)
+		}
+	}
+	if slices.Contains(stored["missing"], res.Reruns[0]) {
+		t.Errorf("%s: a missing finding for a re-run batch", res.Reruns[0])
 	}
 	// The history exercised every kind of finding.
 	for _, k := range []string{"missing", "overdue", "failed", "identity_mismatch", "row_mismatch", "checksum_mismatch",
@@ -278,7 +351,6 @@ func backfillAll(t *testing.T, e *env, contracts *contract.Set, first, last, asO
 	if err != nil {
 		t.Fatal(err)
 	}
-	day := func(t time.Time) model.Date { return model.Date{Year: t.Year(), Month: t.Month(), Day: t.Day()} }
 	out := map[model.BatchKey][]byte{}
 	_, err = backfill.Run(ctx, st, backfill.Config{From: day(first), To: day(last), AsOf: asOf, Contracts: contracts},
 		backfill.Hooks{Chunk: func(c *backfill.Chunk) error {
@@ -298,6 +370,119 @@ func backfillAll(t *testing.T, e *env, contracts *contract.Set, first, last, asO
 		t.Fatal(err)
 	}
 	return out
+}
+
+func day(t time.Time) model.Date { return model.Date{Year: t.Year(), Month: t.Month(), Day: t.Day()} }
+
+// diagnoseClickHouse is `handoff diagnose --clickhouse --pipeline P --from
+// --to --as-of --format json` for every generated pipeline: the context
+// of the range (history.ReadContext), the heartbeats, then the events
+// from the context's first date, folded as the command folds them.
+func diagnoseClickHouse(t *testing.T, e *env, contracts *contract.Set, pipelines int, o gen.Options, from, to model.Date, asOf time.Time) map[model.BatchKey][]byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	st, err := history.New(e.conn, e.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[model.BatchKey][]byte{}
+	for p := range pipelines {
+		name := gen.PipelineName(p, o.Schedule(p))
+		cx, err := history.ReadContext(ctx, st, history.ContextRequest{Pipelines: []string{name}, From: from, To: to, AsOf: asOf, Contracts: contracts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _ := cx.First(name)
+		f := fold.New(ctx, batches.Contracts(contracts), asOf, fold.Options{Grouped: true, From: from, To: to,
+			First: func(string) (model.Date, bool) { return first, true }}, func(ds []replay.Diagnosis) [][]byte {
+			r := make([][]byte, len(ds))
+			for i := range ds {
+				r[i] = ds[i].AppendJSON(nil)
+			}
+			return r
+		}, func(js [][]byte) error {
+			for _, j := range js {
+				k, err := model.ParseBatchKey(batchOf(j))
+				if err != nil {
+					return err
+				}
+				out[k] = j
+			}
+			return nil
+		})
+		for i := range cx.Heartbeats {
+			if err := f.Add(&cx.Heartbeats[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.EachEvent(ctx, cx.Filter(name), func(ev model.Event) error { return f.Add(&ev) }); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Finish(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// newServe is `handoff serve` over the test's database with a fixed clock.
+func newServe(t *testing.T, e *env, contracts *contract.Set, now time.Time) *serve.Server {
+	t.Helper()
+	srv, err := serve.New(context.Background(), e.conn, serve.Options{Database: e.db, Contracts: contracts, QueryTimeout: 30 * time.Second,
+		Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+// facts is what every surface must agree on of a batch.
+type facts struct {
+	status, verdict, firstMissing, anomalies, evidence, alive string
+}
+
+func factsOfDiagnosis(d *replay.Diagnosis) facts {
+	f := facts{status: string(d.Status), verdict: d.Verdict.String(), firstMissing: d.FirstMissing}
+	for _, a := range d.Anomalies {
+		f.anomalies += string(a.Kind) + " "
+	}
+	for _, en := range d.Timeline {
+		f.evidence += en.EventID + " "
+	}
+	for _, h := range d.Alive {
+		f.alive += string(h.System) + "/" + h.Component + "@" + h.EventID + " "
+	}
+	return f
+}
+
+func factsOf(t *testing.T, j []byte) facts {
+	t.Helper()
+	var d replay.Diagnosis
+	if err := json.Unmarshal(j, &d); err != nil {
+		t.Fatal(err)
+	}
+	return factsOfDiagnosis(&d)
+}
+
+// servedFacts reads batch k from serve's batch API.
+func servedFacts(t *testing.T, base string, k model.BatchKey) facts {
+	t.Helper()
+	resp, err := http.Get(base + "/api/v1/batches/" + url.PathEscape(k.Pipeline) + "/" + k.BusinessDate.String() + "/" + url.PathEscape(k.BatchID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b struct {
+		Diagnosis replay.Diagnosis `json:"diagnosis"`
+	}
+	if resp.StatusCode != 200 {
+		return facts{status: resp.Status}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&b); err != nil {
+		t.Fatal(err)
+	}
+	return factsOfDiagnosis(&b.Diagnosis)
 }
 
 // findingKinds reads the stored findings: for each kind, the batches with
@@ -328,6 +513,33 @@ func (e *env) findingKinds(t *testing.T) (map[string][]string, int) {
 		t.Fatal(err)
 	}
 	return out, total
+}
+
+// missingFindings reads the latest record of every missing finding: by
+// batch, its status, verdict and first missing boundary.
+func (e *env) missingFindings(t *testing.T) map[string][3]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := e.conn.Query(ctx, "SELECT batch, argMax(status, seq), argMax(verdict, seq), argMax(first_missing, seq) FROM "+
+		e.db+"."+schema.Findings+" WHERE kind = 'missing' GROUP BY fingerprint, batch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string][3]string{}
+	for rows.Next() {
+		var batch string
+		var f [3]string
+		if err := rows.Scan(&batch, &f[0], &f[1], &f[2]); err != nil {
+			t.Fatal(err)
+		}
+		out[batch] = f
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func kindsOf(m map[string][]string) map[string]int {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/internal/testenv"
+	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/query/serve"
 )
 
@@ -51,6 +52,9 @@ func TestBatchAPI(t *testing.T) {
 	want := []string{
 		seedPipeline + "/2026-09-29/20260929=on_read:delivered",
 		seedBatch + "=on_read:late",
+		// expected by the seed's daily schedule, no event came: absent
+		seedPipeline + "/2026-10-01/20261001=on_read:late",
+		seedPipeline + "/2026-10-02/20261002=on_read:late",
 		// job.succeeded alone: success_without_artifact
 		quotedPipeline + "/2026-10-01/20261001=on_read:broken",
 		quotedPipeline + "/2026-10-02/20261002=on_read:broken",
@@ -67,8 +71,8 @@ func TestBatchAPI(t *testing.T) {
 	for next != "" {
 		var p serve.BatchList
 		f.getJSON(t, next, 200, &p)
-		if p.Total != 5 || p.Pages != 5 || len(p.Batches) != 1 {
-			t.Fatalf("%s: total %d pages %d, %d batches; want 5, 5, 1", next, p.Total, p.Pages, len(p.Batches))
+		if p.Total != 7 || p.Pages != 7 || len(p.Batches) != 1 {
+			t.Fatalf("%s: total %d pages %d, %d batches; want 7, 7, 1", next, p.Total, p.Pages, len(p.Batches))
 		}
 		seen = append(seen, p.Batches[0].Batch+"="+p.Batches[0].Source+":"+p.Batches[0].Status)
 		next = p.NextPage
@@ -92,7 +96,7 @@ func TestBatchAPI(t *testing.T) {
 	}
 	// A page past the end is empty, not an error.
 	f.getJSON(t, "/api/v1/batches?from=2026-09-29&to=2026-10-02&page=9", 200, &list)
-	if list.Total != 5 || len(list.Batches) != 0 {
+	if list.Total != 7 || len(list.Batches) != 0 {
 		t.Errorf("page 9: total %d, %d batches", list.Total, len(list.Batches))
 	}
 }
@@ -120,6 +124,20 @@ func TestOneBatch(t *testing.T) {
 	if len(b.Sides) == 0 {
 		t.Error("seed batch: no narrative sides")
 	}
+	// The consumer's heartbeat is stamped the day after the business date,
+	// before the as-of time: the page reads the heartbeats as of the
+	// evaluation, as diagnose does (a read bounded by the batch's date
+	// showed alive: []).
+	if len(d.Alive) != 1 || d.Alive[0].Component != "consume-runner-1" {
+		t.Errorf("seed batch: alive %+v, want consume-runner-1 as handoff diagnose lists it", d.Alive)
+	}
+
+	// An expected batch with no event: a batch, diagnosed as absent.
+	f.getJSON(t, "/api/v1/batches/"+seedPipeline+"/2026-10-01/20261001", 200, &b)
+	if d := b.Diagnosis; d.Events != 0 || d.Verdict != model.NotProduced || d.FirstMissing != "produced" || len(d.Alive) != 1 {
+		t.Errorf("absent batch 2026-10-01: events %d verdict %s first missing %s alive %+v; want 0, not_produced, produced, consume-runner-1",
+			d.Events, d.Verdict, d.FirstMissing, d.Alive)
+	}
 
 	f.getJSON(t, "/api/v1/batches/"+storedPipeline+"/2026-10-01/20261001", 200, &b)
 	if b.Source != "stored" || b.Diagnosis.NextStep.Summary != "stored" || b.Diagnosis.Status != replay.StatusFailed {
@@ -130,6 +148,11 @@ func TestOneBatch(t *testing.T) {
 	f.getJSON(t, "/api/v1/batches/"+seedPipeline+"/2026-09-28/20260928", 404, &e)
 	if e.Error.Code != "not_found" || !strings.Contains(e.Error.Message, "20260928") {
 		t.Errorf("unknown batch: %+v", e)
+	}
+	// Expected, not due yet as of 2026-10-03T00:00Z.
+	f.getJSON(t, "/api/v1/batches/"+seedPipeline+"/2026-10-03/20261003", 404, &e)
+	if e.Error.Code != "not_due" || !strings.Contains(e.Error.Message, "not due yet") {
+		t.Errorf("batch not due yet: %+v", e)
 	}
 }
 
@@ -395,8 +418,9 @@ func TestScanLimit(t *testing.T) {
 	}
 	var l serve.BatchList
 	h.getJSON(t, "/api/v1/batches?pipeline="+seedPipeline+"&from=2026-09-29&to=2026-10-02", 200, &l)
-	if l.Total != 2 {
-		t.Errorf("16 seed events, under the limit: %d batches, want 2", l.Total)
+	// The two batches with events and the two absent ones after them.
+	if l.Total != 4 {
+		t.Errorf("16 seed events, under the limit: %d batches, want 4", l.Total)
 	}
 }
 

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/store/history"
 )
 
@@ -33,6 +35,9 @@ type Batch struct {
 	LastEventAt  time.Time `json:"last_event_at"`
 	// URL is the batch's web page.
 	URL string `json:"url"`
+	// Absent: the contract's calendar expects the batch and no event of
+	// it came (batches.Absent); Events is 0.
+	Absent bool `json:"absent"`
 }
 
 // batchFilter selects batches; zero fields select all.
@@ -65,18 +70,19 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 		rows, err := s.rd.storedRows(rctx, f.pipeline, f.dates)
 		storedc <- storedResult{rows, err}
 	}()
-	set := batches.New(s.contracts, s.now())
 	type span struct {
 		n      int
 		lo, hi time.Time
 	}
 	spans := make(map[model.BatchKey]*span)
 	read := 0
-	err := s.readEvents(rctx, history.Filter{Pipeline: f.pipeline, From: f.dates.from, To: f.dates.to}, func(e *model.Event) error {
+	set, err := s.readHistory(rctx, f.pipeline, f.dates.from, f.dates.to, func(e *model.Event) error {
 		if read++; read > s.maxScan {
 			return badParam("from", "more than %d events between %s and %s: narrow the range or give a pipeline", s.maxScan, f.dates.from, f.dates.to)
 		}
-		set.Add(e)
+		if e.BusinessDate.Compare(f.dates.from) < 0 {
+			return nil // the previous batch's, for continuity only
+		}
 		k := e.Key()
 		sp := spans[k]
 		if sp == nil {
@@ -101,6 +107,7 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 	}
 	stored := sr.rows
 	keys := set.Keys()
+	keys = slices.DeleteFunc(keys, func(k model.BatchKey) bool { return k.BusinessDate.Compare(f.dates.from) < 0 })
 	var missing []model.BatchKey
 	for _, k := range keys {
 		if _, ok := stored[k]; !ok {
@@ -114,9 +121,12 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 	}
 	out := make([]Batch, 0, len(keys))
 	for _, k := range keys {
-		sp := spans[k]
-		b := Batch{Batch: k.String(), Pipeline: k.Pipeline, BusinessDate: k.BusinessDate.String(), BatchID: k.BatchID, URL: batchPath(k),
-			Events: sp.n, FirstEventAt: sp.lo.UTC(), LastEventAt: sp.hi.UTC()}
+		b := Batch{Batch: k.String(), Pipeline: k.Pipeline, BusinessDate: k.BusinessDate.String(), BatchID: k.BatchID, URL: batchPath(k)}
+		if sp := spans[k]; sp != nil {
+			b.Events, b.FirstEventAt, b.LastEventAt = sp.n, sp.lo.UTC(), sp.hi.UTC()
+		} else {
+			b.Absent = true
+		}
 		if r, ok := stored[k]; ok {
 			b.Status, b.Verdict, b.FirstMissing, b.AsOf, b.Source = r.status, r.verdict, r.firstMissing, time.UnixMilli(r.asOfMs).UTC(), "stored"
 		} else {
@@ -159,12 +169,101 @@ type BatchDetail struct {
 	Sides     []replay.Side     `json:"sides"`
 }
 
-// errNoBatch is a batch with no stored events.
+// errNoBatch is a batch with no stored events that the calendar does not
+// expect either (or not yet: see notDue).
 var errNoBatch = errors.New("no such batch")
 
+// noBatch says why batch k, with no event, is not a batch: not expected
+// by the contract's calendar, or not due yet (a notDueError).
+func (s *Server) noBatch(k model.BatchKey) error {
+	c := s.contracts.For(k.Pipeline)
+	if !slices.Contains(c.Expected(k.BusinessDate, k.BusinessDate), k) {
+		return fmt.Errorf("%w: no events stored for batch %s, and the contract's calendar does not expect it (%s)", errNoBatch, k, scheduleOf(c))
+	}
+	st := replay.NewState(k)
+	d := st.Evaluate(c, s.now(), replay.Context{})
+	for _, bs := range d.Boundaries {
+		if bs.Name == d.FirstMissing && !bs.Overdue && !bs.Due.IsZero() {
+			return &notDueError{key: k, due: bs.Due, boundary: bs.Name}
+		}
+	}
+	return fmt.Errorf("%w: no events stored for batch %s; the calendar expects it, but before the pipeline's first stored batch, or a re-run of its date under another batch id stands in for it", errNoBatch, k)
+}
+
+// scheduleOf names c's schedule for messages.
+func scheduleOf(c *contract.Contract) string {
+	if c.Schedule == "" {
+		return "the pipeline's contract has no schedule"
+	}
+	return "schedule " + string(c.Schedule) + " in " + c.Location.String()
+}
+
+// notDueError is an expected batch with no event whose first deadline has
+// not passed.
+type notDueError struct {
+	key      model.BatchKey
+	due      time.Time
+	boundary string
+}
+
+func (e *notDueError) Error() string {
+	return fmt.Sprintf("batch %s is expected by the contract's schedule and not due yet: no event of it is stored, and its first boundary (%s) is due by %s",
+		e.key, e.boundary, e.due.UTC().Format(time.RFC3339))
+}
+
+// readHistory reads the history the batches of [from, to] of pipeline
+// ("": every pipeline) need as of now (store/history's rule) into a Set,
+// passing each event read to fn too (nil: none) before the Set has it.
+// The events (from history.ReadFrom on) and the rest of the context (the
+// census and the heartbeats) are read at the same time: the read's first
+// date depends on the contracts only.
+func (s *Server) readHistory(ctx context.Context, pipeline string, from, to model.Date, fn func(*model.Event) error) (*batches.Set, error) {
+	req := history.ContextRequest{From: from, To: to, AsOf: s.now(), Contracts: s.contracts}
+	if pipeline != "" {
+		req.Pipelines = []string{pipeline}
+	}
+	type cxResult struct {
+		cx  *history.Context
+		err error
+	}
+	cxc := make(chan cxResult, 1)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		qctx, cancel := s.rd.ctx(rctx)
+		defer cancel()
+		cx, err := history.ReadContext(qctx, s.store, req)
+		if err != nil {
+			err = s.rd.wrap(rctx, qctx, "the history context", err)
+		}
+		cxc <- cxResult{cx, err}
+	}()
+	set := batches.New(s.contracts, req.AsOf)
+	set.Covers(from, to)
+	err := s.readEvents(rctx, history.Filter{Pipeline: pipeline, From: history.ReadFrom(req), To: to}, func(e *model.Event) error {
+		if fn != nil {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		set.Add(e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := <-cxc
+	if r.err != nil {
+		return nil, r.err
+	}
+	r.cx.AddTo(set)
+	return set, nil
+}
+
 // batch returns batch k: its latest stored diagnosis, or a diagnosis on
-// read from its events and the week before it (the previous batch of any
-// daily or weekday schedule, for continuity) as of now.
+// read as of now from the history the batch needs (store/history's
+// Context: the previous batch's date on, the pipeline's first date, the
+// latest heartbeats), an absent expected batch included.
 func (s *Server) batch(ctx context.Context, k model.BatchKey) (*BatchDetail, error) {
 	// The stored diagnosis and the events are read at the same time: most
 	// of either is waiting for ClickHouse, and without a stored diagnosis
@@ -180,12 +279,7 @@ func (s *Server) batch(ctx context.Context, k model.BatchKey) (*BatchDetail, err
 		b, err := s.rd.storedDiagnosis(ctx, k)
 		storedc <- storedResult{b, err}
 	}()
-	set := batches.New(s.contracts, s.now())
-	f := history.Filter{Pipeline: k.Pipeline, From: k.BusinessDate.AddDays(-7), To: k.BusinessDate, Heartbeats: true}
-	readErr := s.readEvents(ctx, f, func(e *model.Event) error {
-		set.Add(e)
-		return nil
-	})
+	set, readErr := s.readHistory(ctx, k.Pipeline, k.BusinessDate, k.BusinessDate, nil)
 	stored := <-storedc
 	if stored.err != nil {
 		return nil, stored.err
@@ -202,7 +296,7 @@ func (s *Server) batch(ctx context.Context, k model.BatchKey) (*BatchDetail, err
 	}
 	d, ok := set.DiagnoseOne(k)
 	if !ok {
-		return nil, errNoBatch
+		return nil, s.noBatch(k)
 	}
 	return &BatchDetail{Source: "on_read", Diagnosis: &d, Sides: replay.Narrate(&d)}, nil
 }

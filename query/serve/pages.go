@@ -9,9 +9,11 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/handoff-dev/handoff/analyzer/batches"
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/analyzer/report"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/model/contract"
 )
 
 // The pages are plain HTML templates and one stylesheet, embedded: no build
@@ -117,7 +119,9 @@ func (s *Server) gridPage(w http.ResponseWriter, r *http.Request) error {
 	}
 	var rows []gridRow
 	counts := map[string]int{}
+	listed := make(map[string]bool, len(all))
 	for _, b := range all {
+		listed[b.Batch] = true
 		counts[b.Status]++
 		if len(rows) == 0 || rows[len(rows)-1].Pipeline != b.Pipeline {
 			q := url.Values{"pipeline": {b.Pipeline}, "from": {f.dates.from.String()}, "to": {f.dates.to.String()}}
@@ -127,6 +131,9 @@ func (s *Server) gridPage(w http.ResponseWriter, r *http.Request) error {
 		i := bd.DaysSinceEpoch() - f.dates.from.DaysSinceEpoch()
 		rows[len(rows)-1].Cells[i].Batches = append(rows[len(rows)-1].Cells[i].Batches, cellOf(b))
 	}
+	for i := range rows {
+		s.notDue(&rows[i], f.dates, listed)
+	}
 	return render(w, http.StatusOK, "grid.html", map[string]any{
 		"Filter": map[string]string{"pipeline": f.pipeline, "from": f.dates.from.String(), "to": f.dates.to.String(), "status": f.status, "verdict": f.verdict},
 		"Days":   days, "Rows": rows, "Total": len(all), "Counts": counts,
@@ -135,7 +142,9 @@ func (s *Server) gridPage(w http.ResponseWriter, r *http.Request) error {
 }
 
 // cellOf is b as a grid cell: coloured by status, its verdict and first
-// missing boundary in the title.
+// missing boundary in the title. An absent expected batch is a cell of its
+// own kind ("missing": expected, no event), unlike a day with no batch
+// scheduled (an empty cell) or one not due yet (notDue).
 func cellOf(b Batch) gridBatch {
 	c := gridBatch{Batch: b.Batch, URL: b.URL, Class: b.Status, Label: "?"}
 	if b.Status == "" {
@@ -147,7 +156,32 @@ func cellOf(b Batch) gridBatch {
 	if b.FirstMissing != "" {
 		c.Title += ", missing " + b.FirstMissing
 	}
+	if b.Absent {
+		c.Class, c.Label = "absent", "m"
+		c.Title = b.Batch + ": missing (expected, no event came; " + b.Status + ", " + b.Verdict + ")"
+	}
 	return c
+}
+
+// notDue adds to row the batches its pipeline's calendar expects in dr
+// that are not listed and whose first deadline has not passed as of now:
+// expected, not due yet.
+func (s *Server) notDue(row *gridRow, dr dateRange, listed map[string]bool) {
+	c := s.contracts.For(row.Pipeline)
+	now := s.now()
+	for _, k := range c.Expected(dr.from, dr.to) {
+		if listed[k.String()] {
+			continue
+		}
+		st := replay.NewState(k)
+		d := st.Evaluate(c, now, replay.Context{})
+		if batches.Overdue(&d) {
+			continue // before the pipeline's history, or covered by a re-run
+		}
+		i := k.BusinessDate.DaysSinceEpoch() - dr.from.DaysSinceEpoch()
+		row.Cells[i].Batches = append(row.Cells[i].Batches, gridBatch{Batch: k.String(), URL: batchPath(k), Class: "notdue", Label: "·",
+			Title: k.String() + ": expected, not due yet"})
+	}
 }
 
 // ladderStep is one boundary of the batch page's ladder, with its evidence
@@ -183,8 +217,35 @@ func (s *Server) batchPage(w http.ResponseWriter, r *http.Request) error {
 	}
 	return render(w, http.StatusOK, "batch.html", map[string]any{
 		"Key": k.String(), "D": d, "APIURL": "/api/v1" + batchPath(k), "Source": b.Source, "Ladder": ladder, "Report": text.String(), "Sides": b.Sides,
+		"Absent":  expectedOf(s.contracts.For(k.Pipeline), k, d),
 		"GridURL": "/?pipeline=" + pathEscape(k.Pipeline) + "&from=" + k.BusinessDate.AddDays(-13).String() + "&to=" + k.BusinessDate.String(),
 	})
+}
+
+// absentBatch is what the page of an expected batch that sent no event
+// says: what was expected, when it was due, and what to check.
+type absentBatch struct {
+	Schedule, Timezone, Artifact, Signal, Owner string
+	Due                                         time.Time
+	Boundary                                    string
+	Holidays                                    int
+}
+
+// expectedOf describes batch k when its diagnosis d has no event (nil
+// otherwise).
+func expectedOf(c *contract.Contract, k model.BatchKey, d *replay.Diagnosis) *absentBatch {
+	if d.Events > 0 {
+		return nil
+	}
+	a := &absentBatch{Schedule: string(c.Schedule), Timezone: c.Location.String(), Owner: c.Owner, Holidays: len(c.Holidays), Boundary: d.FirstMissing}
+	a.Artifact, _ = c.ArtifactName(k)
+	a.Signal, _ = c.SignalName(k)
+	for _, bs := range d.Boundaries {
+		if bs.Name == d.FirstMissing {
+			a.Due = bs.Due
+		}
+	}
+	return a
 }
 
 func (s *Server) findingsPage(w http.ResponseWriter, r *http.Request) error {

@@ -26,7 +26,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/handoff-dev/handoff/analyzer/batches"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/query/findings"
@@ -41,7 +40,7 @@ type Options struct {
 	Database string
 	// Contracts give each pipeline's delivery contract for diagnoses on
 	// read; nil gives every pipeline the default contract.
-	Contracts batches.Contracts
+	Contracts history.Contracts
 	// Dashboards runs the named dashboard queries; nil serves none.
 	Dashboards Dashboards
 	// MaxScanEvents is how many events one list or grid request may read
@@ -64,7 +63,7 @@ type Options struct {
 type Server struct {
 	rd        *reader
 	store     *history.Store
-	contracts batches.Contracts
+	contracts history.Contracts
 	dash      Dashboards
 	now       func() time.Time
 	log       *slog.Logger
@@ -370,8 +369,12 @@ func (s *Server) batchOf(r *http.Request) (model.BatchKey, *BatchDetail, error) 
 		return k, nil, err
 	}
 	b, err := s.batch(r.Context(), k)
+	var nd *notDueError
+	if errors.As(err, &nd) {
+		return k, nil, &httpError{status: http.StatusNotFound, code: "not_due", msg: nd.Error()}
+	}
 	if errors.Is(err, errNoBatch) {
-		return k, nil, &httpError{status: http.StatusNotFound, code: "not_found", msg: "no events stored for batch " + k.String()}
+		return k, nil, &httpError{status: http.StatusNotFound, code: "not_found", msg: strings.TrimPrefix(err.Error(), errNoBatch.Error()+": ")}
 	}
 	return k, b, err
 }

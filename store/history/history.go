@@ -1,5 +1,7 @@
-// Package history reads delivery events back from ClickHouse: diagnose
-// --clickhouse today, backfill and the query side next.
+// Package history reads delivery events back from ClickHouse, with the
+// context a batch's diagnosis needs (context.go: "The history a batch
+// needs"): diagnose --clickhouse, backfill, serve, restore-signal and
+// verify read through it, and the streaming detector restores from it.
 //
 // Reads do not use FINAL: its per-partition merge needs memory for every
 // partition a read touches, and a few hundred valid events with business
@@ -310,8 +312,12 @@ func (s *Store) each(ctx context.Context, q query, prev *rowKey, fn func(model.E
 // CensusFilter selects the pipelines Census counts: Pipelines (nil: every
 // pipeline with a batch event in [From, To]), their stored rows in
 // [ReadFrom, To] (ReadFrom <= From: the dates read for context only).
+// Scheduled pipelines are counted even with no batch event in [From, To],
+// when their history starts by To: their calendar may expect batches of
+// the range that never came.
 type CensusFilter struct {
 	Pipelines      []string
+	Scheduled      []string
 	ReadFrom, From model.Date
 	To             model.Date
 }
@@ -330,7 +336,8 @@ type PipelineRows struct {
 }
 
 // Census returns, in pipeline order, the pipelines with batch events in
-// [From, To] and their row counts. One GROUP BY over the primary key
+// [From, To] (and the scheduled ones whose history starts by To) and
+// their row counts. One GROUP BY over the primary key
 // columns (pipeline, business_date) and batch_id.
 func (s *Store) Census(ctx context.Context, f CensusFilter) ([]PipelineRows, error) {
 	if f.From.IsZero() || f.To.IsZero() || f.ReadFrom.IsZero() {
@@ -358,7 +365,7 @@ func (s *Store) Census(ctx context.Context, f CensusFilter) ([]PipelineRows, err
 		if err := rows.Scan(&p.Pipeline, &first, &p.Rows, &p.InRange); err != nil {
 			return nil, fmt.Errorf("count the events of %s by pipeline: scan: %w", s.events(), err)
 		}
-		if p.InRange == 0 {
+		if p.InRange == 0 && !slices.Contains(f.Scheduled, p.Pipeline) {
 			continue
 		}
 		p.First = model.Date{Year: first.Year(), Month: first.Month(), Day: first.Day()}
@@ -458,6 +465,13 @@ func (s *Store) LatestHeartbeats(ctx context.Context, pipelines []string, asOf t
 	if len(pipelines) > 0 {
 		w.in("pipeline", pipelines)
 	}
+	return s.latestHeartbeats(ctx, w)
+}
+
+// latestHeartbeats returns, for the heartbeats w selects, every stored row
+// at each process's latest time, copies skipped, ordered by process and
+// event id.
+func (s *Store) latestHeartbeats(ctx context.Context, w *where) ([]model.Event, error) {
 	args := append(slices.Clone(w.args), w.args...)
 	// GLOBAL IN: on a cluster both reads are of the Distributed table, and
 	// a plain IN would run the subquery on every shard against every shard

@@ -11,11 +11,15 @@ import (
 )
 
 // PartitionEvents streams every stored event that was read from the given
-// partitions of topic: batch events with a business date on or after from,
-// and heartbeats whose time is on or after from (UTC). The streaming
-// detector reads back the history of the partitions it is assigned with it.
-// Order: heartbeats by day, then batch events by business date, batch id
-// and event id; each event once (copies not yet merged are skipped).
+// partitions of topic: batch events with a business date on or after from;
+// heartbeats whose time is on or after from (UTC), and before them the
+// latest heartbeat of each process stamped earlier, however old (the
+// history a batch needs, context.go: a process that last beat before the
+// retention window is still named in alive, as diagnose names it). The
+// streaming detector reads back the history of the partitions it is
+// assigned with it. Order: those latest heartbeats, heartbeats by day,
+// then batch events by business date, batch id and event id; each event
+// once (copies not yet merged are skipped).
 func (s *Store) PartitionEvents(ctx context.Context, topic string, partitions []int, from model.Date, fn func(*model.Event) error) error {
 	if len(partitions) == 0 {
 		return nil
@@ -30,6 +34,23 @@ func (s *Store) PartitionEvents(ctx context.Context, topic string, partitions []
 	in := "kafka_partition IN (" + strings.Join(ps, ", ") + ")"
 	var prev rowKey
 	each := func(e model.Event) error { return fn(&e) }
+
+	old := &where{}
+	old.add("kafka_topic = ?", topic)
+	old.add(in)
+	old.add("business_date = toDate('1970-01-01')")
+	old.add("batch_id = ''")
+	old.add("type = 'process.heartbeat'")
+	old.add("time_ms < ?", from.In(time.UTC).UnixMilli())
+	before, err := s.latestHeartbeats(ctx, old)
+	if err != nil {
+		return err
+	}
+	for i := range before {
+		if err := fn(&before[i]); err != nil {
+			return err
+		}
+	}
 
 	hb := &where{}
 	hb.add("kafka_topic = ?", topic)
