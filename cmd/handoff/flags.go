@@ -7,6 +7,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/schema"
 )
@@ -52,7 +53,7 @@ func (c *clickhouseConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "clickhouse-addr", c.Addr, "ClickHouse native protocol host:port (env HANDOFF_CLICKHOUSE_ADDR)")
 	fs.StringVar(&c.Database, "clickhouse-database", c.Database, "ClickHouse database of handoff's tables (env HANDOFF_CLICKHOUSE_DATABASE)")
 	fs.StringVar(&c.User, "clickhouse-user", c.User, "ClickHouse user; a readonly=1 user is enough (env HANDOFF_CLICKHOUSE_USER)")
-	fs.StringVar(&c.Password, "clickhouse-password", c.Password, "ClickHouse password (env HANDOFF_CLICKHOUSE_PASSWORD)")
+	fs.Var(cliflag.Secret{P: &c.Password}, "clickhouse-password", "ClickHouse password (env HANDOFF_CLICKHOUSE_PASSWORD)")
 }
 
 // check refuses a database name that could not be handoff's, before

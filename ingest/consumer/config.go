@@ -94,7 +94,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Cluster, "clickhouse-cluster", c.Cluster, "ClickHouse cluster (<remote_servers> name) for the replicated and Distributed tables; empty: a single server (HANDOFF_CLICKHOUSE_CLUSTER)")
 	fs.IntVar(&c.RetainMonths, "retain-months", c.RetainMonths, "drop history older than this many whole months before the current one, daily; 0 keeps everything (HANDOFF_RETAIN_MONTHS)")
 	fs.StringVar(&c.User, "clickhouse-user", c.User, "ClickHouse user (HANDOFF_CLICKHOUSE_USER)")
-	fs.StringVar(&c.Password, "clickhouse-password", c.Password, "ClickHouse password (HANDOFF_CLICKHOUSE_PASSWORD; prefer the variable)")
+	fs.Var(cliflag.Secret{P: &c.Password}, "clickhouse-password", "ClickHouse password (HANDOFF_CLICKHOUSE_PASSWORD; prefer the variable)")
 	fs.StringVar(&c.Compression, "clickhouse-compression", c.Compression, "compression of blocks sent to ClickHouse: none, lz4 or zstd (HANDOFF_CLICKHOUSE_COMPRESSION)")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "flush after this many messages (HANDOFF_BATCH_SIZE)")
 	fs.Var(&c.BatchBytes, "batch-bytes", "flush before a batch's messages exceed this many bytes, e.g. 64MiB; the pipeline holds at most 4 times this (HANDOFF_BATCH_BYTES)")

@@ -26,3 +26,19 @@ func (l List) Set(s string) error {
 	*l.P = out
 	return nil
 }
+
+// Secret is a flag holding a password or a signing key. Its String is
+// empty whatever it holds, so the flag package never prints the value: not
+// in -h's "(default ...)", not in the usage printed on a mistyped flag
+// (which a unit file's typo would put in the journal). The value usually
+// comes from the environment, where it stays out of the process list.
+type Secret struct{ P *string }
+
+// String returns nothing: a secret is never printed.
+func (Secret) String() string { return "" }
+
+// Set stores s.
+func (s Secret) Set(v string) error {
+	*s.P = v
+	return nil
+}

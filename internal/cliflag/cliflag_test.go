@@ -3,6 +3,7 @@ package cliflag_test
 import (
 	"flag"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/handoff-dev/handoff/internal/cliflag"
@@ -23,5 +24,34 @@ func TestList(t *testing.T) {
 	}
 	if s := (cliflag.List{}).String(); s != "" {
 		t.Fatalf("zero List String() = %q", s)
+	}
+}
+
+// TestSecretNeverPrinted: a secret taken from the environment as the
+// flag's default must not appear in -h, nor in the usage printed when
+// another flag is mistyped.
+func TestSecretNeverPrinted(t *testing.T) {
+	const secret = "s3cr3t-value"
+	for _, args := range [][]string{{"-h"}, {"--no-such-flag"}, {"--password"}} {
+		v := secret
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		var out strings.Builder
+		fs.SetOutput(&out)
+		fs.Var(cliflag.Secret{P: &v}, "password", "a password (ENV_PASSWORD)")
+		if err := fs.Parse(args); err == nil {
+			t.Fatalf("%q: parse succeeded", args)
+		}
+		if strings.Contains(out.String(), secret) {
+			t.Errorf("%q printed the secret:\n%s", args, out.String())
+		}
+		if !strings.Contains(out.String(), "-password") {
+			t.Errorf("%q: usage lacks the flag:\n%s", args, out.String())
+		}
+	}
+	v := secret
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs.Var(cliflag.Secret{P: &v}, "password", "")
+	if err := fs.Parse([]string{"--password", "other"}); err != nil || v != "other" {
+		t.Fatalf("Set: err %v, value %q", err, v)
 	}
 }

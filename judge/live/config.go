@@ -85,7 +85,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ClickHouseAddr, "clickhouse-addr", c.ClickHouseAddr, "ClickHouse native address host:port, to read the stored history on start (HANDOFF_CLICKHOUSE_ADDR)")
 	fs.StringVar(&c.Database, "clickhouse-database", c.Database, "ClickHouse database (HANDOFF_CLICKHOUSE_DATABASE)")
 	fs.StringVar(&c.User, "clickhouse-user", c.User, "ClickHouse user; read-only is enough (HANDOFF_CLICKHOUSE_USER)")
-	fs.StringVar(&c.Password, "clickhouse-password", c.Password, "ClickHouse password (HANDOFF_CLICKHOUSE_PASSWORD)")
+	fs.Var(cliflag.Secret{P: &c.Password}, "clickhouse-password", "ClickHouse password (HANDOFF_CLICKHOUSE_PASSWORD)")
 	fs.StringVar(&c.Cluster, "clickhouse-cluster", c.Cluster, "ClickHouse cluster (<remote_servers> name) handoff ingest writes to; set, the history is read through a synchronised replica of each shard; empty: a single server (HANDOFF_CLICKHOUSE_CLUSTER)")
 	fs.StringVar(&c.Contracts, "contract", c.Contracts, "delivery contract file or directory (HANDOFF_CONTRACTS); without it every pipeline gets the default contract and nothing is expected")
 	fs.StringVar(&c.ExpectFrom, "expect-from", c.ExpectFrom, "first business date of the expected-batch calendar: YYYY-MM-DD, today, yesterday, or off (HANDOFF_DETECT_EXPECT_FROM)")
