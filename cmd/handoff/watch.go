@@ -31,6 +31,7 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	rescan := fs.Duration("rescan", 30*time.Second, "interval of the full rescan that catches missed notifications")
 	component := fs.String("component", ev.Component, "component named in the events (env HANDOFF_COMPONENT); default handoff-watch")
 	ledger := fs.String("ledger", "", "file recording the ids of acknowledged events, so a restart sends none again")
+	restores := fs.String("restored-events", "", "events file restore-signal --events records to: a signal marked as restored is not reported only when its signal.restored is there")
 	once := fs.Bool("once", false, "scan once, report every file once it settled, and exit")
 	brokers := fs.String("kafka-brokers", strings.Join(ev.Brokers, ","), "Kafka brokers, host:port[,...] (required; env HANDOFF_KAFKA_BROKERS)")
 	topic := fs.String("topic", ev.Topic, "events topic (env HANDOFF_TOPIC)")
@@ -77,8 +78,12 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	}
 	defer em.Close()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	w, err := watch.New(watch.Config{Role: r, Dir: *dir, Contracts: set, Settle: *settle, Rescan: *rescan,
-		Component: *component, Ledger: *ledger, Log: log}, em)
+	wcfg := watch.Config{Role: r, Dir: *dir, Contracts: set, Settle: *settle, Rescan: *rescan,
+		Component: *component, Ledger: *ledger, Log: log}
+	if *restores != "" {
+		wcfg.Restores = watch.EventsFile(*restores)
+	}
+	w, err := watch.New(wcfg, em)
 	if err != nil {
 		return usageError("%v", err)
 	}

@@ -100,6 +100,13 @@ type Config struct {
 	Workers int
 	// Log receives what the watcher does; nil logs nothing.
 	Log *slog.Logger
+	// Restores is where restore-signal recorded its signal.restored
+	// events. A signal restore-signal wrote carries a mark naming its
+	// event; the watcher reports no signal.transferred for it only when
+	// the mark is this signal's and the event it names is recorded here.
+	// Nil: no mark is trusted, and a marked signal is reported with the
+	// mark in its attrs.
+	Restores Restores
 }
 
 // Stats counts what a watcher did.
@@ -114,8 +121,8 @@ type Stats struct {
 	Anomalies int64
 	// Unreadable counts final files that could not be read.
 	Unreadable int64
-	// Restored counts signals written by restore-signal (marked), which
-	// are not reported: signal.restored recorded them.
+	// Restored counts signals written by restore-signal (marked, and the
+	// signal.restored the mark names recorded), which are not reported.
 	Restored int64
 }
 
@@ -222,7 +229,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 				delete(w.done, ev.Name)
 				continue
 			}
-			if st, err := os.Stat(ev.Name); err == nil && st.IsDir() {
+			if st, err := os.Lstat(ev.Name); err == nil && st.IsDir() {
 				// A new subdirectory: watch it, and take what it already holds.
 				if err := w.addTree(fw, ev.Name); err != nil {
 					w.log.Warn("watch: cannot watch new directory", "dir", ev.Name, "err", err)
@@ -346,7 +353,8 @@ func (w *Watcher) note(path string, now time.Time) {
 	if w.ignored[path] {
 		return
 	}
-	st, err := os.Stat(path)
+	// Lstat: a link is never followed out of the tree (nor within it).
+	st, err := os.Lstat(path)
 	if err != nil || !st.Mode().IsRegular() {
 		return
 	}
@@ -394,8 +402,8 @@ func (w *Watcher) settle(ctx context.Context, now time.Time) error {
 		if now.Sub(s.since) < w.cfg.Settle {
 			continue
 		}
-		st, err := os.Stat(path)
-		if err != nil {
+		st, err := os.Lstat(path)
+		if err != nil || !st.Mode().IsRegular() {
 			delete(w.pending, path)
 			continue
 		}
@@ -467,9 +475,9 @@ func (w *Watcher) probeAll(ctx context.Context, jobs []*job) {
 // events says what one settled file proves.
 func (w *Watcher) events(ctx context.Context, path string) []model.Event {
 	name := filepath.Base(path)
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return nil // gone, or replaced by a link or a directory since it settled
 	}
 	c, key, kind := w.match(name)
 	if kind == contract.NameNone {
@@ -495,18 +503,22 @@ func (w *Watcher) events(ctx context.Context, path string) []model.Event {
 		e.Attrs["location"] = rel
 		return []model.Event{e}
 	}
-	if id := files.Mark(path); id != "" {
-		// Written by restore-signal, which recorded it as signal.restored
-		// (this id): not a delivery.
-		w.restored.Add(1)
-		w.log.Info("watch: a restored signal, already recorded", "file", path, "signal_restored", id)
-		return nil
-	}
-	content, err := os.ReadFile(path)
-	if err != nil || len(content) > manifest.MaxSize {
+	content, st, err := files.ReadSmall(path, manifest.MaxSize)
+	if err != nil {
 		w.unreadable.Add(1)
 		w.log.Warn("watch: cannot read a signal", "file", path, "err", err)
 		return nil
+	}
+	mark, distrust := files.Mark(path), ""
+	if mark != "" {
+		if distrust = w.checkMark(ctx, mark, key, name, content); distrust == "" {
+			// Written by restore-signal, which recorded it as
+			// signal.restored (this id): not a delivery.
+			w.restored.Add(1)
+			w.log.Info("watch: a restored signal, already recorded", "file", path, "signal_restored", mark)
+			return nil
+		}
+		w.log.Warn("watch: a signal marked as restored, but the mark is not proven: reported as it is", "file", path, "mark", mark, "why", distrust)
 	}
 	sum := sha256.Sum256(content)
 	typ := model.SignalTransferred
@@ -516,6 +528,10 @@ func (w *Watcher) events(ctx context.Context, path string) []model.Event {
 	e := w.event(key, typ, name, st, hex.EncodeToString(sum[:]))
 	e.Bytes, e.HasBytes = int64(len(content)), true
 	e.Attrs["location"] = rel
+	if mark != "" {
+		e.Attrs["restored_mark"] = mark
+		e.Attrs["restored_mark_unproven"] = distrust
+	}
 	if c.SignalContent == contract.SignalManifest {
 		w.checkManifest(ctx, c, key, path, content, &e)
 	}

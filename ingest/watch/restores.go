@@ -1,0 +1,84 @@
+package watch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/handoff-dev/handoff/ingest/jsonl"
+	"github.com/handoff-dev/handoff/model"
+)
+
+// Restores looks up a recorded signal.restored event by id: the record a
+// restored signal's mark (files.MarkAttr) must name before the watcher
+// believes it. The mark alone proves nothing: anyone who can write the
+// file can set it, and cp -a or rsync -X carry it to the next directory.
+type Restores interface {
+	// Restored returns the recorded event with id, and false when none is.
+	Restored(ctx context.Context, id string) (model.Event, bool, error)
+}
+
+// EventsFile is Restores over a JSON-lines events file, the one
+// `handoff restore-signal --events FILE` appends its signal.restored to.
+// The file is read at each lookup: restores are rare, and a restore
+// recorded after the watcher started is found.
+type EventsFile string
+
+// Restored scans the file for the event with id.
+func (p EventsFile) Restored(ctx context.Context, id string) (model.Event, bool, error) {
+	f, err := os.Open(string(p))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return model.Event{}, false, nil
+		}
+		return model.Event{}, false, fmt.Errorf("restores: %w", err)
+	}
+	defer f.Close()
+	var found model.Event
+	ok := false
+	_, err = jsonl.Read(ctx, f, jsonl.Options{Workers: 1}, func(_ int, e *model.Event, err error) error {
+		if err == nil && e.ID == id && e.Type == model.SignalRestored {
+			found, ok = *e, true
+		}
+		return nil // a bad line is not this watcher's to judge
+	})
+	if err != nil {
+		return model.Event{}, false, fmt.Errorf("restores: read %s: %w", p, err)
+	}
+	return found, ok, nil
+}
+
+// restoredID is the id restore-signal gives the signal.restored of a
+// signal written with content: derived from the batch, the name and the
+// content's sha256, so a mark copied onto another file, another name or
+// other content names an event that does not describe it.
+func restoredID(key model.BatchKey, name string, content []byte) string {
+	sum := sha256.Sum256(content)
+	return model.DerivedEventID(key.String(), string(model.SignalRestored), name, hex.EncodeToString(sum[:]))
+}
+
+// checkMark says why a signal's mark cannot be trusted, "" when it can:
+// the mark must be the id derived from this very signal, and that event
+// must be recorded, for this batch and this name.
+func (w *Watcher) checkMark(ctx context.Context, mark string, key model.BatchKey, name string, content []byte) string {
+	if want := restoredID(key, name, content); mark != want {
+		return fmt.Sprintf("the mark %q is not the signal.restored id of this signal (%s)", mark, want)
+	}
+	if w.cfg.Restores == nil {
+		return "no record of restores to check the mark against (--restored-events)"
+	}
+	e, ok, err := w.cfg.Restores.Restored(ctx, mark)
+	switch {
+	case err != nil:
+		return err.Error()
+	case !ok:
+		return fmt.Sprintf("no signal.restored %s is recorded", mark)
+	case e.Key() != key || e.Object != name:
+		return fmt.Sprintf("the recorded signal.restored %s is of %s %s, not %s %s", mark, e.Key(), e.Object, key, name)
+	}
+	return ""
+}
