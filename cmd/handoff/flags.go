@@ -30,9 +30,9 @@ func parseAsOf(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return now, nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
+	t, err := cliflag.ParseTime("as-of", s)
 	if err != nil {
-		return time.Time{}, usageError("--as-of %q: want an RFC 3339 time such as 2026-10-03T00:00:00Z", s)
+		return time.Time{}, usageError("%v", err)
 	}
 	return t, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/handoff-dev/handoff/analyzer/remedy"
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/ingest/files"
+	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/model/manifest"
@@ -90,9 +91,9 @@ func (cfg *remedyConfig) check() error {
 		return usageError("--settle %v: must not be negative", cfg.Settle)
 	}
 	if cfg.AsOf != "" {
-		t, err := time.Parse(time.RFC3339Nano, cfg.AsOf)
+		t, err := cliflag.ParseTime("as-of", cfg.AsOf)
 		if err != nil {
-			return usageError("--as-of %q: want an RFC 3339 time such as 2026-10-03T00:00:00Z", cfg.AsOf)
+			return usageError("%v", err)
 		}
 		cfg.asOf = t
 	}
