@@ -87,12 +87,12 @@ func backfillCmd(ctx context.Context, args []string, stdout, stderr io.Writer, n
 	fs.Var(&pipelines, "pipeline", "pipeline to diagnose (repeatable); default: every pipeline with events in the range")
 	fs.StringVar(&cfg.AsOf, "as-of", cfg.AsOf, "diagnose as of this RFC 3339 time (env HANDOFF_AS_OF); default: now")
 	fs.StringVar(&cfg.Contracts, "contract", cfg.Contracts, "delivery contract file, or a directory of them (env HANDOFF_CONTRACTS); default: the default contract")
-	fs.BoolVar(&publish, "publish", false, "publish the diagnoses to Kafka (the default when HANDOFF_KAFKA_BROKERS or --kafka-brokers is set)")
-	fs.BoolVar(&dry, "dry-run", false, "do not publish: print the summary (and with --format json the diagnoses) only")
+	fs.BoolVar(&publish, "publish", false, "publish the diagnoses to Kafka; without it nothing is published, even with HANDOFF_KAFKA_BROKERS set")
+	fs.BoolVar(&dry, "dry-run", false, "do not publish (the default): print the summary (and with --format json the diagnoses) only")
 	fs.StringVar(&cfg.Format, "format", cfg.Format, "text: the summary on standard output; json: the diagnoses as one JSON array on standard output, the summary on standard error (env HANDOFF_FORMAT)")
 	fs.StringVar(&cfg.ClickHouse, "clickhouse-addr", cfg.ClickHouse, "ClickHouse native protocol host:port (env HANDOFF_CLICKHOUSE_ADDR; required)")
 	fs.StringVar(&cfg.Database, "clickhouse-database", cfg.Database, "database of handoff's tables (env HANDOFF_CLICKHOUSE_DATABASE)")
-	fs.StringVar(&brokers, "kafka-brokers", brokers, "Kafka brokers host:port[,...] (env HANDOFF_KAFKA_BROKERS); empty: do not publish")
+	fs.StringVar(&brokers, "kafka-brokers", brokers, "Kafka brokers host:port[,...] that --publish publishes to (env HANDOFF_KAFKA_BROKERS)")
 	fs.StringVar(&cfg.Topic, "diagnoses-topic", cfg.Topic, "topic the diagnoses are published to (env HANDOFF_DIAGNOSES_TOPIC)")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "pipelines folded in parallel (env HANDOFF_BACKFILL_WORKERS); default: the number of CPUs")
 	fs.IntVar(&cfg.UnitRows, "unit-rows", cfg.UnitRows, "most stored rows one read query covers (env HANDOFF_BACKFILL_UNIT_ROWS); default 50000")
@@ -165,7 +165,9 @@ func backfillCmd(ctx context.Context, args []string, stdout, stderr io.Writer, n
 	if publish && len(bl) == 0 {
 		return usageError("--publish needs Kafka: set HANDOFF_KAFKA_BROKERS or --kafka-brokers host:port")
 	}
-	publish = !dry && len(bl) > 0
+	// Publishing is asked for, never implied by the environment: the
+	// variables that configure ingest would otherwise turn a look at
+	// history into writes to the shared diagnoses topic.
 	if publish && cfg.Topic == "" {
 		return usageError("--diagnoses-topic: empty: name the topic to publish to, or use --dry-run")
 	}
