@@ -31,6 +31,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/handoff-dev/handoff/model"
 	// Contracts name time zones (Asia/Shanghai); embed the zone database so
 	// they load on machines without /usr/share/zoneinfo.
 	_ "time/tzdata"
@@ -121,7 +123,18 @@ func main() {
 	os.Exit(code)
 }
 
+// run runs a command. Its standard output goes through model.TextWriter,
+// the one escaping of every output: text from events (errors, components,
+// names) reaches terminals, which act on control characters. Standard
+// error carries progress bars (\r) and logs that quote their values; the
+// final error line is escaped.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	out := model.NewTextWriter(stdout)
+	defer out.Flush()
+	return runCommand(ctx, args, stdin, out, stderr)
+}
+
+func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {
@@ -140,14 +153,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		var ee *exitError
 		if errors.As(err, &ee) {
 			if ee.err != nil {
-				fmt.Fprintf(stderr, "handoff %s: %v\n", c.name, ee.err)
+				fmt.Fprintf(stderr, "handoff %s: %s\n", c.name, model.EscapeText(ee.err.Error()))
 			}
 			return ee.code
 		}
-		fmt.Fprintf(stderr, "handoff %s: %v\n", c.name, err)
+		fmt.Fprintf(stderr, "handoff %s: %s\n", c.name, model.EscapeText(err.Error()))
 		return exitFailure
 	}
-	fmt.Fprintf(stderr, "handoff: unknown command %q\n", args[0])
+	fmt.Fprintf(stderr, "handoff: unknown command %q\n", args[0]) // %q escapes
 	usage(stderr)
 	return exitUsage
 }
