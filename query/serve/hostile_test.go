@@ -12,6 +12,7 @@ import (
 
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/store/writer"
 )
@@ -191,6 +192,47 @@ func TestStaticOnlyStylesheet(t *testing.T) {
 		}
 		if tt.status == 200 && resp.Header.Get("Content-Type") != "text/css; charset=utf-8" {
 			t.Errorf("GET %s: Content-Type %q", tt.path, resp.Header.Get("Content-Type"))
+		}
+	}
+}
+
+// readerUser is the read-only user the test services create
+// (deploy/clickhouse/users.d/handoff_reader.xml: the readonly profile).
+const readerUser = "handoff_reader"
+
+// TestServicesReadonlyUser runs the server as the services' read-only
+// user, a real readonly=1 user rather than a setting on the session: the
+// server sees it, the user may not even change a setting (nor, with it,
+// write), and every endpoint and page works.
+func TestServicesReadonlyUser(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reader, err := chconn.Open(ctx, chconn.Config{Addr: testenv.ClickHouseAddr(t), User: readerUser})
+	if err != nil {
+		t.Fatalf("connect as %s: %v; the services create it from deploy/clickhouse/users.d/ (a server started before that file existed reloads it within seconds)", readerUser, err)
+	}
+	defer reader.Close()
+	if rows, err := reader.Query(ctx, "SELECT 1 SETTINGS max_threads = 1"); err == nil {
+		rows.Close()
+		t.Fatalf("%s changed a setting: it is not read-only", readerUser)
+	} else if !strings.Contains(err.Error(), "readonly") {
+		t.Fatalf("%s changing a setting: %v, want a readonly refusal", readerUser, err)
+	}
+	srv := newServer(t, reader, f.db, 10*time.Second)
+	if !srv.Readonly() {
+		t.Fatalf("the server did not see that %s is readonly=1", readerUser)
+	}
+	h := newHTTP(t, srv)
+	for _, p := range []string{"/", "/batches/" + seedBatch, "/findings", "/healthz", "/api/v1/batches?pipeline=" + seedPipeline + "&from=2026-09-29&to=2026-09-30",
+		"/api/v1/batches/" + seedBatch, "/api/v1/findings", "/api/v1/dashboards/batch_status?from=2026-09-01&to=2026-10-03"} {
+		resp, err := http.Get(h.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("as %s: GET %s: %d", readerUser, p, resp.StatusCode)
 		}
 	}
 }
