@@ -15,6 +15,7 @@ import (
 	"github.com/handoff-dev/handoff/ingest/emit"
 	olin "github.com/handoff-dev/handoff/ingest/lineage"
 	"github.com/handoff-dev/handoff/model"
+	ol "github.com/handoff-dev/handoff/model/openlineage"
 )
 
 // runOpenLineage is `handoff openlineage`: OpenLineage run events in, from
@@ -63,6 +64,9 @@ func runOpenLineage(ctx context.Context, args []string, stdin io.Reader, stdout,
 	if claimed == 0 {
 		return usageError("--contract %s: no contract has an openlineage block, so no job maps to a pipeline", *contracts)
 	}
+	if err := ol.CheckClaims(set); err != nil {
+		return usageError("--contract %s: %v", *contracts, err)
+	}
 	var em *emit.Emitter
 	if *brokers != "" && !*print {
 		em, err = emit.New(emit.Config{Brokers: strings.Split(*brokers, ","), Topic: *topic, Timeout: *timeout, CreateTopic: true, Partitions: ev.Partitions})
@@ -82,7 +86,7 @@ func runOpenLineage(ctx context.Context, args []string, stdin io.Reader, stdout,
 		}
 		err = b.Run(ctx)
 		st := b.Stats()
-		log.Info("openlineage: stopped", "read", st.Read, "mapped_events", st.Mapped, "rejected", st.Rejected, "unmapped_jobs", st.Unmapped)
+		log.Info("openlineage: stopped", "read", st.Read, "mapped_events", st.Mapped, "rejected", st.Rejected, "unmapped_jobs", st.Unmapped, "proving_nothing", st.Nothing)
 		return err
 	}
 	if em == nil && !*print {
@@ -114,7 +118,7 @@ func runOpenLineage(ctx context.Context, args []string, stdin io.Reader, stdout,
 	if ferr := out.Flush(); err == nil && ferr != nil {
 		err = writing(ferr)
 	}
-	fmt.Fprintf(stderr, "openlineage: %d run events read, %d handoff events mapped, %d rejected, %d of jobs no contract claims\n", st.Read, st.Mapped, st.Rejected, st.Unmapped)
+	fmt.Fprintf(stderr, "openlineage: %d run events read, %d handoff events mapped, %d rejected, %d of jobs no contract claims, %d proving no boundary\n", st.Read, st.Mapped, st.Rejected, st.Unmapped, st.Nothing)
 	if err != nil {
 		return err
 	}
