@@ -21,12 +21,15 @@ build:
 
 vet:
 	$(GO) vet ./...
-	@# The rooms' import rules (design.md section 7), checked on every run.
+	@# The rooms' import rules (docs/architecture.md), checked on every run.
 	@bash deploy/check-imports.sh
 	@# No tracked binary or file over 1 MiB; go.mod tidy.
 	@bash deploy/check-tree.sh
 	@# Every relative link and #anchor in the Markdown resolves.
 	@bash deploy/check-links.sh
+	@# The repository stands alone: no file cites an outside file or this
+	@# project's issue numbers (docs/testing.md).
+	@bash deploy/check-standalone.sh
 
 services:
 	bash deploy/services/up.sh

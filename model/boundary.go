@@ -7,7 +7,7 @@ import "fmt"
 // means "no boundary".
 type Boundary int8
 
-// The boundary ladder of design.md section 2, in order.
+// The boundary ladder (docs/diagnosis.md), in order.
 const (
 	NoBoundary      Boundary = iota
 	Produced                 // job.succeeded
@@ -113,7 +113,7 @@ func ParseHypothesis(s string) (Hypothesis, error) {
 }
 
 // MarshalText encodes h by its name, so that a verdict reads the same in
-// JSON as in the design ("not_identified", never 3).
+// JSON as in docs/diagnosis.md ("not_identified", never 3).
 func (h Hypothesis) MarshalText() ([]byte, error) {
 	if h < 0 || int(h) >= len(hypothesisNames) {
 		return nil, fmt.Errorf("hypothesis %d: no such hypothesis (want 0..%d)", int8(h), len(hypothesisNames)-1)

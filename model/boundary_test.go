@@ -8,7 +8,7 @@ import (
 )
 
 func TestHypothesisExcludedBy(t *testing.T) {
-	// The table of design.md section 2: each hypothesis is excluded by an
+	// The exclusion table of docs/diagnosis.md: each hypothesis is excluded by an
 	// event proving its data boundary or a later one on the data path;
 	// signals (3, 5) exclude nothing.
 	tests := []struct {
@@ -160,7 +160,7 @@ func TestHypothesisNames(t *testing.T) {
 }
 
 // TestHypothesisText pins the JSON form of a verdict to its name, the wire
-// format of design.md section 5, in both directions.
+// format of docs/diagnosis.md, in both directions.
 func TestHypothesisText(t *testing.T) {
 	b, err := json.Marshal(struct {
 		V model.Hypothesis `json:"verdict"`

@@ -11,7 +11,7 @@ import (
 	"github.com/handoff-dev/handoff/model"
 )
 
-// typicalEvent is the example of design.md section 3.
+// typicalEvent is the example of docs/event-format.md.
 const typicalEvent = `{"spec":"handoff/v1","event_id":"0b7f5c2e-6d1a-4c59-9b61-4a3c1f0e2d77","type":"artifact.transferred","time":"2026-10-01T01:20:05.120Z","pipeline":"account-balance-snapshot.daily","business_date":"2026-09-30","batch_id":"20260930","system":"exchange","component":"sftp-relay-2","object":"account_balance_snapshot_20260930.csv","rows":120345,"bytes":9876543,"checksum":"sha256:9f2c4a","attempt":1,"error":"","attrs":{"location":"/inbox/finance"}}`
 
 // field is one member of a test message, its value as raw JSON.

@@ -143,7 +143,7 @@ func (s System) Known() bool {
 	return s == Producer || s == Exchange || s == Consumer || s == Operator
 }
 
-// Event is one delivery event (wire format v1, design.md section 3).
+// Event is one delivery event (wire format v1, docs/event-format.md).
 //
 // Optional numeric fields have a companion Has* flag, because zero rows is a
 // valid count that must not be confused with "not stated".

@@ -128,7 +128,7 @@ func checkText(field, s string) error {
 }
 
 // Validate checks that e is a valid v1 event: required fields present, known
-// type and system, the per-type requirements of design.md section 3, a
+// type and system, the per-type requirements of docs/event-format.md, a
 // business date and a time ClickHouse stores faithfully (MinBusinessDay..
 // MaxBusinessDay, MinTimeMillis..MaxTimeMillis), and attrs within MaxAttrs
 // and MaxAttrsBytes. The zero Time counts as missing. It returns a *ValidationError naming the first bad field. Decode validates

@@ -1,4 +1,4 @@
-// Package detect is the streaming detector's engine (issue 7): it folds
+// Package detect is the streaming detector's engine: it folds
 // delivery events into one replay.State per open batch as they arrive,
 // keeps a deadline timer per batch from its contract, watches the batches
 // the contracts' schedules expect, and turns what the diagnoses show into

@@ -96,7 +96,7 @@ func openBatchBytes(tb testing.TB, records [][]byte, batches int) float64 {
 
 // TestOpenBatchMemory holds 20,000 typical open batches, decoded from wire
 // JSON, and checks the heap they take: under 1,536 bytes each, well under
-// issue 7's 2 KiB but tight enough to fail when quiet batches are not
+// the target's 2 KiB (docs/performance.md) but tight enough to fail when quiet batches are not
 // compacted (about 1,730) or when states keep their events' decoder
 // buffers (about 2,680). BenchmarkOpenBatchMemory gives the figure itself.
 func TestOpenBatchMemory(t *testing.T) {
@@ -108,7 +108,7 @@ func TestOpenBatchMemory(t *testing.T) {
 
 // BenchmarkOpenBatchMemory reports the heap bytes per open batch
 // (B/open-batch) of 100,000 typical batches of 6 to 9 events. The target
-// of issue 7 is under 2 KiB (1,000,000 open batches in under 2 GiB).
+// (docs/performance.md) is under 2 KiB (1,000,000 open batches in under 2 GiB).
 //
 //	go test -run '^$' -bench OpenBatchMemory -count 1 ./analyzer/detect/
 func BenchmarkOpenBatchMemory(b *testing.B) {
@@ -125,7 +125,7 @@ func BenchmarkOpenBatchMemory(b *testing.B) {
 
 // BenchmarkStreaming folds 750,000 decoded events (100,000 typical batches)
 // in time order and advances after every 20,000 events (a second of
-// issue 7's 20,000 events/s), so that every batch is evaluated as its
+// the 20,000 events/s the detector must follow, docs/performance.md), so that every batch is evaluated as its
 // events arrive: the detector's own cost per event, decoding excluded.
 //
 //	go test -run '^$' -bench Streaming -count 1 ./analyzer/detect/

@@ -1,5 +1,5 @@
 // Package remedy plans the seed case's fix and checks it afterwards
-// (design.md section 6): restoring a missing completion signal only once
+// (docs/remediation.md): restoring a missing completion signal only once
 // every precondition is proven, against the recorded events and against
 // the real files at the receiver, and verifying end to end after.
 //

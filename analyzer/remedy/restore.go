@@ -74,7 +74,7 @@ func unproven(rs []Result) []string {
 }
 
 // Restore checks every precondition of restoring batch d's completion
-// signal (design.md section 6) against d, which replays the recorded
+// signal (docs/remediation.md) against d, which replays the recorded
 // events, and against the files at the receiver. The signal's name derives
 // from the batch identity under c; its content is what c asks for.
 func Restore(d *replay.Diagnosis, c *contract.Contract, f Facts) Plan {

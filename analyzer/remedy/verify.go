@@ -44,7 +44,7 @@ func Consumed(d *replay.Diagnosis) bool {
 	return len(timeline{d.Timeline}.of(model.ConsumeSucceeded)) > 0
 }
 
-// Verify checks batch d end to end after a fix (design.md section 6):
+// Verify checks batch d end to end after a fix (docs/remediation.md):
 // the artifact is readable and is what was finalized; the signal at the
 // receiver derives from the identity (and its manifest, if any, matches
 // the artifact); the previous batch is delivered; the consumer consumed

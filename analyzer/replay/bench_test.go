@@ -12,7 +12,7 @@ import (
 // BenchmarkReplay measures the replay (Step over every event, then
 // Evaluate to a full diagnosis, narrative included; decoding excluded) of
 // batches of 10 to 15 events, on one core. The target is 2 million
-// events/s (issue 2) for the typical mix.
+// events/s for the typical mix (docs/performance.md).
 //
 //   - typical: 80% of batches delivered (the whole ladder plus context
 //     events), 20% stopped somewhere, as production pipelines run;

@@ -6,8 +6,8 @@ import (
 	"github.com/handoff-dev/handoff/model"
 )
 
-// Status is the state of a batch's delivery as of a time (design.md
-// section 5).
+// Status is the state of a batch's delivery as of a time (the status
+// rules of docs/diagnosis.md).
 type Status string
 
 // Statuses, in the order the rules try them.
@@ -25,7 +25,7 @@ var Statuses = [...]Status{StatusBroken, StatusDelivered, StatusFailed, StatusLa
 // Support is what the evidence says of one hypothesis. It is not the
 // diagnosis' verdict (a model.Hypothesis, where the delivery stopped): the
 // verdict is the one hypothesis whose Support is Supported, or Delivered.
-// On the wire it is the hypothesis' "verdict" field (design.md section 5).
+// On the wire it is the hypothesis' "verdict" field (docs/diagnosis.md).
 type Support string
 
 // What the evidence says of a hypothesis.
@@ -35,13 +35,13 @@ const (
 	NoEvidence Support = "no_evidence"
 )
 
-// Supports lists every Support, in the order of design.md section 5.
+// Supports lists every Support, in the order docs/diagnosis.md lists them.
 var Supports = [...]Support{Excluded, Supported, NoEvidence}
 
 // AnomalyKind names a kind of anomaly.
 type AnomalyKind string
 
-// Anomaly kinds (design.md section 5).
+// Anomaly kinds (the anomaly table of docs/diagnosis.md).
 const (
 	IdentityMismatch       AnomalyKind = "identity_mismatch"
 	RowMismatch            AnomalyKind = "row_mismatch"
@@ -110,8 +110,8 @@ type Diagnosis struct {
 // it and the events behind it.
 type Hypothesis struct {
 	Name model.Hypothesis `json:"name"`
-	// Support is written as "verdict": the field name is fixed by design.md
-	// section 5, the Go name says what it holds.
+	// Support is written as "verdict": the wire name is fixed (docs/diagnosis.md,
+	// The diagnosis JSON), the Go name says what it holds.
 	Support  Support  `json:"verdict"`
 	Evidence []string `json:"evidence"`
 	// Reason says in words why the support holds.
@@ -223,7 +223,7 @@ type NextStep struct {
 	Action  Action `json:"action"`
 	Summary string `json:"summary"`
 	// Checks must all pass before the action is safe. For restore_signal
-	// they are the preconditions of design.md section 6.
+	// they are the preconditions of docs/remediation.md.
 	Checks []Check `json:"checks"`
 	// Signal is the derived name of the completion signal to restore, when
 	// the action is restore_signal.

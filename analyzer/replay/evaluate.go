@@ -258,8 +258,8 @@ func (s *State) Verdict(c *contract.Contract, asOf time.Time) model.Hypothesis {
 	return v.hypotheses(&d)
 }
 
-// hypotheses fills d.Hypotheses and d.Verdict by the rule of design.md
-// section 2, and returns the verdict.
+// hypotheses fills d.Hypotheses and d.Verdict by the exclusion rule of
+// docs/diagnosis.md, and returns the verdict.
 func (v *view) hypotheses(d *Diagnosis) model.Hypothesis {
 	verdict := model.Delivered
 	d.Hypotheses = make([]Hypothesis, 0, len(model.Hypotheses))
@@ -485,7 +485,7 @@ func (v *view) boundaries(d *Diagnosis) model.Boundary {
 	return first
 }
 
-// status applies the rules of design.md section 5, first that applies.
+// status applies the status rules of docs/diagnosis.md, first that applies.
 func (v *view) status(d *Diagnosis, verdict model.Hypothesis, first model.Boundary) Status {
 	for _, a := range d.Anomalies {
 		if a.Kind.Breaks() {

@@ -32,9 +32,9 @@ var update = flag.Bool("update", false, "rewrite golden files")
 //	report.txt      golden: report.TextAll of the same diagnoses
 const goldenDir = "testdata/scenarios"
 
-// goldenWant is what design.md says of one batch of a scenario. The goldens hold
-// every detail; this table holds the verdicts a reviewer checked against
-// the design, so that "go test -update" cannot quietly accept a regression
+// goldenWant is what the rules of docs/diagnosis.md say of one batch of a
+// scenario. The goldens hold every detail; this table holds the verdicts a
+// reviewer checked against the rules, so that "go test -update" cannot quietly accept a regression
 // in what matters most.
 type goldenWant struct {
 	batch        string
@@ -233,7 +233,7 @@ func TestGolden(t *testing.T) {
 			compareGolden(t, filepath.Join(dir, "diagnosis.json"), indented.Bytes())
 			compareGolden(t, filepath.Join(dir, "report.txt"), txt.Bytes())
 
-			// Replay is a pure function of the events (design.md section 5):
+			// Replay is a pure function of the events (docs/diagnosis.md):
 			// reversed arrival and redelivery must not change a byte.
 			again := slices.Clone(events)
 			slices.Reverse(again)
@@ -278,7 +278,7 @@ func checkGoldenWants(t *testing.T, ds []replay.Diagnosis, ws []goldenWant) {
 	}
 }
 
-// checkDesignInvariants asserts what design.md section 5 says of every diagnosis,
+// checkDesignInvariants asserts what docs/diagnosis.md says of every diagnosis,
 // whatever the scenario.
 func checkDesignInvariants(t *testing.T, d *replay.Diagnosis) {
 	t.Helper()

@@ -9,7 +9,7 @@ import (
 )
 
 // AppendJSON appends the diagnosis as compact JSON to b. Field names are
-// those of the struct tags (design.md section 5); times use handoff's one
+// those of the struct tags (docs/diagnosis.md); times use handoff's one
 // layout, RFC 3339 UTC with milliseconds. It is written by hand because
 // diagnose --format json writes tens of thousands of diagnoses a second.
 func (d *Diagnosis) AppendJSON(b []byte) []byte {

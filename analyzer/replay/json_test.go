@@ -16,7 +16,7 @@ import (
 
 // TestAppendJSONRoundTrips checks the hand-written encoder with
 // encoding/json as the independent party: its output is valid JSON, it
-// decodes into a struct written here from design.md section 5 with the
+// decodes into a struct written here from docs/diagnosis.md with the
 // values of the diagnosis, and it decodes back to the same diagnosis.
 func TestAppendJSONRoundTrips(t *testing.T) {
 	c := seedContract()
@@ -47,7 +47,7 @@ func TestAppendJSONRoundTrips(t *testing.T) {
 	}
 }
 
-// wireDiagnosis is the machine-readable diagnosis as design.md section 5
+// wireDiagnosis is the machine-readable diagnosis as docs/diagnosis.md
 // names its fields, with plain Go types: it shares no code with the
 // encoder. Unknown fields are refused, so a field the encoder adds must
 // be added here too.

@@ -91,8 +91,8 @@ func (v *view) nextStep(d *Diagnosis, verdict model.Hypothesis, first model.Boun
 	return ns
 }
 
-// restoreSignal plans the seed case's fix: the preconditions of design.md
-// section 6, each checked against the evidence, and the derived name.
+// restoreSignal plans the seed case's fix: the preconditions of
+// docs/remediation.md, each checked against the evidence, and the derived name.
 func (v *view) restoreSignal(d *Diagnosis, key string) NextStep {
 	has := func(k AnomalyKind) []string {
 		for _, a := range d.Anomalies {

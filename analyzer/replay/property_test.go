@@ -63,7 +63,7 @@ func TestConflictingDuplicatesResolveTheSameWay(t *testing.T) {
 
 // TestStepAgainstOracle folds a stream one event at a time, as a streaming
 // caller does, and after every event compares the diagnosis with an oracle
-// written from design.md section 2 alone (its tables, not the replay's
+// written from docs/diagnosis.md alone (its tables, not the replay's
 // code): which boundaries are proven and by which events, the first missing
 // boundary, the verdict, and what is said of each hypothesis. Events are
 // dropped at random so that later boundaries appear without earlier ones,
@@ -101,7 +101,7 @@ func TestStepAgainstOracle(t *testing.T) {
 	}
 }
 
-// oracleBoundaries is the ladder of design.md section 2: boundary name,
+// oracleBoundaries is the ladder of docs/diagnosis.md: boundary name,
 // the event types that prove it, and whether it is on the data path.
 var oracleBoundaries = []struct {
 	b     model.Boundary
@@ -118,7 +118,7 @@ var oracleBoundaries = []struct {
 	{model.Consumed, "consumed", []string{"consume.succeeded"}, true},
 }
 
-// oracleHypotheses is the exclusion table of design.md section 2: each
+// oracleHypotheses is the exclusion table of docs/diagnosis.md: each
 // hypothesis and the rung (index into oracleBoundaries) of its boundary.
 var oracleHypotheses = []struct {
 	name string

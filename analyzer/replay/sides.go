@@ -2,6 +2,7 @@ package replay
 
 import (
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/handoff-dev/handoff/model"
@@ -201,7 +202,7 @@ func describe(b []byte, r *Entry) []byte {
 	}
 	if r.Checksum != "" {
 		sep()
-		b = append(b, r.Checksum...)
+		b = appendShortChecksum(b, r.Checksum)
 	}
 	if r.Component != "" {
 		sep()
@@ -217,6 +218,27 @@ func describe(b []byte, r *Entry) []byte {
 		b = append(b, ')')
 	}
 	return b
+}
+
+// appendShortChecksum appends a checksum as a person compares it at a
+// glance: "sha256:" and the first 12 hex digits, "..." for the rest. The
+// whole value stays in the timeline and the JSON; in a sentence 64 digits
+// only push the words that matter onto the next line.
+func appendShortChecksum(b []byte, sum string) []byte {
+	const keep = 12
+	algo, digits, ok := strings.Cut(sum, ":")
+	if !ok {
+		algo, digits = "", sum
+	}
+	if len(digits) <= keep+4 {
+		return append(b, sum...)
+	}
+	if ok {
+		b = append(b, algo...)
+		b = append(b, ':')
+	}
+	b = append(b, digits[:keep]...)
+	return append(b, "..."...)
 }
 
 // appendQuote is strconv.AppendQuote with a fast path for the plain ASCII

@@ -1,5 +1,5 @@
 // Package replay is handoff's analyzer core: a pure fold from one batch's
-// delivery events to a Diagnosis, following design.md sections 2 and 5.
+// delivery events to a Diagnosis, following the rules of docs/diagnosis.md.
 //
 // It is built as a step function and an evaluation:
 //
@@ -87,7 +87,7 @@ const indexThreshold = 24
 // holds events: copies would share one arena (see pack.go).
 //
 // The state is kept compact, because the streaming detector holds one per
-// open batch (issue 7: under 2 KiB each): records are 56 bytes with no
+// open batch (the target: under 2 KiB each, docs/performance.md): records are 56 bytes with no
 // pointers, and their strings live in one arena per batch, copied out of
 // the events, so that a decoder's per-event buffers are not kept alive by
 // the state. Compact trims both to their length.

@@ -54,7 +54,7 @@ rows:
   min: 1
 `
 
-// The seed case of seed-case.md, as of 2026-10-03: the report of batch
+// The seed case of docs/seed-case.md, as of 2026-10-03: the report of batch
 // 20260930 locates the break at the missing completion signal, excludes
 // production and transfer with evidence, and plans the signal's restore.
 func ExampleText() {

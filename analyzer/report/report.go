@@ -1,11 +1,11 @@
 // Package report renders diagnoses for people and for machines.
 //
 // Text tells one batch's story in the order of the seed case
-// (docs/seed-case.md, design.md section 5): the symptom, the chain of
+// (docs/seed-case.md, docs/diagnosis.md): the symptom, the chain of
 // boundaries, the evidence of each side, the hypotheses, the anomalies,
 // where the delivery stopped, the caveats a reader must not forget, and the
 // safe next step. JSON is the
-// machine-readable form whose field names are fixed by design.md section 5.
+// machine-readable form whose field names docs/diagnosis.md fixes.
 //
 // Both read only the replay.Diagnosis they are given, so a report is as
 // deterministic as the replay behind it: the same diagnosis always renders

@@ -86,7 +86,7 @@ func text(t *testing.T, d *replay.Diagnosis) string {
 func TestTextSectionsInSeedOrder(t *testing.T) {
 	out := text(t, diagnose(seedEvents(), seedContract(t), replay.Context{}))
 	// The order of the seed case: symptom, chain, evidence per side,
-	// located break, safe next step (design.md section 5).
+	// located break, safe next step (docs/diagnosis.md).
 	sections := []string{"BATCH ", "\nSYMPTOM\n", "\nCHAIN ", "\nEVIDENCE\n", "\nHYPOTHESES\n",
 		"\nANOMALIES\n", "\nLOCATED BREAK\n", "\nCAVEATS\n", "\nNEXT STEP\n"}
 	at := -1
@@ -404,7 +404,7 @@ func TestJSON(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("decoded %d diagnoses, want 2", len(got))
 	}
-	// The field names design.md section 5 fixes.
+	// The field names docs/diagnosis.md fixes.
 	for _, k := range []string{"batch", "pipeline", "business_date", "batch_id", "status", "verdict", "first_missing", "hypotheses", "anomalies", "as_of"} {
 		if _, ok := got[0][k]; !ok {
 			t.Errorf("JSON lacks %q", k)

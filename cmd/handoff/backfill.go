@@ -49,7 +49,7 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 // return memory to the OS and fault it back in (4-6 s of system time in a
 // 3.8M-event run); 448 MiB with GOGC=300 took a year of 1,000 pipelines
 // from 15.9-18.3 to 11.5 CPU seconds at a peak RSS of 352 MiB, under the
-// 512 MiB issue 7 allows (docs/backfill.md, Performance).
+// 512 MiB target (docs/backfill.md, Performance).
 const (
 	backfillGCPercent   = 300
 	backfillMemoryLimit = 448 << 20

@@ -112,7 +112,7 @@ func byPipeline(t *testing.T, out string) map[string][]json.RawMessage {
 // events whose business dates are a month apart (1971..2015: one partition
 // each) next to a normal pipeline. Reads must not depend on FINAL, whose
 // per-partition merge ran out of ClickHouse's memory limit on every
-// pipeline (issue 6, item 9): diagnosing the normal pipeline from
+// pipeline: diagnosing the normal pipeline from
 // ClickHouse must succeed and equal the diagnosis of the same events from a
 // file, and the spread pipeline must read back whole.
 func TestDiagnoseFromClickHouseManyPartitions(t *testing.T) {

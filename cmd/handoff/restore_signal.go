@@ -137,7 +137,11 @@ func runRestoreSignal(ctx context.Context, args []string, _ io.Reader, stdout, s
 			rep.Preconditions = append(rep.Preconditions, remedy.Result{Name: remedy.PreNoSignal, Detail: "a signal with other content appeared while the preconditions were checked; it was left as it is", Evidence: []string{}})
 		case files.Written:
 			rep.Outcome = outcomeRestored
-			e := plan.Event(&d, facts, whoRestores(*reason), time.Now())
+			at := cfg.asOf
+			if at.IsZero() {
+				at = time.Now()
+			}
+			e := plan.Event(&d, facts, whoRestores(*reason), at)
 			rep.EventID = e.ID
 			where, err := record(ctx, e)
 			if err != nil {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Benchmark handoff detect's detection latency (issue 7: deadline to finding
-# on the topic under 1 s at p99 while ingesting 20,000 events/s), on the
+# Benchmark handoff detect's detection latency (the target, docs/performance.md:
+# deadline to finding on the topic under 1 s at p99 while ingesting 20,000 events/s), on the
 # shared ClickHouse and Kafka with private topics, groups and database.
 #
 #   deploy/bench/detect.sh                        # 20,000 events/s for 3 min, 300 deadlines, tick 250ms

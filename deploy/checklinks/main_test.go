@@ -18,7 +18,7 @@ func TestSlug(t *testing.T) {
 		{"Schema (ClickHouse 18.16 and current releases)", "schema-clickhouse-1816-and-current-releases"},
 		{"`batch_status`: Batch status by pipeline and business date", "batch_status-batch-status-by-pipeline-and-business-date"},
 		{"The local cluster: `make cluster`", "the-local-cluster-make-cluster"},
-		{"Remediation, watchers, OpenLineage (issue 9)", "remediation-watchers-openlineage-issue-9"},
+		{"Remediation, watchers, OpenLineage (2026-11)", "remediation-watchers-openlineage-2026-11"},
 		{"Serve: API and web pages ##", "serve-api-and-web-pages"},
 		{"See [the docs](docs/x.md)", "see-the-docs"},
 	} {

@@ -1,4 +1,4 @@
-// Package openlineage brings OpenLineage run events in: from a Kafka topic
+// Package lineage brings OpenLineage run events in: from a Kafka topic
 // (Bridge, a consumer group) or from a file of JSON lines (Lines), mapped
 // through the contracts (model/openlineage) to handoff events, which go to
 // the events topic like any other and are stored by `handoff ingest`.

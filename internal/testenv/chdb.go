@@ -15,7 +15,7 @@ import (
 
 // A current ClickHouse for tests: chdb-core (ClickHouse 26.x in-process)
 // through deploy/chdb/run.py, so SQL that the 18.16 server runs is checked
-// on a current release too (design.md section 8).
+// on a current release too (docs/testing.md).
 
 // CHDBQuery is one query for RunCHDB.
 type CHDBQuery struct {

@@ -144,7 +144,7 @@ func batchOf(j []byte) string {
 	return string(rest[:bytes.IndexByte(rest, '"')])
 }
 
-// TestDetectEqualsDiagnoseAtScale is issue 7's equivalence test on the real
+// TestDetectEqualsDiagnoseAtScale is the detector's equivalence test on the real
 // services: a generated history of more than 10,000 batches over hourly,
 // daily and weekday pipelines, with every kind of break and anomaly,
 // redeliveries, bad lines and expected batches that never send an event,

@@ -1,4 +1,4 @@
-// Package detection runs the analyzer's streaming detector (analyzer/detect)
+// Package live runs the analyzer's streaming detector (analyzer/detect)
 // over the events topic: it owns the batches of the partitions the consumer
 // group gives it, rebuilds their state from the stored history, folds every
 // new event, fires deadlines once the evidence is complete up to them (the

@@ -9,7 +9,7 @@ import (
 // time T such that every message that was in the assigned partitions at T
 // has been folded. A deadline at or before that time may be judged; a later
 // one must wait, because an event proving the boundary may already sit in
-// the topic, unread (issue 7: our own lag is never a finding).
+// the topic, unread (our own lag is never a finding).
 //
 // It works from snapshots of the partitions' log end offsets: a snapshot
 // taken by asking the brokers after time T holds every message produced

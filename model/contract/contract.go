@@ -1,5 +1,5 @@
-// Package contract describes a pipeline's delivery contract (design.md
-// section 4): how names derive from a batch's identity, which boundaries are
+// Package contract describes a pipeline's delivery contract
+// (docs/contracts.md): how names derive from a batch's identity, which boundaries are
 // required, by when each is due, the row rules, the schedule and holidays
 // that say which batches to expect and which came before, and the routing
 // fields (owner, severity, labels) that alerts carry.
@@ -17,8 +17,8 @@ import (
 )
 
 // DefaultDeadline is how long after the latest boundary event a missing
-// boundary is due when the contract sets no deadline for it (design.md
-// section 5).
+// boundary is due when the contract sets no deadline for it
+// (docs/diagnosis.md, Deadlines).
 const DefaultDeadline = 24 * time.Hour
 
 // Schedule says how often a pipeline delivers a batch, and so which

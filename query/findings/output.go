@@ -38,8 +38,11 @@ func WriteText(w io.Writer, res Result, state string, now time.Time) error {
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 		for i := range res.Findings {
 			f := &res.Findings[i]
+			// An overdue or failed finding is about its own boundary (its
+			// name); the diagnosis it carries may have moved on since, as
+			// when a resolved finding's batch now stalls further down.
 			boundary := f.FirstMissing
-			if boundary == "" {
+			if f.Kind == "overdue" || f.Kind == "failed" || boundary == "" {
 				boundary = f.Name
 			}
 			line := []string{f.BusinessDate, f.Pipeline, f.BatchID, f.Kind, dash(boundary), dash(f.Verdict), dash(f.Status)}

@@ -103,3 +103,30 @@ func TestTextEscapesControls(t *testing.T) {
 		}
 	}
 }
+
+// TestTextBoundary: the BOUNDARY column of an overdue or failed finding is
+// the finding's own boundary, even when the diagnosis it carries has moved
+// on (the seed's signal_delivered finding resolves while the batch, its
+// flag restored, waits for the consumer); other kinds show where the batch
+// stopped.
+func TestTextBoundary(t *testing.T) {
+	for _, tt := range []struct {
+		f    findings.Finding
+		want string
+	}{
+		{findings.Finding{Kind: "overdue", Name: "signal_delivered", FirstMissing: "consumed", State: "resolved"}, "signal_delivered"},
+		{findings.Finding{Kind: "failed", Name: "consumed", FirstMissing: "identified", State: "open"}, "consumed"},
+		{findings.Finding{Kind: "identity_mismatch", FirstMissing: "signaled", State: "open"}, "signaled"},
+		{findings.Finding{Kind: "missing", Name: "not_produced", State: "open"}, "not_produced"},
+	} {
+		tt.f.Pipeline, tt.f.BusinessDate, tt.f.BatchID = "p", "2026-09-30", "20260930"
+		var b bytes.Buffer
+		if err := findings.WriteText(&b, findings.Result{Findings: []findings.Finding{tt.f}}, "", time.Date(2026, 10, 3, 0, 0, 0, 0, time.UTC)); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(b.String(), "\n")
+		if len(lines) < 2 || strings.Fields(lines[1])[4] != tt.want {
+			t.Errorf("%s finding %q (first missing %q): BOUNDARY column of\n%s\nwant %q", tt.f.Kind, tt.f.Name, tt.f.FirstMissing, b.String(), tt.want)
+		}
+	}
+}

@@ -32,7 +32,7 @@ import (
 const LocalSuffix = "_local"
 
 // shardKeys are the sharding keys of the Distributed tables. Batch tables
-// shard by the batch identity (design.md section 1); dead letters by their
+// shard by the batch identity (pipeline, business date, batch id); dead letters by their
 // source message, the key they collapse on.
 var shardKeys = map[string]string{
 	Events:      "cityHash64(pipeline, business_date, batch_id)",

@@ -2,7 +2,7 @@
 -- idempotently by schema.Ensure (store/schema) on every start of
 -- `handoff ingest`. {db} is replaced by the configured database name.
 --
--- Portability (design.md section 8): runs on ClickHouse 18.16 and current
+-- Portability (docs/testing.md): runs on ClickHouse 18.16 and current
 -- releases. No LowCardinality, DateTime64, Map, JSON functions or TTL.
 -- Millisecond times are Int64 (*_ms); DateTime columns are MATERIALIZED from
 -- them, so INSERTs name only the stored columns.

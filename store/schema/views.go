@@ -23,7 +23,7 @@ var viewSelects = []struct{ name, sql string }{
 	// in diagnoses_v2: when each boundary of the default ladder was first
 	// proven (*_ms; 0 = never), how many distinct events the batch has,
 	// and the verdict and first missing boundary the default ladder gives
-	// (design.md section 2; a contract that drops boundaries is known only
+	// (docs/diagnosis.md; a contract that drops boundaries is known only
 	// to the stored diagnoses). Heartbeats (batch_id '') are not batches.
 	// Copies of an event that merges have not collapsed yet change no
 	// value: times are minima and counts are of distinct event ids.
@@ -82,7 +82,7 @@ GROUP BY pipeline, business_date, batch_id`},
 	// is one (source 'diagnosis'), else from its events under the default
 	// ladder (source 'events': delivered when consumed; failed when its
 	// latest event is a *.failed; late when its latest boundary event is
-	// more than 24 hours old, the default deadline of design.md section 5;
+	// more than 24 hours old, the default deadline of docs/diagnosis.md;
 	// else in_progress). Anomalies need the replay: an events-only row is
 	// never 'broken'.
 	{BatchStatus, `SELECT

@@ -2,7 +2,7 @@
 // it loads a year of history for many daily pipelines into a private
 // ClickHouse database (unless the database already holds it), serves it
 // with query/serve on loopback, and measures the latency of the pages and
-// API calls the issue names, one request at a time:
+// API calls of docs/performance.md's targets, one request at a time:
 //
 //	batch   GET /api/v1/batches/{pipeline}/{date}/{id} of random batches
 //	month   GET /?pipeline=P&from=M-01&to=M-30 (the grid, one pipeline-month)

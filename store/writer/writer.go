@@ -1,4 +1,4 @@
-// Package sink writes delivery events and dead letters into ClickHouse. It
+// Package writer writes delivery events and dead letters into ClickHouse. It
 // is the only writer to handoff's tables.
 //
 // Rows are gathered column by column (schema.EventBatch and the other row

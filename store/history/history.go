@@ -1,10 +1,10 @@
-// Package store reads delivery events back from ClickHouse: diagnose
+// Package history reads delivery events back from ClickHouse: diagnose
 // --clickhouse today, backfill and the query side next.
 //
 // Reads do not use FINAL: its per-partition merge needs memory for every
 // partition a read touches, and a few hundred valid events with business
-// dates far apart made every read fail on ClickHouse's memory limit (issue
-// 6). Instead rows come in the table's sort key order (pipeline,
+// dates far apart made every read fail on ClickHouse's memory limit.
+// Instead rows come in the table's sort key order (pipeline,
 // business_date, batch_id, event_id), where the copies of an event that
 // merges have not collapsed yet are adjacent and are skipped as they pass;
 // and a large range is read in windows of dates (business dates; for

@@ -1,0 +1,18 @@
+package replay
+
+import "testing"
+
+func TestShortChecksum(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"sha256:f267b2adc7670060b45aef4e5658a3122715301bb5c6d3a7d65eef83753f955b", "sha256:f267b2adc767..."},
+		{"sha256:9f2c5a11", "sha256:9f2c5a11"},
+		{"sha256:0123456789abcdef", "sha256:0123456789abcdef"},  // 16 digits: shorter than what "..." hides
+		{"sha256:0123456789abcdef0", "sha256:0123456789ab..."},  // 17: cut
+		{"d41d8cd98f00b204e9800998ecf8427e", "d41d8cd98f00..."}, // no algorithm named
+		{"md5:", "md5:"},
+	} {
+		if got := string(appendShortChecksum(nil, tt.in)); got != tt.want {
+			t.Errorf("appendShortChecksum(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
