@@ -13,6 +13,8 @@ import (
 
 	"github.com/handoff-dev/handoff/ingest/emit"
 	"github.com/handoff-dev/handoff/ingest/watch"
+	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/store/history"
 )
 
 // runWatch is `handoff watch`: turn files arriving in a directory tree
@@ -32,6 +34,12 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	component := fs.String("component", ev.Component, "component named in the events (env HANDOFF_COMPONENT); default handoff-watch")
 	ledger := fs.String("ledger", "", "file recording the ids of acknowledged events, so a restart sends none again")
 	restores := fs.String("restored-events", "", "events file restore-signal --events records to: a signal marked as restored is not reported only when its signal.restored is there")
+	restoresCH := fs.Bool("restored-clickhouse", false, "look a marked signal's signal.restored up in the stored history (--clickhouse-*) instead")
+	var ch clickhouseConfig
+	if err := env.Parse(&ch); err != nil {
+		return usageError("environment: %v", err)
+	}
+	ch.register(fs)
 	once := fs.Bool("once", false, "scan once, report every file once it settled, and exit")
 	brokers := fs.String("kafka-brokers", strings.Join(ev.Brokers, ","), "Kafka brokers, host:port[,...] (required; env HANDOFF_KAFKA_BROKERS)")
 	topic := fs.String("topic", ev.Topic, "events topic (env HANDOFF_TOPIC)")
@@ -80,8 +88,8 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	wcfg := watch.Config{Role: r, Dir: *dir, Contracts: set, Settle: *settle, Rescan: *rescan,
 		Component: *component, Ledger: *ledger, Log: log}
-	if *restores != "" {
-		wcfg.Restores = watch.EventsFile(*restores)
+	if wcfg.Restores, err = watchRestores(ctx, *restores, *restoresCH, &ch); err != nil {
+		return err
 	}
 	w, err := watch.New(wcfg, em)
 	if err != nil {
@@ -95,4 +103,44 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	st := w.Stats()
 	log.Info("watch: stopped", "emitted", st.Emitted, "ignored_files", st.Ignored, "skipped_from_ledger", st.Skipped, "anomalies", st.Anomalies, "unreadable", st.Unreadable, "restored_signals", st.Restored)
 	return err
+}
+
+// watchRestores is where watch looks restores up: an events file, the
+// stored history, or nowhere (no mark is trusted).
+func watchRestores(ctx context.Context, file string, fromCH bool, ch *clickhouseConfig) (watch.Restores, error) {
+	switch {
+	case file != "" && fromCH:
+		return nil, usageError("--restored-events and --restored-clickhouse: give one")
+	case file != "":
+		return watch.EventsFile(file), nil
+	case !fromCH:
+		return nil, nil
+	}
+	if err := ch.check(); err != nil {
+		return nil, err
+	}
+	conn, err := ch.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st, err := history.New(conn, ch.Database)
+	if err != nil {
+		return nil, usageError("--clickhouse-database: %v", err)
+	}
+	return historyRestores{st}, nil
+}
+
+// historyRestores finds signal.restored events in the stored history.
+type historyRestores struct{ h *history.Store }
+
+func (r historyRestores) Restored(ctx context.Context, key model.BatchKey, id string) (model.Event, bool, error) {
+	var found model.Event
+	ok := false
+	err := r.h.BatchEvents(ctx, key, func(e *model.Event) error {
+		if e.ID == id && e.Type == model.SignalRestored {
+			found, ok = *e, true
+		}
+		return nil
+	})
+	return found, ok, err
 }

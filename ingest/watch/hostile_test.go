@@ -67,7 +67,8 @@ func TestWatchForgedRestoredMark(t *testing.T) {
 				t.Fatalf("this file system keeps no user xattrs: cannot test the mark")
 			}
 			s := newSink()
-			w, err := watch.New(watch.Config{Role: watch.Receiver, Dir: dir, Contracts: contracts(t), Settle: 10 * time.Millisecond, Restores: tt.restores(t)}, s)
+			w, err := watch.New(watch.Config{Role: watch.Receiver, Dir: dir, Contracts: contracts(t), Settle: 10 * time.Millisecond, Restores: tt.restores(t),
+				RestoreGrace: 50 * time.Millisecond}, s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,3 +158,31 @@ func TestWatchHugeSignal(t *testing.T) {
 }
 
 func textLog(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// TestWatchRestoreRecordedLate: restore-signal renames the signal into
+// place, then records signal.restored; the watcher may look first. A
+// signal whose mark is its own waits for the record (up to RestoreGrace)
+// instead of being reported as transferred.
+func TestWatchRestoreRecordedLate(t *testing.T) {
+	const name = "account_balance_snapshot_20260929.flag"
+	dir := t.TempDir()
+	records := filepath.Join(t.TempDir(), "events.jsonl")
+	write(t, records, "")
+	s := newSink()
+	w, stop := start(t, watch.Config{Role: watch.Receiver, Dir: dir, Contracts: contracts(t), Settle: 20 * time.Millisecond,
+		Restores: watch.EventsFile(records), RestoreGrace: time.Minute}, s)
+	if _, err := files.WriteAtomic(dir, name, nil, 0o644, restoredMark(name, "")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the watcher looking for the restore's record", func() bool { return w.Stats().MarkWaits > 0 })
+	recorded, err := os.ReadFile(string(restoresFile(t, name, "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, records, string(recorded))
+	waitFor(t, 10*time.Second, "the restored signal recognised once recorded", func() bool { return w.Stats().Restored == 1 })
+	stop()
+	if got := s.of(model.SignalTransferred); len(got) != 0 {
+		t.Errorf("a restored signal recorded late was reported as transferred: %+v", got)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"time"
 
 	"github.com/handoff-dev/handoff/ingest/jsonl"
 	"github.com/handoff-dev/handoff/model"
@@ -18,8 +19,9 @@ import (
 // believes it. The mark alone proves nothing: anyone who can write the
 // file can set it, and cp -a or rsync -X carry it to the next directory.
 type Restores interface {
-	// Restored returns the recorded event with id, and false when none is.
-	Restored(ctx context.Context, id string) (model.Event, bool, error)
+	// Restored returns the recorded signal.restored of batch key with id,
+	// and false when none is (yet).
+	Restored(ctx context.Context, key model.BatchKey, id string) (model.Event, bool, error)
 }
 
 // EventsFile is Restores over a JSON-lines events file, the one
@@ -29,7 +31,7 @@ type Restores interface {
 type EventsFile string
 
 // Restored scans the file for the event with id.
-func (p EventsFile) Restored(ctx context.Context, id string) (model.Event, bool, error) {
+func (p EventsFile) Restored(ctx context.Context, _ model.BatchKey, id string) (model.Event, bool, error) {
 	f, err := os.Open(string(p))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -63,22 +65,48 @@ func restoredID(key model.BatchKey, name string, content []byte) string {
 
 // checkMark says why a signal's mark cannot be trusted, "" when it can:
 // the mark must be the id derived from this very signal, and that event
-// must be recorded, for this batch and this name.
-func (w *Watcher) checkMark(ctx context.Context, mark string, key model.BatchKey, name string, content []byte) string {
+// must be recorded, for this batch and this name. wait is true when the
+// mark is the signal's own but its event is not found yet (restore-signal
+// records it just after the rename; ingest stores it a moment later): the
+// signal is looked at again until Config.RestoreGrace has passed since the
+// mark was first seen.
+func (w *Watcher) checkMark(ctx context.Context, path, mark string, key model.BatchKey, name string, content []byte) (why string, wait bool) {
 	if want := restoredID(key, name, content); mark != want {
-		return fmt.Sprintf("the mark %q is not the signal.restored id of this signal (%s)", mark, want)
+		return fmt.Sprintf("the mark %q is not the signal.restored id of this signal (%s)", mark, want), false
 	}
 	if w.cfg.Restores == nil {
-		return "no record of restores to check the mark against (--restored-events)"
+		return "no record of restores to check the mark against (--restored-events, --restored-clickhouse)", false
 	}
-	e, ok, err := w.cfg.Restores.Restored(ctx, mark)
+	e, ok, err := w.cfg.Restores.Restored(ctx, key, mark)
 	switch {
 	case err != nil:
-		return err.Error()
+		why = err.Error()
 	case !ok:
-		return fmt.Sprintf("no signal.restored %s is recorded", mark)
+		why = fmt.Sprintf("no signal.restored %s is recorded", mark)
 	case e.Key() != key || e.Object != name:
-		return fmt.Sprintf("the recorded signal.restored %s is of %s %s, not %s %s", mark, e.Key(), e.Object, key, name)
+		return fmt.Sprintf("the recorded signal.restored %s is of %s %s, not %s %s", mark, e.Key(), e.Object, key, name), false
+	default:
+		w.forgetMark(path)
+		return "", false
 	}
-	return ""
+	now := time.Now()
+	w.markMu.Lock()
+	first, seen := w.markSeen[path]
+	if !seen {
+		first = now
+		w.markSeen[path] = now
+	}
+	w.markMu.Unlock()
+	if now.Sub(first) < w.cfg.RestoreGrace {
+		w.markWaits.Add(1)
+		return why, true
+	}
+	w.forgetMark(path)
+	return fmt.Sprintf("%s after %v", why, w.cfg.RestoreGrace), false
+}
+
+func (w *Watcher) forgetMark(path string) {
+	w.markMu.Lock()
+	delete(w.markSeen, path)
+	w.markMu.Unlock()
 }

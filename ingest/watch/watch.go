@@ -107,6 +107,10 @@ type Config struct {
 	// Nil: no mark is trusted, and a marked signal is reported with the
 	// mark in its attrs.
 	Restores Restores
+	// RestoreGrace is how long a signal whose mark is its own waits for
+	// its signal.restored to be found in Restores before it is reported
+	// (default 2m).
+	RestoreGrace time.Duration
 }
 
 // Stats counts what a watcher did.
@@ -124,6 +128,9 @@ type Stats struct {
 	// Restored counts signals written by restore-signal (marked, and the
 	// signal.restored the mark names recorded), which are not reported.
 	Restored int64
+	// MarkWaits counts looks at a marked signal whose signal.restored was
+	// not found yet (the signal is looked at again).
+	MarkWaits int64
 }
 
 // Watcher watches one directory tree. Run it once.
@@ -140,6 +147,10 @@ type Watcher struct {
 	ledger  *os.File
 
 	ignoredN, emitted, skipped, anomalies, unreadable, restored atomic.Int64
+	markWaits                                                   atomic.Int64
+
+	markMu   sync.Mutex
+	markSeen map[string]time.Time // marked signals waiting for their record: since when
 }
 
 // seen is a file waiting to settle: its last stat and since when it held.
@@ -171,8 +182,11 @@ func New(cfg Config, sink Sink) (*Watcher, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
+	if cfg.RestoreGrace <= 0 {
+		cfg.RestoreGrace = 2 * time.Minute
+	}
 	w := &Watcher{cfg: cfg, sink: sink, log: cfg.Log, pending: map[string]*seen{}, done: map[string]fileKey{},
-		ignored: map[string]bool{}, sent: map[string]bool{}}
+		ignored: map[string]bool{}, sent: map[string]bool{}, markSeen: map[string]time.Time{}}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
@@ -191,7 +205,7 @@ func New(cfg Config, sink Sink) (*Watcher, error) {
 // Stats returns the counts so far; safe to call while Run runs.
 func (w *Watcher) Stats() Stats {
 	return Stats{Ignored: w.ignoredN.Load(), Emitted: w.emitted.Load(), Skipped: w.skipped.Load(),
-		Anomalies: w.anomalies.Load(), Unreadable: w.unreadable.Load(), Restored: w.restored.Load()}
+		Anomalies: w.anomalies.Load(), Unreadable: w.unreadable.Load(), Restored: w.restored.Load(), MarkWaits: w.markWaits.Load()}
 }
 
 // Run watches until ctx ends, then returns nil (or the first error that
@@ -390,6 +404,7 @@ type job struct {
 	path string
 	key  fileKey
 	out  []model.Event
+	wait bool // a restored signal whose record is not found yet: look again
 }
 
 // settle reports the pending files that held still for the settle window.
@@ -421,6 +436,10 @@ func (w *Watcher) settle(ctx context.Context, now time.Time) error {
 	w.probeAll(ctx, ready)
 	var batch []model.Event
 	for _, j := range ready {
+		if j.wait {
+			w.pending[j.path] = &seen{key: j.key, since: now}
+			continue
+		}
 		delete(w.pending, j.path)
 		w.done[j.path] = j.key
 		for _, e := range j.out {
@@ -461,7 +480,7 @@ func (w *Watcher) probeAll(ctx context.Context, jobs []*job) {
 		go func() {
 			defer wg.Done()
 			for j := range ch {
-				j.out = w.events(ctx, j.path)
+				j.out, j.wait = w.events(ctx, j.path)
 			}
 		}()
 	}
@@ -473,18 +492,18 @@ func (w *Watcher) probeAll(ctx context.Context, jobs []*job) {
 }
 
 // events says what one settled file proves.
-func (w *Watcher) events(ctx context.Context, path string) []model.Event {
+func (w *Watcher) events(ctx context.Context, path string) ([]model.Event, bool) {
 	name := filepath.Base(path)
 	st, err := os.Lstat(path)
 	if err != nil || !st.Mode().IsRegular() {
-		return nil // gone, or replaced by a link or a directory since it settled
+		return nil, false // gone, or replaced by a link or a directory since it settled
 	}
 	c, key, kind := w.match(name)
 	if kind == contract.NameNone {
 		final, _ := files.FinalOf(name)
 		c, key, _ = w.match(final)
 		e := w.event(key, model.ArtifactStaged, name, st, "")
-		return []model.Event{e}
+		return []model.Event{e}, false
 	}
 	rel, _ := filepath.Rel(w.cfg.Dir, filepath.Dir(path))
 	if kind == contract.NameArtifact {
@@ -492,7 +511,7 @@ func (w *Watcher) events(ctx context.Context, path string) []model.Event {
 		if err != nil || f.Err != "" {
 			w.unreadable.Add(1)
 			w.log.Warn("watch: cannot read a final file", "file", path, "err", f.Err)
-			return nil
+			return nil, false
 		}
 		typ := model.ArtifactTransferred
 		if w.cfg.Role == Producer {
@@ -501,22 +520,26 @@ func (w *Watcher) events(ctx context.Context, path string) []model.Event {
 		e := w.event(key, typ, name, st, f.Checksum)
 		e.Rows, e.HasRows, e.Bytes, e.HasBytes, e.Checksum = f.Rows, true, f.Size, true, f.Checksum
 		e.Attrs["location"] = rel
-		return []model.Event{e}
+		return []model.Event{e}, false
 	}
 	content, st, err := files.ReadSmall(path, manifest.MaxSize)
 	if err != nil {
 		w.unreadable.Add(1)
 		w.log.Warn("watch: cannot read a signal", "file", path, "err", err)
-		return nil
+		return nil, false
 	}
 	mark, distrust := files.Mark(path), ""
 	if mark != "" {
-		if distrust = w.checkMark(ctx, mark, key, name, content); distrust == "" {
+		var wait bool
+		if distrust, wait = w.checkMark(ctx, path, mark, key, name, content); wait {
+			return nil, true
+		}
+		if distrust == "" {
 			// Written by restore-signal, which recorded it as
 			// signal.restored (this id): not a delivery.
 			w.restored.Add(1)
 			w.log.Info("watch: a restored signal, already recorded", "file", path, "signal_restored", mark)
-			return nil
+			return nil, false
 		}
 		w.log.Warn("watch: a signal marked as restored, but the mark is not proven: reported as it is", "file", path, "mark", mark, "why", distrust)
 	}
@@ -535,7 +558,7 @@ func (w *Watcher) events(ctx context.Context, path string) []model.Event {
 	if c.SignalContent == contract.SignalManifest {
 		w.checkManifest(ctx, c, key, path, content, &e)
 	}
-	return []model.Event{e}
+	return []model.Event{e}, false
 }
 
 // checkManifest reads a manifest signal into e (rows, checksum) and
