@@ -33,13 +33,7 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	rescan := fs.Duration("rescan", 30*time.Second, "interval of the full rescan that catches missed notifications")
 	component := fs.String("component", ev.Component, "component named in the events (env HANDOFF_COMPONENT); default handoff-watch")
 	ledger := fs.String("ledger", "", "file recording the ids of acknowledged events, so a restart sends none again")
-	restores := fs.String("restored-events", "", "events file restore-signal --events records to: a signal marked as restored is not reported only when its signal.restored is there")
-	restoresCH := fs.Bool("restored-clickhouse", false, "look a marked signal's signal.restored up in the stored history (--clickhouse-*) instead")
-	var ch clickhouseConfig
-	if err := env.Parse(&ch); err != nil {
-		return usageError("environment: %v", err)
-	}
-	ch.register(fs)
+	restores := restoreFlags(fs)
 	once := fs.Bool("once", false, "scan once, report every file once it settled, and exit")
 	brokers := fs.String("kafka-brokers", strings.Join(ev.Brokers, ","), "Kafka brokers, host:port[,...] (required; env HANDOFF_KAFKA_BROKERS)")
 	topic := fs.String("topic", ev.Topic, "events topic (env HANDOFF_TOPIC)")
@@ -88,7 +82,7 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	wcfg := watch.Config{Role: r, Dir: *dir, Contracts: set, Settle: *settle, Rescan: *rescan,
 		Component: *component, Ledger: *ledger, Log: log}
-	if wcfg.Restores, err = watchRestores(ctx, *restores, *restoresCH, &ch); err != nil {
+	if wcfg.Restores, err = restores(ctx); err != nil {
 		return err
 	}
 	w, err := watch.New(wcfg, em)
@@ -105,8 +99,23 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	return err
 }
 
-// watchRestores is where watch looks restores up: an events file, the
-// stored history, or nowhere (no mark is trusted).
+// restoreFlags defines watch's flags of where restores are looked up (an
+// events file, the stored history, or nowhere: no mark is trusted) and
+// returns what opens it once the flags are parsed.
+func restoreFlags(fs *flag.FlagSet) func(context.Context) (watch.Restores, error) {
+	file := fs.String("restored-events", "", "events file restore-signal --events records to: a signal marked as restored is not reported only when its signal.restored is there")
+	fromCH := fs.Bool("restored-clickhouse", false, "look a marked signal's signal.restored up in the stored history (--clickhouse-*) instead")
+	var ch clickhouseConfig
+	envErr := env.Parse(&ch)
+	ch.register(fs)
+	return func(ctx context.Context) (watch.Restores, error) {
+		if envErr != nil {
+			return nil, usageError("environment: %v", envErr)
+		}
+		return watchRestores(ctx, *file, *fromCH, &ch)
+	}
+}
+
 func watchRestores(ctx context.Context, file string, fromCH bool, ch *clickhouseConfig) (watch.Restores, error) {
 	switch {
 	case file != "" && fromCH:
