@@ -29,8 +29,15 @@ func restoredMark(name, content string) string {
 // appends it.
 func restoresFile(t testing.TB, name, content string) watch.EventsFile {
 	t.Helper()
-	line := fmt.Sprintf(`{"spec":"handoff/v1","event_id":%q,"type":"signal.restored","time":"2026-10-01T00:40:00.000Z","pipeline":"abs.daily","business_date":"2026-09-29","batch_id":"20260929","system":"operator","component":"handoff-restore","object":%q}`,
-		restoredMark(name, content), name)
+	return restoresFileAt(t, name, content, "")
+}
+
+// restoresFileAt is restoresFile with the receiver directory the restore
+// recorded (attrs.location).
+func restoresFileAt(t testing.TB, name, content, location string) watch.EventsFile {
+	t.Helper()
+	line := fmt.Sprintf(`{"spec":"handoff/v1","event_id":%q,"type":"signal.restored","time":"2026-10-01T00:40:00.000Z","pipeline":"abs.daily","business_date":"2026-09-29","batch_id":"20260929","system":"operator","component":"handoff-restore","object":%q,"attrs":{"location":%q}}`,
+		restoredMark(name, content), name, location)
 	path := filepath.Join(t.TempDir(), "events.jsonl")
 	write(t, path, `{"not":"an event"}`+"\n"+line+"\n")
 	return watch.EventsFile(path)
@@ -48,15 +55,19 @@ func TestWatchForgedRestoredMark(t *testing.T) {
 		what     string
 		mark     string
 		content  string
-		restores func(t *testing.T) watch.Restores
+		restores func(t *testing.T, dir string) watch.Restores
 		reported bool
 		why      string
 	}{
-		{"forged mark", "restored-id", "", func(t *testing.T) watch.Restores { return restoresFile(t, name, "") }, true, "not the signal.restored id"},
-		{"mark of other content", restoredMark(name, ""), "x\n", func(t *testing.T) watch.Restores { return restoresFile(t, name, "") }, true, "not the signal.restored id"},
-		{"right mark, nothing recorded", restoredMark(name, ""), "", func(t *testing.T) watch.Restores { return watch.EventsFile(filepath.Join(t.TempDir(), "none.jsonl")) }, true, "no signal.restored"},
-		{"right mark, no record configured", restoredMark(name, ""), "", func(*testing.T) watch.Restores { return nil }, true, "no record of restores"},
-		{"right mark, recorded", restoredMark(name, ""), "", func(t *testing.T) watch.Restores { return restoresFile(t, name, "") }, false, ""},
+		{"forged mark", "restored-id", "", func(t *testing.T, _ string) watch.Restores { return restoresFile(t, name, "") }, true, "not the signal.restored id"},
+		{"mark of other content", restoredMark(name, ""), "x\n", func(t *testing.T, _ string) watch.Restores { return restoresFile(t, name, "") }, true, "not the signal.restored id"},
+		{"right mark, nothing recorded", restoredMark(name, ""), "", func(t *testing.T, _ string) watch.Restores {
+			return watch.EventsFile(filepath.Join(t.TempDir(), "none.jsonl"))
+		}, true, "no signal.restored"},
+		{"right mark, no record configured", restoredMark(name, ""), "", func(*testing.T, string) watch.Restores { return nil }, true, "no record of restores"},
+		{"right mark, recorded for another directory (cp -a downstream)", restoredMark(name, ""), "", func(t *testing.T, _ string) watch.Restores { return restoresFileAt(t, name, "", t.TempDir()) }, true, "restored it in"},
+		{"right mark, recorded", restoredMark(name, ""), "", func(t *testing.T, _ string) watch.Restores { return restoresFile(t, name, "") }, false, ""},
+		{"right mark, recorded for this directory", restoredMark(name, ""), "", func(t *testing.T, dir string) watch.Restores { return restoresFileAt(t, name, "", dir) }, false, ""},
 	} {
 		t.Run(tt.what, func(t *testing.T) {
 			dir := t.TempDir()
@@ -67,7 +78,7 @@ func TestWatchForgedRestoredMark(t *testing.T) {
 				t.Fatalf("this file system keeps no user xattrs: cannot test the mark")
 			}
 			s := newSink()
-			w, err := watch.New(watch.Config{Role: watch.Receiver, Dir: dir, Contracts: contracts(t), Settle: 10 * time.Millisecond, Restores: tt.restores(t),
+			w, err := watch.New(watch.Config{Role: watch.Receiver, Dir: dir, Contracts: contracts(t), Settle: 10 * time.Millisecond, Restores: tt.restores(t, dir),
 				RestoreGrace: 50 * time.Millisecond}, s)
 			if err != nil {
 				t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/handoff-dev/handoff/ingest/jsonl"
@@ -85,6 +86,10 @@ func (w *Watcher) checkMark(ctx context.Context, path, mark string, key model.Ba
 		why = fmt.Sprintf("no signal.restored %s is recorded", mark)
 	case e.Key() != key || e.Object != name:
 		return fmt.Sprintf("the recorded signal.restored %s is of %s %s, not %s %s", mark, e.Key(), e.Object, key, name), false
+	case !sameDir(e.Attrs["location"], filepath.Dir(path)):
+		// cp -a or rsync -X carried the signal and its mark to another
+		// directory: the restore was of the one it names.
+		return fmt.Sprintf("the recorded signal.restored %s restored it in %s, not in %s", mark, e.Attrs["location"], filepath.Dir(path)), false
 	default:
 		w.forgetMark(path)
 		return "", false
@@ -109,4 +114,16 @@ func (w *Watcher) forgetMark(path string) {
 	w.markMu.Lock()
 	delete(w.markSeen, path)
 	w.markMu.Unlock()
+}
+
+// sameDir reports whether the restore's recorded location is dir. A
+// relative location (restore-signal's --dir as typed, relative to where it
+// ran) cannot be placed and is not held against the mark.
+func sameDir(location, dir string) bool {
+	if location == "" || !filepath.IsAbs(location) {
+		return true
+	}
+	a, err1 := os.Stat(location)
+	b, err2 := os.Stat(dir)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
