@@ -14,6 +14,7 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/handoff-dev/handoff/ingest/emit"
+	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/model"
 )
@@ -121,9 +122,11 @@ func runEmit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			e.BusinessDate = d
 		}
 		if *at != "" {
-			t, err := model.ParseTime(*at)
+			// Range-checked as every time flag: 0001-01-01 is the zero
+			// time, which Fill would silently replace with now.
+			t, err := cliflag.ParseTime("time", *at)
 			if err != nil {
-				return usageError("--time %q: %v", *at, err)
+				return usageError("%v", err)
 			}
 			e.Time = t
 		}

@@ -116,6 +116,9 @@ func TestTimeFlagsRangeChecked(t *testing.T) {
 		{"--now", []string{"detect", "--now", "0001-01-01T00:00:00Z", "--kafka-brokers", "127.0.0.1:1", "--contract", repo + "/deploy/contracts"}},
 		{"--now", []string{"detect", "--now", "9999-12-31T23:59:59Z", "--kafka-brokers", "127.0.0.1:1", "--contract", repo + "/deploy/contracts"}},
 		{"--as-of", []string{"diagnose", "--events", events, "--as-of", "0001-01-01T00:00:00Z"}},
+		// The zero time, which emit used to replace silently with now.
+		{"--time", []string{"emit", "--kafka-brokers", "127.0.0.1:1", "--type", "job.started", "--pipeline", "p.daily", "--business-date", "2026-09-30",
+			"--batch-id", "20260930", "--system", "producer", "--component", "c", "--time", "0001-01-01T00:00:00Z"}},
 		{"--as-of", []string{"findings", "--as-of", "0001-01-01T00:00:00Z", "--clickhouse-addr", "127.0.0.1:1"}},
 		{"--as-of", []string{"verify", "--batch", "account-balance-snapshot.daily/2026-09-30/20260930", "--dir", t.TempDir(),
 			"--contract", repo + "/deploy/contracts", "--events", events, "--as-of", "1969-12-31T23:59:59Z"}},
