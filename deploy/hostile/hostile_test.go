@@ -356,7 +356,7 @@ func TestSuiteCasesExist(t *testing.T) {
 		"model/text_test.go":                      {"TestEscapeText", "TestTextWriterSplitWrites", "TestValidateRejectsControls"},
 		"query/findings/output_test.go":           {"TestTextEscapesControls"},
 		"query/serve/api_test.go":                 {"TestHostileParams", "TestQuotedPipelineIsBound", "TestReadonlyUser"},
-		"query/serve/hostile_test.go": {"TestHostileStoredText", "TestHostileStoredTextInBrowser", "TestSecurityHeaders",
+		"query/serve/hostile_test.go": {"TestHostileStoredText", "TestHostileStoredTextInBrowser", "TestSecurityHeaders", "TestHostileParamsEveryRoute",
 			"TestStaticOnlyStylesheet", "TestServicesReadonlyUser"},
 		"judge/live/config_test.go": {"0001-01-01T00:00:00Z"},
 	}

@@ -236,3 +236,52 @@ func TestServicesReadonlyUser(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileParamsEveryRoute replays the hostile run's query parameters
+// on every route: each parameter name (known and not) with each hostile
+// value, and hostile path segments. No answer is a 5xx, and no request
+// answered 400 reached ClickHouse.
+func TestHostileParamsEveryRoute(t *testing.T) {
+	f := newFixture(t)
+	routes := []string{"/api/v1/batches", "/api/v1/batches/" + seedBatch, "/api/v1/findings", "/api/v1/dashboards",
+		"/api/v1/dashboards/batch_status", "/api/v1/dashboards/open_findings", "/", "/batches/" + seedBatch, "/findings", "/healthz"}
+	names := []string{"pipeline", "from", "to", "status", "verdict", "page", "size", "state", "kind", "limit", "x"}
+	values := []string{"'", `"`, "\x00", "%00", "../../etc/passwd", strings.Repeat("a", 5000), "<script>alert(1)</script>", "\u202e",
+		"1e309", "-1", "99999999999999999999", "2026-02-30", "x' OR '1'='1", "; DROP TABLE events --", "\x1b[2J", "NaN", " "}
+	check := func(path string) {
+		t.Helper()
+		f.conn.reset()
+		resp, err := http.Get(f.http.URL + path)
+		if err != nil {
+			t.Fatalf("GET %.200s: %v", path, err)
+		}
+		resp.Body.Close()
+		sqls, _ := f.conn.reset()
+		switch {
+		case resp.StatusCode >= 500:
+			t.Errorf("GET %.200s: %d", path, resp.StatusCode)
+		case resp.StatusCode == 400 && len(sqls) > 0:
+			t.Errorf("GET %.200s: 400, but %d statements reached ClickHouse", path, len(sqls))
+		}
+	}
+	n := 0
+	for _, r := range routes {
+		for _, name := range names {
+			for _, v := range values {
+				check(r + "?" + name + "=" + url.QueryEscape(v))
+				n++
+			}
+			check(r + "?" + name + "=a&" + name + "=b")
+			check(r + "?" + name + "=%zz")
+			n += 2
+		}
+	}
+	for _, seg := range []string{"..", "%2e%2e", "%00", "a%2Fb", url.PathEscape("<script>"), strings.Repeat("a", 300), url.PathEscape("\u202e")} {
+		for _, p := range []string{"/batches/" + seg + "/2026-09-30/20260930", "/batches/" + seedPipeline + "/" + seg + "/20260930", "/batches/" + seedPipeline + "/2026-09-30/" + seg,
+			"/api/v1/batches/" + seg + "/2026-09-30/20260930", "/api/v1/dashboards/" + seg, "/static/" + seg} {
+			check(p)
+			n++
+		}
+	}
+	t.Logf("%d hostile requests", n)
+}
