@@ -4,7 +4,9 @@
 // of the calendar, escape sequences and bidi controls in events, oversize
 // and malformed OpenLineage lines, overlapping job claims, links out of a
 // watched tree, huge and forged signals, publishing without being asked,
-// path traversal in --batch), so that none of the defects comes back.
+// path traversal in --batch and in templates, links at a restore's signal
+// and data file), so that none of the defects comes back, and none of what
+// held gives way.
 //
 // The cases that need a package's internals live beside the package and
 // are named in TestSuiteCasesExist, which fails when one of them is
