@@ -40,7 +40,7 @@ import (
 	"github.com/handoff-dev/handoff/internal/retry"
 	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/model"
-	"github.com/handoff-dev/handoff/store/writer"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // RejectUndeliverable is the dead-letter reason of a finding a receiver did
@@ -377,9 +377,9 @@ func (n *Notifier) deliver(ctx context.Context, r receiver, f *detect.Finding, m
 // deadLetter writes the record, unchanged, to the dead-letter topic with
 // the reason, retrying until Kafka took it or ctx ended.
 func (n *Notifier) deadLetter(ctx context.Context, m *kafka.Message, kind model.RejectKind, reason string) error {
-	msgs := deadletter.Messages([]writer.DeadLetter{{
+	msgs := deadletter.Messages([]schema.DeadLetter{{
 		ReceivedMS: n.now().UnixMilli(),
-		Source:     writer.Source{Topic: m.Topic, Partition: int32(m.Partition), Offset: m.Offset},
+		Source:     schema.Source{Topic: m.Topic, Partition: int32(m.Partition), Offset: m.Offset},
 		Key:        string(m.Key), Reason: kind, Error: reason, Payload: m.Value,
 	}})
 	return n.retrier().Do(ctx, "dlq_write", "write a dead letter to "+n.cfg.DLQTopic, 0,

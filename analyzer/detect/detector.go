@@ -63,10 +63,11 @@ type Config struct {
 //     against the log end offsets). Publish the findings it returns, in
 //     order, keyed by batch key; commit the consumed offsets only after
 //     they are acknowledged.
-//   - On start: Observe the stored history of the retention window (events
-//     read back from ClickHouse), Restore the latest published record of
-//     each fingerprint, then resume the consumer at its committed offsets
-//     and Advance. Conditions that held and were published are not
+//   - On start: Floor the detector at the clock (no Advance will come with
+//     an earlier safe time), Observe the stored history of the retention
+//     window (events read back from ClickHouse), Restore the latest
+//     published record of each fingerprint, then resume the consumer at
+//     its committed offsets and Advance. Conditions that held and were published are not
 //     published again; deadlines that passed while down fire once.
 //   - When Observe reports false, the event reopened a batch that was
 //     closed: Observe its stored history, then Resume it.
@@ -108,7 +109,10 @@ type Detector struct {
 	calendar map[string]model.Date
 	horizon  model.Date // closed batches before it are forgotten
 
-	safe     time.Time
+	safe time.Time
+	// floor is the earliest safe time an Advance may come with (Floor):
+	// before the first Advance, heartbeats up to it are as good as folded.
+	floor    time.Time
 	verdicts map[model.BatchKey]model.Hypothesis // per evaluation round
 }
 
@@ -232,7 +236,12 @@ func (d *Detector) owned(k model.BatchKey) bool { return d.owns == nil || d.owns
 // of those calls do not matter) and called Resume.
 func (d *Detector) Observe(e *model.Event) bool {
 	if !e.Type.HasBatch() {
-		if !d.safe.IsZero() && e.Time.After(d.safe) {
+		// A heartbeat counts once the safe time reaches it, as diagnose as
+		// of that time counts it: one stamped later (a clock ahead, or a
+		// history read back before the first Advance, whose safe time is
+		// not known yet) waits, so that the latest heartbeat kept of its
+		// process is not one later than the evaluation.
+		if bound := d.known(); bound.IsZero() || e.Time.After(bound) {
 			hb := *e
 			hb.Attrs = nil
 			d.early = append(d.early, early{ms: e.Time.UnixMilli(), heartbeat: &hb})
@@ -265,6 +274,29 @@ func (d *Detector) Observe(e *model.Event) bool {
 	}
 	d.step(b, e)
 	return !b.suspended
+}
+
+// known is the time up to which a heartbeat may be kept at once: the safe
+// time of the last Advance, or the floor when later (zero: none yet).
+func (d *Detector) known() time.Time {
+	if d.floor.After(d.safe) {
+		return d.floor
+	}
+	return d.safe
+}
+
+// Floor tells the detector that no Advance will come with a safe time
+// before t (a safe time before it is taken as t). The wiring calls it with
+// its clock before it reads history back: the watermark's first safe time
+// is taken after that, on the same clock. Heartbeats stamped up to t are
+// then kept as they are observed, only the latest of each process; without
+// a floor, every heartbeat observed before the first Advance is held until
+// that Advance knows which of them are as of its safe time.
+func (d *Detector) Floor(t time.Time) {
+	t = t.UTC().Truncate(time.Millisecond)
+	if t.After(d.floor) {
+		d.floor = t
+	}
 }
 
 // reopen turns closed batch k back into an open one, suspended until its
@@ -468,8 +500,9 @@ func (d *Detector) Stats() Stats {
 // batch that changed or whose timer fired is evaluated as of safe; the
 // findings carry now as raised_at or resolved_at and safe as
 // evidence_as_of. safe later than now is taken as now; a safe earlier than
-// the previous one is taken as the previous one; a zero safe (no evidence
-// yet) evaluates nothing.
+// the previous one is taken as the previous one, and one earlier than the
+// floor (Floor) as the floor; a zero safe (no evidence yet) evaluates
+// nothing.
 func (d *Detector) Advance(now, safe time.Time) []Finding {
 	now = now.UTC().Truncate(time.Millisecond)
 	safe = safe.UTC().Truncate(time.Millisecond)
@@ -485,6 +518,9 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 		// carry no evidence_as_of. The batches stay dirty for the first
 		// Advance with evidence.
 		return nil
+	}
+	if safe.Before(d.floor) && !d.floor.After(now) {
+		safe = d.floor
 	}
 	d.safe = safe
 	d.compactQuiet()

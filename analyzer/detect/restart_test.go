@@ -7,10 +7,13 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/handoff-dev/handoff/analyzer/batches"
 	"github.com/handoff-dev/handoff/analyzer/detect"
+	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/model"
 )
 
@@ -223,6 +226,73 @@ func TestNoJudgementBeforeEvidence(t *testing.T) {
 	for _, f := range c.Advance(at("2026-10-01T03:02:00Z"), at("2026-10-01T03:02:00Z")) {
 		if f.EvidenceAsOf.IsZero() {
 			t.Errorf("finding %s %s/%s published without evidence_as_of", f.Batch, f.Kind, f.Name)
+		}
+	}
+}
+
+// TestRestoredAliveAsOfEvidence: a detector that restores a history in
+// which a process (loader) also has a heartbeat stamped after the first
+// evaluation's safe time names that process alive with its heartbeat as
+// of the safe time, as diagnose as of that time does (it used to keep only
+// the latest heartbeat it observed, the later one, and so drop loader);
+// once the safe time passes the later heartbeat, that one is named. With
+// a floor (the wiring's clock when it starts reading history back) the
+// same holds.
+func TestRestoredAliveAsOfEvidence(t *testing.T) {
+	contracts := seedContracts(t)
+	k := model.BatchKey{Pipeline: "account-balance-snapshot.daily", BusinessDate: model.MustParseDate("2026-09-30"), BatchID: "20260930"}
+	hb := func(id, system, component, tm string) model.Event {
+		return model.Event{Spec: model.SpecV1, ID: id, Type: model.ProcessHeartbeat, Time: at(tm), Pipeline: k.Pipeline,
+			System: model.System(system), Component: component}
+	}
+	history := append(seedEvents(t),
+		hb("hb-relay", "exchange", "relay-1", "2026-10-01T02:00:00Z"),
+		hb("hb-loader-1", "consumer", "loader", "2026-10-01T02:30:00Z"),
+		hb("hb-loader-2", "consumer", "loader", "2026-10-01T04:00:00Z"), // after the first safe time
+	)
+	alive := func(d replay.Diagnosis) string {
+		var s []string
+		for _, h := range d.Alive {
+			s = append(s, h.Component+"@"+h.At.Format("15:04"))
+		}
+		return strings.Join(s, " ")
+	}
+	diagnose := func(asOf time.Time) string {
+		set := batches.New(contracts, asOf)
+		for i := range history {
+			set.Add(&history[i])
+		}
+		d, ok := set.DiagnoseOne(k)
+		if !ok {
+			t.Fatalf("diagnose has no %s", k)
+		}
+		return alive(d)
+	}
+	for _, floor := range []time.Time{{}, at("2026-10-01T03:00:00Z")} {
+		d := mustNew(t, detect.Config{Contracts: contracts, From: model.MustParseDate("2026-09-29")})
+		if !floor.IsZero() {
+			d.Floor(floor)
+		}
+		for i := range history {
+			d.Observe(&history[i])
+		}
+		for _, safe := range []time.Time{at("2026-10-01T03:00:00Z"), at("2026-10-01T04:30:00Z")} {
+			fs := d.Advance(safe, safe)
+			got, ok := d.Diagnosis(k)
+			if !ok {
+				t.Fatalf("floor %v, safe %v: %s is not open", floor, safe, k)
+			}
+			want := diagnose(safe)
+			if g := alive(got); g != want {
+				t.Errorf("floor %v, safe %v: the detector says alive %q, diagnose %q", floor, safe, g, want)
+			}
+			for _, f := range fs {
+				if f.Batch == k {
+					if g := alive(f.Diagnosis); g != want {
+						t.Errorf("floor %v, safe %v: the finding says alive %q, diagnose %q", floor, safe, g, want)
+					}
+				}
+			}
 		}
 	}
 }

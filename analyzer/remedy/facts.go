@@ -37,6 +37,12 @@ type File struct {
 	// Content is the file's bytes when it is a signal that exists (at most
 	// manifest.MaxSize); nil otherwise.
 	Content []byte
+	// Link is the target of the name when it is a symbolic link (then
+	// Exists is true and Regular false: a link is never followed, so a
+	// file elsewhere never passes for one at the receiver); Dangling
+	// says the target does not exist.
+	Link     string
+	Dangling bool
 }
 
 // Facts is what the files at the receiver show.
@@ -52,6 +58,12 @@ func (f File) describe() string {
 	switch {
 	case !f.Exists:
 		return strconv.Quote(f.Name) + " does not exist"
+	case f.Link != "" && f.Dangling:
+		return strconv.Quote(f.Name) + " is a dangling symbolic link: its target " + strconv.Quote(f.Link) + " does not exist"
+	case f.Link != "":
+		return strconv.Quote(f.Name) + " is a symbolic link to " + strconv.Quote(f.Link) + ", not a regular file in the receiver directory (links are not followed)"
+	case !f.Regular:
+		return strconv.Quote(f.Name) + " is not a regular file: " + f.Err
 	case !f.Readable:
 		return strconv.Quote(f.Name) + " is not readable: " + f.Err
 	}

@@ -115,17 +115,23 @@ func (o one) For(string) *contract.Contract { return o.c }
 // every other.
 func (w *world) diagnose(t *testing.T) (replay.Diagnosis, []replay.Diagnosis) {
 	t.Helper()
+	return w.diagnose2(t, batch)
+}
+
+// diagnose2 is diagnose for another batch key.
+func (w *world) diagnose2(t *testing.T, key string) (replay.Diagnosis, []replay.Diagnosis) {
+	t.Helper()
 	s := batches.New(one{w.c}, w.asOf)
 	for i := range w.events {
 		s.Add(&w.events[i])
 	}
 	all := s.Diagnose(nil)
 	for _, d := range all {
-		if d.Batch == batch {
+		if d.Batch == key {
 			return d, all
 		}
 	}
-	t.Fatalf("no diagnosis of %s", batch)
+	t.Fatalf("no diagnosis of %s", key)
 	return replay.Diagnosis{}, nil
 }
 
@@ -237,6 +243,74 @@ func TestRestoreInPlace(t *testing.T) {
 	p := w.restore(t)
 	if !p.InPlace || p.Proven() || !slices.Equal(p.Unproven(), []string{remedy.PreNoSignal}) {
 		t.Fatalf("an identical signal in place: in place %v, unproven %v", p.InPlace, p.Unproven())
+	}
+}
+
+// TestRestorePresentIsNotProof: a signal already at the receiver is "in
+// place" only when everything else is proven; a link, dangling or not, is
+// never a signal in place, and a linked data file is not at the receiver.
+func TestRestorePresentIsNotProof(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		mod      func(w *world)
+		present  bool
+		unproven []string
+		detail   string // some precondition's detail says this
+	}{
+		{"rows and checksum differ", func(w *world) {
+			w.facts.Signal = remedy.File{Name: w.facts.Signal.Name, Exists: true, Regular: true, Readable: true, Content: []byte{}}
+			w.facts.Artifact.Rows, w.facts.Artifact.Checksum = rows-1, "sha256:00"
+		}, true, []string{remedy.PreRows, remedy.PreChecksum, remedy.PreNoSignal}, "a regular file holding exactly what a restore would write"},
+		{"dangling link as the signal", func(w *world) {
+			w.facts.Signal = remedy.File{Name: w.facts.Signal.Name, Exists: true, Link: "/nowhere/x.flag", Dangling: true, Err: "a symbolic link"}
+		}, false, []string{remedy.PreNoSignal}, `is a dangling symbolic link: its target "/nowhere/x.flag" does not exist`},
+		{"link to an empty file elsewhere", func(w *world) {
+			w.facts.Signal = remedy.File{Name: w.facts.Signal.Name, Exists: true, Link: "/tmp/empty", Err: "a symbolic link"}
+		}, false, []string{remedy.PreNoSignal}, `is a symbolic link to "/tmp/empty", not a regular file in the receiver directory`},
+		{"linked data file", func(w *world) {
+			w.facts.Artifact = remedy.File{Name: w.facts.Artifact.Name, Exists: true, Link: "/etc/passwd", Err: "a symbolic link"}
+		}, false, []string{remedy.PreArtifactReceiver, remedy.PreRows, remedy.PreChecksum}, `is a symbolic link to "/etc/passwd"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := seed(t)
+			tt.mod(w)
+			p := w.restore(t)
+			if p.InPlace || p.Present != tt.present || !slices.Equal(p.Unproven(), tt.unproven) {
+				t.Fatalf("in place %v, present %v, unproven %v; want not in place, present %v, unproven %v", p.InPlace, p.Present, p.Unproven(), tt.present, tt.unproven)
+			}
+			var all string
+			for _, r := range p.Preconditions {
+				all += r.Detail + "\n"
+			}
+			if !strings.Contains(all, tt.detail) {
+				t.Fatalf("no precondition says %q:\n%s", tt.detail, all)
+			}
+		})
+	}
+}
+
+// TestRestoreLongNames: a derived name over 255 bytes is said to be one
+// no receiver can hold, not "not at the receiver".
+func TestRestoreLongNames(t *testing.T) {
+	w := seed(t)
+	// A batch id of 248 bytes (the wire format allows 256) in the seed's
+	// templates: a signal name of 278 bytes.
+	long := strings.Repeat("x", 240)
+	for i := range w.events {
+		if w.events[i].BatchID == "20260930" {
+			w.events[i].BatchID = "20260930" + long
+		}
+	}
+	d, _ := w.diagnose2(t, "abs.daily/2026-09-30/20260930"+long)
+	p := remedy.Restore(&d, w.c, w.facts)
+	var detail string
+	for _, r := range p.Preconditions {
+		if r.Name == remedy.PreNoSignal {
+			detail = r.Detail
+		}
+	}
+	if p.Proven() || !strings.Contains(detail, "over the 255-byte limit of a file name") {
+		t.Fatalf("unproven %v, no_signal_present: %s", p.Unproven(), detail)
 	}
 }
 

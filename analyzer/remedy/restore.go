@@ -51,8 +51,14 @@ type Plan struct {
 	// Content is what the signal file must hold (empty, or a manifest).
 	Content       []byte   `json:"-"`
 	Preconditions []Result `json:"preconditions"`
-	// InPlace: the signal already holds exactly Content. A restore has
-	// nothing to do, whatever the preconditions say.
+	// Present: a regular file under the signal's name at the receiver
+	// already holds exactly Content.
+	Present bool `json:"present"`
+	// InPlace: Present, and every other precondition is proven: the
+	// signal there is the one a restore would write, and the facts
+	// support what it declares. A restore has nothing to do. A signal
+	// that is Present without that proof is a refusal: it declares a
+	// delivery the facts do not support.
 	InPlace bool `json:"in_place"`
 }
 
@@ -90,15 +96,35 @@ func Restore(d *replay.Diagnosis, c *contract.Contract, f Facts) Plan {
 		p.Preconditions = append(p.Preconditions, Result{Name: name, Proven: ok, Detail: detail, Evidence: all})
 	}
 	tl := timeline{d.Timeline}
+	fin := tl.of(model.ArtifactFinalized)
+	a, s := f.Artifact, f.Signal
+	// Content before the checks: a signal holding exactly what a restore
+	// would write is the restore already done, if the rest is proven.
+	if p.Signal != "" {
+		p.Content = signalContent(c, key, p.Artifact, a, fin)
+	}
+	p.Present = p.Signal != "" && s.Exists && s.Regular && s.Link == "" && s.Content != nil && bytes.Equal(s.Content, p.Content)
 
 	// The diagnosis must say the delivery stopped at the signal, with the
 	// data proven at the receiver, and the signal overdue: restoring a
-	// signal that may still arrive races the exchange.
-	restore := d.Verdict == model.NotIdentified && (d.FirstMissing == model.Signaled.String() || d.FirstMissing == model.SignalDelivered.String()) &&
-		d.Status != replay.StatusInProgress && len(tl.ids(model.ArtifactTransferred)) > 0
-	add(PreDiagnosis, restore, fmt.Sprintf("status %s, verdict %s, first missing %q, next step %s", d.Status, d.Verdict, d.FirstMissing, d.NextStep.Action))
+	// signal that may still arrive races the exchange. With the signal
+	// already there, the replay has moved past it: then only the data
+	// recorded at the receiver is asked for, and the artifact's
+	// preconditions decide.
+	transferred := len(tl.ids(model.ArtifactTransferred)) > 0
+	state := fmt.Sprintf("status %s, verdict %s, first missing %q, next step %s", d.Status, d.Verdict, d.FirstMissing, d.NextStep.Action)
+	if p.Present {
+		if transferred {
+			add(PreDiagnosis, true, "the signal is already at the receiver; the replay says "+state)
+		} else {
+			add(PreDiagnosis, false, "the signal is already at the receiver, but no artifact.transferred is recorded: the replay says "+state)
+		}
+	} else {
+		restore := d.Verdict == model.NotIdentified && (d.FirstMissing == model.Signaled.String() || d.FirstMissing == model.SignalDelivered.String()) &&
+			d.Status != replay.StatusInProgress && transferred
+		add(PreDiagnosis, restore, state)
+	}
 
-	fin := tl.of(model.ArtifactFinalized)
 	switch {
 	case len(fin) == 0:
 		add(PreArtifactFinal, false, "no artifact.finalized recorded: the producer never declared the file final")
@@ -106,11 +132,12 @@ func Restore(d *replay.Diagnosis, c *contract.Contract, f Facts) Plan {
 		add(PreArtifactFinal, true, fmt.Sprintf("artifact.finalized %q recorded at %s", fin[len(fin)-1].Object, fin[len(fin)-1].Time.Format(time.RFC3339Nano)), ids(fin))
 	}
 
-	a := f.Artifact
 	tr := tl.ids(model.ArtifactTransferred)
 	switch {
 	case p.Artifact == "":
 		add(PreArtifactReceiver, false, "the contract has no artifact template: the data file's name cannot be derived from "+d.Batch)
+	case contract.CheckFileName(p.Artifact) != nil:
+		add(PreArtifactReceiver, false, fmt.Sprintf("the data file's name derived from %s %v: no receiver can hold it; fix the contract's artifact template", d.Batch, contract.CheckFileName(p.Artifact)))
 	case !a.Exists && len(a.Temps) > 0:
 		add(PreArtifactReceiver, false, fmt.Sprintf("only a temporary copy is at the receiver (%s): the transfer has not finished", strings.Join(a.Temps, ", ")))
 	case !a.Exists || !a.Regular || !a.Readable:
@@ -130,25 +157,24 @@ func Restore(d *replay.Diagnosis, c *contract.Contract, f Facts) Plan {
 	p.Preconditions = append(p.Preconditions, checksum(tl, a))
 	p.Preconditions = append(p.Preconditions, previous(d))
 
-	// Content before the signal check: a signal holding exactly what a
-	// restore would write is the restore already done.
-	if p.Signal != "" {
-		p.Content = signalContent(c, key, p.Artifact, a, fin)
-	}
-	s := f.Signal
 	sd := tl.ids(model.SignalTransferred, model.SignalRestored)
-	p.InPlace = p.Signal != "" && s.Exists && s.Regular && s.Content != nil && bytes.Equal(s.Content, p.Content)
 	switch {
 	case p.Signal == "":
 		add(PreNoSignal, false, "the contract has no signal template: the signal's name cannot be derived from "+d.Batch)
-	case s.Exists:
-		what := "a signal is already at the receiver: " + strconv.Quote(s.Name)
-		if p.InPlace {
-			what += ", holding exactly what a restore would write"
-		} else {
-			what += ", with other content than a restore would write: find out who wrote it before anything else"
+	case contract.CheckFileName(p.Signal) != nil:
+		add(PreNoSignal, false, fmt.Sprintf("the signal's name derived from %s %v: no receiver can hold it; fix the contract's signal template", d.Batch, contract.CheckFileName(p.Signal)))
+	case s.Link != "":
+		add(PreNoSignal, false, "the signal's name is taken: "+s.describe()+"; nothing is written through or over a link: find out who made it and remove it", sd)
+	case s.Exists && !s.Regular:
+		add(PreNoSignal, false, "the signal's name is taken: "+s.describe(), sd)
+	case p.Present:
+		what := "a signal is already at the receiver: " + strconv.Quote(s.Name) + ", a regular file holding exactly what a restore would write"
+		if len(sd) == 0 {
+			what += "; no signal.transferred or signal.restored is recorded for it (verify needs one)"
 		}
 		add(PreNoSignal, false, what, sd)
+	case s.Exists:
+		add(PreNoSignal, false, "a signal is already at the receiver: "+strconv.Quote(s.Name)+", with other content than a restore would write: find out who wrote it before anything else", sd)
 	case len(s.Temps) > 0:
 		add(PreNoSignal, false, "a signal is being written at the receiver: "+strings.Join(s.Temps, ", "))
 	case len(sd) > 0:
@@ -156,7 +182,25 @@ func Restore(d *replay.Diagnosis, c *contract.Contract, f Facts) Plan {
 	default:
 		add(PreNoSignal, true, strconv.Quote(p.Signal)+" is not at the receiver and no signal delivery is recorded")
 	}
+	if p.Present {
+		p.InPlace = true
+		for _, r := range p.Preconditions {
+			p.InPlace = p.InPlace && (r.Proven || r.Name == PreNoSignal)
+		}
+	}
 	return p
+}
+
+// Unjustified names the preconditions other than no_signal_present that
+// are not proven: what a signal already Present lacks.
+func (p *Plan) Unjustified() []string {
+	var out []string
+	for _, n := range p.Unproven() {
+		if n != PreNoSignal {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func settleText(f File) string {

@@ -97,7 +97,10 @@ func Verify(d *replay.Diagnosis, others []replay.Diagnosis, c *contract.Contract
 	default:
 		detail := fmt.Sprintf("%q derives from %s/%s, recorded by %s", signal, key.BusinessDate, key.BatchID, sd[len(sd)-1].Type)
 		ok := true
-		if s.Exists {
+		if s.Exists && (s.Link != "" || !s.Regular) {
+			detail += "; but " + s.describe()
+			ok = false
+		} else if s.Exists {
 			detail += "; the file is at the receiver"
 			if c.SignalContent == contract.SignalManifest {
 				why, good := checkManifest(s.Content, key, artifact, a)

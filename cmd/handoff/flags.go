@@ -5,8 +5,6 @@ import (
 	"flag"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-
 	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/schema"
@@ -66,6 +64,6 @@ func (c *clickhouseConfig) check() error {
 }
 
 // open connects to ClickHouse.
-func (c *clickhouseConfig) open(ctx context.Context) (driver.Conn, error) {
+func (c *clickhouseConfig) open(ctx context.Context) (chconn.Conn, error) {
 	return chconn.Open(ctx, chconn.Config{Addr: c.Addr, User: c.User, Password: c.Password})
 }

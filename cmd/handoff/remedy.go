@@ -4,36 +4,33 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/caarlos0/env/v11"
 
-	"github.com/handoff-dev/handoff/analyzer/batches"
 	"github.com/handoff-dev/handoff/analyzer/remedy"
 	"github.com/handoff-dev/handoff/analyzer/replay"
-	"github.com/handoff-dev/handoff/ingest/files"
+	"github.com/handoff-dev/handoff/ingest/restore"
 	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
-	"github.com/handoff-dev/handoff/model/manifest"
 )
 
-// remedyConfig is what restore-signal and verify share: which batch, where
-// its files are, and where its events come from (as diagnose reads them).
+// remedyConfig is what restore-signal and verify read: which batch, where
+// its files are, where its events come from (as diagnose reads them), and
+// each command's own flags.
 type remedyConfig struct {
 	Events    string `env:"HANDOFF_EVENTS"`
 	Contracts string `env:"HANDOFF_CONTRACTS"`
 	Database  string `env:"HANDOFF_CLICKHOUSE_DATABASE" envDefault:"handoff"`
 	User      string `env:"HANDOFF_CLICKHOUSE_USER"`
 	Password  string `env:"HANDOFF_CLICKHOUSE_PASSWORD"`
+	Kafka     emitEnv
 	// ClickHouse, like diagnose's, is a flag only.
 	ClickHouse string
 	Batch      string
@@ -41,14 +38,20 @@ type remedyConfig struct {
 	AsOf       string
 	Format     string
 	Settle     time.Duration
+	// restore-signal
+	Apply   bool
+	Reason  string
+	Brokers string
+	// verify
+	Wait, Poll time.Duration
 
 	key  model.BatchKey
 	asOf time.Time // zero: now, read at each evaluation
 }
 
-// remedyFlags declares the shared flags on fs; settle, when the command
-// needs the data file to hold still (restore-signal).
-func remedyFlags(fs *flag.FlagSet, cfg *remedyConfig, settle bool) {
+// remedyFlags declares the flags of restore-signal (restore true) or
+// verify on fs: every flag of the two commands is defined here.
+func remedyFlags(fs *flag.FlagSet, cfg *remedyConfig, restore bool) {
 	fs.StringVar(&cfg.Batch, "batch", "", "the batch, pipeline/business_date/batch_id (required)")
 	fs.StringVar(&cfg.Dir, "dir", "", "the receiver directory holding the batch's data file and signal (required)")
 	fs.StringVar(&cfg.Contracts, "contract", cfg.Contracts, "delivery contract file, or a directory of them (required; env HANDOFF_CONTRACTS)")
@@ -57,12 +60,20 @@ func remedyFlags(fs *flag.FlagSet, cfg *remedyConfig, settle bool) {
 	fs.StringVar(&cfg.Database, "database", cfg.Database, "ClickHouse database of handoff's tables (env HANDOFF_CLICKHOUSE_DATABASE)")
 	fs.StringVar(&cfg.AsOf, "as-of", "", "evaluate as of this RFC 3339 time; default: now")
 	fs.StringVar(&cfg.Format, "format", "text", "output format, text or json")
-	if settle {
-		fs.DurationVar(&cfg.Settle, "settle", 2*time.Second, "the data file must keep its size and modification time this long to count as final (0: do not wait)")
+	if !restore {
+		fs.DurationVar(&cfg.Wait, "wait", 0, "wait up to this long for the consumer to consume the batch, re-reading the events (0: check once)")
+		fs.DurationVar(&cfg.Poll, "poll", 2*time.Second, "with --wait: how often to re-read the events")
+		return
 	}
+	fs.DurationVar(&cfg.Settle, "settle", 2*time.Second, "the data file must keep its size and modification time this long to count as final (0: do not wait)")
+	fs.BoolVar(&cfg.Apply, "apply", false, "write the signal when every precondition is proven (default: dry run)")
+	fs.StringVar(&cfg.Reason, "reason", "", "why the signal is restored, recorded in signal.restored (required with --apply)")
+	fs.StringVar(&cfg.Brokers, "kafka-brokers", strings.Join(cfg.Kafka.Brokers, ","), "record signal.restored on Kafka at host:port[,...] (env HANDOFF_KAFKA_BROKERS); without it, --apply appends the event to the --events file")
+	fs.StringVar(&cfg.Kafka.Topic, "topic", cfg.Kafka.Topic, "events topic (env HANDOFF_TOPIC)")
+	fs.DurationVar(&cfg.Kafka.Timeout, "timeout", cfg.Kafka.Timeout, "how long Kafka may take to answer and to acknowledge signal.restored (env HANDOFF_EMIT_TIMEOUT)")
 }
 
-// check validates the shared flags before anything is read.
+// check validates the flags before anything is read.
 func (cfg *remedyConfig) check() error {
 	if cfg.Batch == "" {
 		return usageError("--batch pipeline/business_date/batch_id is required")
@@ -87,8 +98,8 @@ func (cfg *remedyConfig) check() error {
 	if cfg.Events == "-" {
 		return usageError("--events -: read events from a file (the source is read again by --wait and appended to by --apply)")
 	}
-	if cfg.Settle < 0 {
-		return usageError("--settle %v: must not be negative", cfg.Settle)
+	if cfg.Settle < 0 || cfg.Wait < 0 || cfg.Poll < 0 {
+		return usageError("--settle and --wait must not be negative, --poll must be positive")
 	}
 	if cfg.AsOf != "" {
 		t, err := cliflag.ParseTime("as-of", cfg.AsOf)
@@ -96,6 +107,9 @@ func (cfg *remedyConfig) check() error {
 			return usageError("%v", err)
 		}
 		cfg.asOf = t
+	}
+	if cfg.Apply && strings.TrimSpace(cfg.Reason) == "" {
+		return usageError("--apply needs --reason TEXT: signal.restored records why the signal was restored")
 	}
 	return nil
 }
@@ -109,108 +123,49 @@ func parseRemedyEnv() (remedyConfig, error) {
 	return cfg, nil
 }
 
-// replayBatch reads the source and replays the batch's pipeline: the
-// batch's diagnosis and every batch of the pipeline read (for continuity
-// and for "no other batch affected"). From ClickHouse it reads the week
-// before and the week after the batch.
-func replayBatch(ctx context.Context, cfg *remedyConfig, set *contract.Set, stderr io.Writer) (replay.Diagnosis, []replay.Diagnosis, error) {
+// remedyWindow is the business dates read from ClickHouse around a batch
+// for restore-signal and verify: the week before (continuity) and the week
+// after ("no other batch affected").
+func remedyWindow(key model.BatchKey) (from, to model.Date) {
+	return key.BusinessDate.AddDays(-7), key.BusinessDate.AddDays(7)
+}
+
+// sourceHistory is restore.History over diagnose's sources: the events
+// file, or ClickHouse over remedyWindow. It is the one place the
+// remediation reads the stored history from.
+type sourceHistory struct {
+	cfg    *remedyConfig
+	set    *contract.Set
+	stderr io.Writer
+}
+
+func (h sourceHistory) Batch(ctx context.Context, key model.BatchKey, asOf time.Time) (replay.Diagnosis, []replay.Diagnosis, error) {
+	cfg := h.cfg
 	dc := diagnoseConfig{Events: cfg.Events, ClickHouse: cfg.ClickHouse, Database: cfg.Database, User: cfg.User, Password: cfg.Password}
 	if cfg.ClickHouse != "" {
-		dc.Pipeline = cfg.key.Pipeline
-		dc.From, dc.To = cfg.key.BusinessDate.AddDays(-7).String(), cfg.key.BusinessDate.AddDays(7).String()
+		from, to := remedyWindow(key)
+		dc.Pipeline, dc.From, dc.To = key.Pipeline, from.String(), to.String()
 	}
-	asOf := cfg.asOf
-	if asOf.IsZero() {
-		asOf = time.Now()
-	}
-	src, err := openSource(ctx, dc, nil, model.BatchKey{}, set, asOf)
+	src, err := openSource(ctx, dc, nil, model.BatchKey{}, h.set, asOf)
 	if err != nil {
 		return replay.Diagnosis{}, nil, err
 	}
-	msgs := bufio.NewWriter(stderr)
+	msgs := bufio.NewWriter(h.stderr)
 	defer msgs.Flush()
 	rep := &reporter{w: msgs, name: src.name(), sum: &summary{rejected: map[model.RejectKind]int{}}}
-	bs := batches.New(batches.Contracts(set), asOf)
 	sc := src.scope()
-	if first, ok := sc.firstOf(cfg.key.Pipeline); ok {
-		bs.Known(cfg.key.Pipeline, first)
-	}
-	err = src.feed(ctx, func(e *model.Event) error {
-		if e.Pipeline == cfg.key.Pipeline {
-			bs.Add(e)
-		}
-		return nil
-	}, rep)
+	first, ok := sc.firstOf(key.Pipeline)
+	col := remedy.NewCollector(h.set, key, asOf, remedy.Scope{From: sc.from, First: first, HasFirst: ok})
+	err = src.feed(ctx, col.Add, rep)
 	rep.hiddenBad()
 	if err != nil {
 		return replay.Diagnosis{}, nil, err
 	}
-	all := bs.Diagnose(func(k model.BatchKey) bool { return k.BusinessDate.Compare(sc.from) >= 0 })
-	for _, d := range all {
-		if d.Batch == cfg.key.String() {
-			return d, all, nil
-		}
+	d, all, ok := col.Batch()
+	if !ok {
+		return d, nil, &exitError{code: exitNotDelivered, err: fmt.Errorf("no events recorded for batch %s in %s: nothing proves any boundary, so nothing can be restored or verified", key, src.name())}
 	}
-	return replay.Diagnosis{}, nil, &exitError{code: exitNotDelivered, err: fmt.Errorf("no events recorded for batch %s in %s: nothing proves any boundary, so nothing can be restored or verified", cfg.key, src.name())}
-}
-
-// probeReceiver measures the batch's data file and signal in the receiver
-// directory, under the names the contract derives.
-func probeReceiver(ctx context.Context, cfg *remedyConfig, c *contract.Contract) (remedy.Facts, error) {
-	f := remedy.Facts{Dir: cfg.Dir}
-	artifact, _ := c.ArtifactName(cfg.key)
-	signal, _ := c.SignalName(cfg.key)
-	if artifact != "" {
-		a, err := probeFile(ctx, cfg.Dir, artifact, files.Options{Format: files.FormatOf(artifact), Header: c.Rows.Header}, cfg.Settle, false)
-		if err != nil {
-			return f, err
-		}
-		f.Artifact = a
-	}
-	if signal != "" {
-		s, err := probeFile(ctx, cfg.Dir, signal, files.Options{}, 0, true)
-		if err != nil {
-			return f, err
-		}
-		f.Signal = s
-	}
-	return f, nil
-}
-
-// probeFile probes dir/name, with its temporary copies, its stability over
-// settle (when not zero) and, for a signal, its content.
-func probeFile(ctx context.Context, dir, name string, opts files.Options, settle time.Duration, content bool) (remedy.File, error) {
-	path := filepath.Join(dir, name)
-	out := remedy.File{Name: name}
-	temps, err := files.TempsOf(dir, name)
-	if err != nil {
-		return out, fmt.Errorf("list %s: %w", dir, err)
-	}
-	out.Temps = temps
-	if settle > 0 {
-		stable, _, _, err := files.Stable(ctx, path, settle)
-		if err != nil && ctx.Err() != nil {
-			return out, ctx.Err()
-		}
-		out.Stable, out.Settle = stable, settle
-	}
-	facts, err := files.Probe(ctx, path, opts)
-	if err != nil {
-		return out, err
-	}
-	out.Exists, out.Regular, out.Readable = facts.Exists, facts.Regular, facts.Readable
-	out.Size, out.ModTime, out.Rows, out.Checksum, out.Err = facts.Size, facts.ModTime, facts.Rows, facts.Checksum, facts.Err
-	if content && facts.Readable && facts.Size <= manifest.MaxSize {
-		b, err := os.ReadFile(path)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return out, fmt.Errorf("read signal %s: %w", path, err)
-		}
-		if b == nil {
-			b = []byte{}
-		}
-		out.Content = b
-	}
-	return out, nil
+	return d, all, nil
 }
 
 // printResults prints preconditions or checks, one per line with its
@@ -242,3 +197,33 @@ func writeJSON(w io.Writer, v any) error {
 	_, err = w.Write(append(b, '\n'))
 	return err
 }
+
+// sourceArgs are the flags that name cfg's source of events, for a printed
+// command that must read the same.
+func (cfg *remedyConfig) sourceArgs() []string {
+	args := []string{"--batch", cfg.Batch, "--dir", cfg.Dir, "--contract", cfg.Contracts}
+	if cfg.ClickHouse != "" {
+		args = append(args, "--clickhouse", cfg.ClickHouse, "--database", cfg.Database)
+	} else {
+		args = append(args, "--events", cfg.Events)
+	}
+	return args
+}
+
+// shellCommand joins args into a command a POSIX shell runs as printed.
+func shellCommand(args ...string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = shellQuote(a)
+	}
+	return strings.Join(out, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,@+%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+var _ restore.History = sourceHistory{}

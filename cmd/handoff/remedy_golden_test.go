@@ -41,7 +41,7 @@ func TestRemedyTextGolden(t *testing.T) {
 	text := func(args ...string) string {
 		var out, errb bytes.Buffer
 		run(context.Background(), args, strings.NewReader(""), &out, &errb)
-		return strings.ReplaceAll(out.String(), rc.recv, "RECEIVER")
+		return strings.ReplaceAll(strings.ReplaceAll(out.String(), rc.recv, "RECEIVER"), rc.dir, "DIR")
 	}
 	common := []string{"--batch", storyBatch, "--dir", rc.recv, "--contract", rc.contract, "--events", rc.events, "--as-of", "2026-10-03T00:00:00Z", "--settle", "0"}
 	golden(t, "restore-dry-run.txt", text(append([]string{"restore-signal"}, common...)...))

@@ -3,28 +3,16 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/user"
 	"strings"
-	"time"
-
-	"github.com/caarlos0/env/v11"
 
 	"github.com/handoff-dev/handoff/analyzer/remedy"
-	"github.com/handoff-dev/handoff/ingest/emit"
-	"github.com/handoff-dev/handoff/ingest/files"
-	"github.com/handoff-dev/handoff/model"
-)
-
-// Outcomes of restore-signal, as its JSON output names them.
-const (
-	outcomeWouldRestore = "would_restore" // dry run, every precondition proven
-	outcomeRestored     = "restored"
-	outcomeInPlace      = "in_place" // the signal already holds what a restore writes
-	outcomeRefused      = "refused"
+	"github.com/handoff-dev/handoff/ingest/restore"
 )
 
 // restoreReport is restore-signal's JSON output.
@@ -40,6 +28,8 @@ type restoreReport struct {
 	// none was).
 	EventID    string `json:"event_id,omitempty"`
 	RecordedTo string `json:"recorded_to,omitempty"`
+	// Next is the command to run next, as printed ("" when none).
+	Next string `json:"next,omitempty"`
 }
 
 // runRestoreSignal is `handoff restore-signal`: prove the artifact safe,
@@ -49,24 +39,16 @@ func runRestoreSignal(ctx context.Context, args []string, _ io.Reader, stdout, s
 	if err != nil {
 		return err
 	}
-	var ev emitEnv
-	if err := env.Parse(&ev); err != nil {
-		return usageError("environment: %v", err)
-	}
 	fs := flag.NewFlagSet("handoff restore-signal", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	remedyFlags(fs, &cfg, true)
-	apply := fs.Bool("apply", false, "write the signal when every precondition is proven (default: dry run)")
-	reason := fs.String("reason", "", "why the signal is restored, recorded in signal.restored (required with --apply)")
-	brokers := fs.String("kafka-brokers", strings.Join(ev.Brokers, ","), "record signal.restored on Kafka at host:port[,...] (env HANDOFF_KAFKA_BROKERS); without it, --apply appends the event to the --events file")
-	topic := fs.String("topic", ev.Topic, "events topic (env HANDOFF_TOPIC)")
-	timeout := fs.Duration("timeout", ev.Timeout, "how long Kafka may take to acknowledge signal.restored (env HANDOFF_EMIT_TIMEOUT)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: handoff restore-signal --batch KEY --dir RECEIVER_DIR --contract FILE|DIR (--events FILE | --clickhouse ADDR) [--apply --reason TEXT]")
 		fmt.Fprintln(stderr, "\nChecks every precondition of restoring a batch's missing completion signal against the recorded events")
-		fmt.Fprintln(stderr, "and the real files, and prints each as proven or not. Dry run by default; --apply writes the signal")
-		fmt.Fprintln(stderr, "atomically and records signal.restored. Exit status: 0 proven (dry run), restored, or already in place;")
-		fmt.Fprintln(stderr, "1 refused: a precondition is not proven, nothing written; 2 bad usage; 3 failure. See docs/remediation.md.\n\nFlags:")
+		fmt.Fprintln(stderr, "and the real files, and prints each as proven or not. Dry run by default; --apply proves signal.restored can")
+		fmt.Fprintln(stderr, "be recorded, writes the signal atomically and records signal.restored. Exit status: 0 proven (dry run),")
+		fmt.Fprintln(stderr, "restored, or already in place with every precondition proven; 1 refused: a precondition is not proven,")
+		fmt.Fprintln(stderr, "nothing written; 2 bad usage; 3 failure. See docs/remediation.md.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -75,89 +57,68 @@ func runRestoreSignal(ctx context.Context, args []string, _ io.Reader, stdout, s
 	if err := cfg.check(); err != nil {
 		return err
 	}
-	if *apply && strings.TrimSpace(*reason) == "" {
-		return usageError("--apply needs --reason TEXT: signal.restored records why the signal was restored")
-	}
-	var record func(context.Context, model.Event) (string, error)
-	if *apply {
-		switch {
-		case *brokers != "":
-			list := strings.Split(*brokers, ",")
-			record = func(ctx context.Context, e model.Event) (string, error) {
-				em, err := emit.New(emit.Config{Brokers: list, Topic: *topic, Timeout: *timeout, CreateTopic: true, Partitions: ev.Partitions})
-				if err != nil {
-					return "", err
-				}
-				defer em.Close()
-				return "kafka " + *brokers + " topic " + *topic, em.Emit(ctx, e)
-			}
-		case cfg.Events != "":
-			record = func(_ context.Context, e model.Event) (string, error) {
-				return cfg.Events, appendEvent(cfg.Events, e)
-			}
-		default:
-			return usageError("--apply must record signal.restored: give --kafka-brokers (or HANDOFF_KAFKA_BROKERS), or read --events FILE to append it there")
+	req := restore.Request{Key: cfg.key, Dir: cfg.Dir, AsOf: cfg.asOf, Settle: cfg.Settle, Apply: cfg.Apply, Who: whoRestores(cfg.Reason)}
+	if cfg.Apply {
+		if req.Recorder, err = cfg.recorder(); err != nil {
+			return err
 		}
+		defer req.Recorder.Close()
 	}
 	set, err := loadContracts(cfg.Contracts)
 	if err != nil {
 		return err
 	}
-	c := set.For(cfg.key.Pipeline)
-	d, _, err := replayBatch(ctx, &cfg, set, stderr)
+	req.Contract = set.For(cfg.key.Pipeline)
+	res, err := restore.Run(ctx, sourceHistory{cfg: &cfg, set: set, stderr: stderr}, req)
+	rep := restoreReport{Plan: res.Plan, Dir: cfg.Dir, Apply: cfg.Apply, Content: string(res.Plan.Content), Outcome: res.Outcome, RecordedTo: res.RecordedTo}
+	if res.Event != nil {
+		rep.EventID = res.Event.ID
+	}
+	if errors.Is(err, restore.ErrUnrecorded) {
+		printRestore(stdout, &rep, cfg.Format)
+		return fmt.Errorf("%w; record it with: echo %s | handoff emit --stdin", err, shellQuote(string(res.Event.AppendJSON(nil))))
+	}
 	if err != nil {
 		return err
 	}
-	facts, err := probeReceiver(ctx, &cfg, c)
-	if err != nil {
-		return err
-	}
-	plan := remedy.Restore(&d, c, facts)
-	rep := restoreReport{Plan: plan, Dir: cfg.Dir, Apply: *apply, Content: string(plan.Content)}
-	var code int
-	switch {
-	case plan.InPlace:
-		rep.Outcome = outcomeInPlace
-	case !plan.Proven():
-		rep.Outcome, code = outcomeRefused, exitNotDelivered
-	case !*apply:
-		rep.Outcome = outcomeWouldRestore
-	default:
-		// The mark tells watchers at the receiver that this signal was
-		// restored (and recorded by signal.restored), not delivered.
-		o, err := files.WriteAtomic(cfg.Dir, plan.Signal, plan.Content, 0o644, remedy.EventID(cfg.key, plan.Signal, plan.Content))
-		if err != nil {
-			return fmt.Errorf("restore %s in %s: %w (nothing recorded)", plan.Signal, cfg.Dir, err)
-		}
-		switch o {
-		case files.Unchanged:
-			rep.Outcome = outcomeInPlace
-		case files.Conflict:
-			rep.Outcome, code = outcomeRefused, exitNotDelivered
-			rep.Preconditions = append(rep.Preconditions, remedy.Result{Name: remedy.PreNoSignal, Detail: "a signal with other content appeared while the preconditions were checked; it was left as it is", Evidence: []string{}})
-		case files.Written:
-			rep.Outcome = outcomeRestored
-			at := cfg.asOf
-			if at.IsZero() {
-				at = time.Now()
-			}
-			e := plan.Event(&d, facts, whoRestores(*reason), at)
-			rep.EventID = e.ID
-			where, err := record(ctx, e)
-			if err != nil {
-				printRestore(stdout, &rep, cfg.Format)
-				return fmt.Errorf("the signal %s was written, but recording signal.restored failed: %w; record it with: echo '%s' | handoff emit --stdin", plan.Signal, err, e.AppendJSON(nil))
-			}
-			rep.RecordedTo = where
-		}
-	}
+	rep.Next = cfg.nextStep(&rep)
 	if err := printRestore(stdout, &rep, cfg.Format); err != nil {
 		return writing(err)
 	}
-	if code != 0 {
-		return &exitError{code: code}
+	if rep.Outcome == restore.Refused {
+		return &exitError{code: exitNotDelivered}
 	}
 	return nil
+}
+
+// recorder is where --apply records signal.restored: Kafka with
+// --kafka-brokers, else the --events file read.
+func (cfg *remedyConfig) recorder() (restore.Recorder, error) {
+	switch {
+	case cfg.Brokers != "":
+		return &restore.KafkaRecorder{Brokers: strings.Split(cfg.Brokers, ","), Topic: cfg.Kafka.Topic, Timeout: cfg.Kafka.Timeout, Partitions: cfg.Kafka.Partitions}, nil
+	case cfg.Events != "":
+		return &restore.FileRecorder{Path: cfg.Events}, nil
+	}
+	return nil, usageError("--apply must record signal.restored: give --kafka-brokers (or HANDOFF_KAFKA_BROKERS), or read --events FILE to append it there")
+}
+
+// nextStep is the complete command to run after rep, as printed.
+func (cfg *remedyConfig) nextStep(rep *restoreReport) string {
+	switch rep.Outcome {
+	case restore.WouldRestore:
+		args := append([]string{"handoff", "restore-signal"}, cfg.sourceArgs()...)
+		if cfg.AsOf != "" {
+			args = append(args, "--as-of", cfg.AsOf)
+		}
+		if cfg.Brokers != "" {
+			args = append(args, "--kafka-brokers", cfg.Brokers, "--topic", cfg.Kafka.Topic)
+		}
+		return shellCommand(append(args, "--settle", cfg.Settle.String(), "--apply", "--reason", "every precondition proven by the dry run")...)
+	case restore.Restored, restore.InPlace:
+		return shellCommand(append(append([]string{"handoff", "verify"}, cfg.sourceArgs()...), "--wait", "10m")...)
+	}
+	return ""
 }
 
 func printRestore(w io.Writer, r *restoreReport, format string) error {
@@ -177,16 +138,22 @@ func printRestore(w io.Writer, r *restoreReport, format string) error {
 	fmt.Fprintf(bw, "  receiver  %s\n  data file %s\n  signal    %s\n  content   %s\n", r.Dir, r.Artifact, r.Signal, content)
 	printResults(bw, "PRECONDITIONS (artifact first, signal last)", r.Preconditions, "proven", "NOT PROVEN")
 	fmt.Fprintln(bw, "RESULT")
-	switch r.Outcome {
-	case outcomeInPlace:
-		fmt.Fprintf(bw, "  the signal %s is already in place with the content a restore would write: nothing changed\n", r.Signal)
-	case outcomeRefused:
+	switch {
+	case r.Outcome == restore.InPlace:
+		fmt.Fprintf(bw, "  the signal %s is already in place with the content a restore would write, and every other precondition is proven: nothing changed\n", r.Signal)
+	case r.Outcome == restore.Refused && r.Present:
+		fmt.Fprintf(bw, "  refused: the signal %s is at the receiver with the content a restore would write, but not proven: %s; it declares a delivery these facts do not support; nothing written\n", r.Signal, strings.Join(r.Unjustified(), ", "))
+	case r.Outcome == restore.Refused:
 		fmt.Fprintf(bw, "  refused: not proven: %s; nothing written\n", strings.Join(r.Unproven(), ", "))
-	case outcomeWouldRestore:
-		fmt.Fprintf(bw, "  every precondition is proven: run again with --apply --reason TEXT to write %s\n", r.Signal)
-	case outcomeRestored:
+	case r.Outcome == restore.WouldRestore:
+		fmt.Fprintf(bw, "  every precondition is proven: run it with --apply to write %s (put your own --reason)\n", r.Signal)
+	case r.Outcome == restore.Restored && r.RecordedTo == "":
+		fmt.Fprintf(bw, "  restored %s (%d bytes, written then renamed), but signal.restored %s is NOT recorded: see the error below\n", r.Signal, len(r.Content), r.EventID)
+	case r.Outcome == restore.Restored:
 		fmt.Fprintf(bw, "  restored %s (%d bytes, written then renamed); signal.restored %s recorded to %s\n", r.Signal, len(r.Content), r.EventID, r.RecordedTo)
-		fmt.Fprintf(bw, "  next: handoff verify --batch %s --dir %s --wait 10m\n", r.Batch, r.Dir)
+	}
+	if r.Next != "" {
+		fmt.Fprintf(bw, "  next: %s\n", r.Next)
 	}
 	return bw.Flush()
 }
@@ -199,30 +166,4 @@ func whoRestores(reason string) remedy.Who {
 	}
 	who.Host, _ = os.Hostname()
 	return who
-}
-
-// appendEvent appends e as one JSON line to the events file, synced: the
-// next diagnose of that file sees the restore.
-func appendEvent(path string, e model.Event) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
-	if err != nil {
-		return fmt.Errorf("append signal.restored to %s: %w", path, err)
-	}
-	line := append(e.AppendJSON(nil), '\n')
-	// A file whose last line has no newline would glue the event to it.
-	if st, err := f.Stat(); err == nil && st.Size() > 0 {
-		last := make([]byte, 1)
-		if _, err := f.ReadAt(last, st.Size()-1); err == nil && last[0] != '\n' {
-			line = append([]byte{'\n'}, line...)
-		}
-	}
-	if _, err := f.Write(line); err != nil {
-		f.Close()
-		return fmt.Errorf("append signal.restored to %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("fsync %s: %w", path, err)
-	}
-	return f.Close()
 }

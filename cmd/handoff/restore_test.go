@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/handoff-dev/handoff/ingest/restore"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/manifest"
 )
@@ -192,7 +193,7 @@ func TestRestoreSignalDryRunApplyAndAgain(t *testing.T) {
 	before := rc.snapshot(t)
 
 	code, o, errOut := rc.restore(t)
-	if code != exitOK || o.Outcome != outcomeWouldRestore || len(o.unproven()) != 0 || len(o.Preconditions) != 8 {
+	if code != exitOK || o.Outcome != restore.WouldRestore || len(o.unproven()) != 0 || len(o.Preconditions) != 8 {
 		t.Fatalf("dry run: exit %d, %+v, %s", code, o, errOut)
 	}
 	if rc.snapshot(t) != before {
@@ -205,7 +206,7 @@ func TestRestoreSignalDryRunApplyAndAgain(t *testing.T) {
 	}
 
 	code, o, errOut = rc.restore(t, "--apply", "--reason", "seed case: flag lost by the exchange")
-	if code != exitOK || o.Outcome != outcomeRestored || o.EventID == "" {
+	if code != exitOK || o.Outcome != restore.Restored || o.EventID == "" {
 		t.Fatalf("apply: exit %d, %+v, %s", code, o, errOut)
 	}
 	flag, err := os.ReadFile(filepath.Join(rc.recv, storyFlag))
@@ -225,7 +226,7 @@ func TestRestoreSignalDryRunApplyAndAgain(t *testing.T) {
 
 	after := rc.snapshot(t)
 	code, o, errOut = rc.restore(t, "--apply", "--reason", "again")
-	if code != exitOK || o.Outcome != outcomeInPlace {
+	if code != exitOK || o.Outcome != restore.InPlace {
 		t.Fatalf("second apply: exit %d, %+v, %s", code, o, errOut)
 	}
 	if rc.snapshot(t) != after {
@@ -240,7 +241,7 @@ func refuse(t *testing.T, rc *restoreCase, want string) {
 	before := rc.snapshot(t)
 	for _, apply := range [][]string{nil, {"--apply", "--reason", "test"}} {
 		code, o, errOut := rc.restore(t, apply...)
-		if code != exitNotDelivered || o.Outcome != outcomeRefused || !slices.Contains(o.unproven(), want) {
+		if code != exitNotDelivered || o.Outcome != restore.Refused || !slices.Contains(o.unproven(), want) {
 			t.Fatalf("restore-signal %v: exit %d, outcome %s, unproven %v, want exit 1, refused, %s among them\n%s", apply, code, o.Outcome, o.unproven(), want, errOut)
 		}
 		if rc.snapshot(t) != before {
@@ -316,7 +317,7 @@ func TestRestoreSignalRefusesGrowingFile(t *testing.T) {
 	code, o, errOut := rc.restore(t, "--apply", "--reason", "test", "--settle", "1s")
 	close(stop)
 	<-done
-	if code != exitNotDelivered || o.Outcome != outcomeRefused || !slices.Contains(o.unproven(), "artifact_at_receiver") {
+	if code != exitNotDelivered || o.Outcome != restore.Refused || !slices.Contains(o.unproven(), "artifact_at_receiver") {
 		t.Fatalf("exit %d, %+v, %s", code, o, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(rc.recv, storyFlag)); err == nil {
@@ -438,7 +439,7 @@ func TestRestoreSignalManifest(t *testing.T) {
 	}
 	rc.writeEvents(t)
 	code, o, errOut := rc.restore(t, "--apply", "--reason", "r")
-	if code != exitOK || o.Outcome != outcomeRestored {
+	if code != exitOK || o.Outcome != restore.Restored {
 		t.Fatalf("apply: exit %d, %+v, %s", code, o, errOut)
 	}
 	b, err := os.ReadFile(filepath.Join(rc.recv, storyFlag))
@@ -453,7 +454,7 @@ func TestRestoreSignalManifest(t *testing.T) {
 	if m.Key.String() != storyBatch || m.Rows != 500 || !ok || f.Checksum != sha(rc.data) || f.Bytes != int64(len(rc.data)) {
 		t.Fatalf("manifest %+v", m)
 	}
-	if code, o, _ := rc.restore(t, "--apply", "--reason", "again"); code != exitOK || o.Outcome != outcomeInPlace {
+	if code, o, _ := rc.restore(t, "--apply", "--reason", "again"); code != exitOK || o.Outcome != restore.InPlace {
 		t.Fatalf("second apply: exit %d, %+v", code, o)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/handoff-dev/handoff/ingest/emit"
 	"github.com/handoff-dev/handoff/ingest/files"
+	"github.com/handoff-dev/handoff/ingest/restore"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 )
@@ -110,7 +111,7 @@ func TestSeedStory(t *testing.T) {
 	}
 
 	// restore-signal, dry run: every precondition proven, nothing written.
-	restore := func(extra ...string) (int, restoreOut, string) {
+	restoreSignal := func(extra ...string) (int, restoreOut, string) {
 		args := append([]string{"restore-signal", "--batch", storyBatch, "--dir", recv, "--contract", contractFile,
 			"--clickhouse", chAddr, "--database", db, "--format", "json", "--settle", "200ms"}, extra...)
 		var out, errb bytes.Buffer
@@ -121,8 +122,8 @@ func TestSeedStory(t *testing.T) {
 		}
 		return code, o, errb.String()
 	}
-	code, o, errOut := restore()
-	if code != exitOK || o.Outcome != outcomeWouldRestore || len(o.Preconditions) != 8 || len(o.unproven()) != 0 {
+	code, o, errOut := restoreSignal()
+	if code != exitOK || o.Outcome != restore.WouldRestore || len(o.Preconditions) != 8 || len(o.unproven()) != 0 {
 		t.Fatalf("dry run: exit %d, %+v, %s", code, o, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(recv, storyFlag)); err == nil {
@@ -134,8 +135,8 @@ func TestSeedStory(t *testing.T) {
 	consumed := make(chan error, 1)
 	go func() { consumed <- consumeOnFlag(ctx, em, recv, key) }()
 
-	code, o, errOut = restore("--apply", "--reason", "seed case: the exchange lost the flag", "--kafka-brokers", strings.Join(brokers, ","), "--topic", topic)
-	if code != exitOK || o.Outcome != outcomeRestored {
+	code, o, errOut = restoreSignal("--apply", "--reason", "seed case: the exchange lost the flag", "--kafka-brokers", strings.Join(brokers, ","), "--topic", topic)
+	if code != exitOK || o.Outcome != restore.Restored {
 		t.Fatalf("apply: exit %d, %+v, %s", code, o, errOut)
 	}
 	flagInfo, err := os.Stat(filepath.Join(recv, storyFlag))
@@ -164,8 +165,8 @@ func TestSeedStory(t *testing.T) {
 	}
 
 	// A second --apply changes nothing and says so.
-	code, o, errOut = restore("--apply", "--reason", "again", "--kafka-brokers", strings.Join(brokers, ","), "--topic", topic)
-	if code != exitOK || o.Outcome != outcomeInPlace || o.EventID != "" {
+	code, o, errOut = restoreSignal("--apply", "--reason", "again", "--kafka-brokers", strings.Join(brokers, ","), "--topic", topic)
+	if code != exitOK || o.Outcome != restore.InPlace || o.EventID != "" {
 		t.Fatalf("second apply: exit %d, %+v, %s", code, o, errOut)
 	}
 	again, err := os.Stat(filepath.Join(recv, storyFlag))

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/remedy"
-	"github.com/handoff-dev/handoff/analyzer/replay"
+	"github.com/handoff-dev/handoff/ingest/restore"
 )
 
 // verifyReport is verify's JSON output.
@@ -31,8 +31,6 @@ func runVerify(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	fs := flag.NewFlagSet("handoff verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	remedyFlags(fs, &cfg, false)
-	wait := fs.Duration("wait", 0, "wait up to this long for the consumer to consume the batch, re-reading the events (0: check once)")
-	poll := fs.Duration("poll", 2*time.Second, "with --wait: how often to re-read the events")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: handoff verify --batch KEY --dir RECEIVER_DIR --contract FILE|DIR (--events FILE | --clickhouse ADDR) [--wait DURATION]")
 		fmt.Fprintln(stderr, "\nChecks a batch end to end after a fix: artifact readable, signal identity and continuity, consumed")
@@ -46,45 +44,21 @@ func runVerify(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if err := cfg.check(); err != nil {
 		return err
 	}
-	if *wait < 0 || *poll <= 0 {
+	if cfg.Poll <= 0 {
 		return usageError("--wait must not be negative and --poll must be positive")
 	}
 	set, err := loadContracts(cfg.Contracts)
 	if err != nil {
 		return err
 	}
-	c := set.For(cfg.key.Pipeline)
-	start := time.Now()
-	deadline := start.Add(*wait)
-	var d replay.Diagnosis
-	var all []replay.Diagnosis
-	for {
-		d, all, err = replayBatch(ctx, &cfg, set, stderr)
-		if err != nil && *wait == 0 {
-			return err
-		}
-		if err == nil && remedy.Consumed(&d) || time.Now().After(deadline) {
-			break
-		}
-		t := time.NewTimer(min(*poll, time.Until(deadline)+time.Millisecond))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
+	req := restore.VerifyRequest{Key: cfg.key, Dir: cfg.Dir, Contract: set.For(cfg.key.Pipeline), AsOf: cfg.asOf, Wait: cfg.Wait, Poll: cfg.Poll}
+	v, waited, err := restore.Verify(ctx, sourceHistory{cfg: &cfg, set: set, stderr: stderr}, req)
 	if err != nil {
 		return err
 	}
-	facts, err := probeReceiver(ctx, &cfg, c)
-	if err != nil {
-		return err
-	}
-	v := remedy.Verify(&d, all, c, facts)
 	rep := verifyReport{Verification: v, Dir: cfg.Dir, Passed: v.Passed()}
-	if *wait > 0 {
-		rep.Waited = time.Since(start).Round(time.Millisecond).String()
+	if cfg.Wait > 0 {
+		rep.Waited = waited.Round(time.Millisecond).String()
 	}
 	if err := printVerify(stdout, &rep, cfg.Format); err != nil {
 		return writing(err)

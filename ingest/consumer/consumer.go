@@ -20,7 +20,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
@@ -46,7 +45,7 @@ type Consumer struct {
 	cfg    Config
 	log    *slog.Logger
 	m      *Metrics
-	conn   driver.Conn
+	conn   chconn.Conn
 	sink   *writer.Sink
 	reader *kafka.Reader
 	dlq    *kafka.Writer

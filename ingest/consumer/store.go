@@ -2,12 +2,10 @@ package consumer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
-
+	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/store/writer"
 )
@@ -186,20 +184,13 @@ func (c *Consumer) store(ctx context.Context, group []*decoded, ins *writer.Prep
 	return nil
 }
 
-// ClickHouse error codes of a missing database or table.
-const (
-	chUnknownTable    = 60
-	chUnknownDatabase = 81
-)
-
 // recreateIfMissing returns err, after recreating the schema when err says
 // the database or a table does not exist (someone dropped it while the
 // ingester ran): the retry that follows then succeeds, where it would
 // otherwise fail for ever. What was dropped is gone; what the ingester
 // holds and reads from then on is stored.
 func (c *Consumer) recreateIfMissing(ctx context.Context, err error) error {
-	var ex *clickhouse.Exception
-	if !errors.As(err, &ex) || (ex.Code != chUnknownTable && ex.Code != chUnknownDatabase) {
+	if !chconn.MissingSchema(err) {
 		return err
 	}
 	c.log.Warn("ClickHouse database or table is missing; recreating the schema", "database", c.cfg.Database, "err", err)

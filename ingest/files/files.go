@@ -357,11 +357,33 @@ const (
 // MarkAttr before the rename (see Mark): who wrote the file, for watchers
 // that would otherwise take it for a delivery.
 func WriteAtomic(dir, name string, content []byte, perm os.FileMode, mark string) (Outcome, error) {
+	return CreateAtomic(dir, name, content, perm, mark, nil)
+}
+
+// tempPattern is the name of WriteAtomic's temporary file for name
+// (os.CreateTemp replaces the '*'): .NAME.tmp-*, which watchers know as
+// a copy of NAME in progress (FinalOf), or, when that would be longer than
+// a file name may be, the short .handoff-*.tmp, so that a final name of up
+// to 255 bytes can always be written.
+func tempPattern(name string) string {
+	const room = 255 - len(".") - len(".tmp-") - 10 // os.CreateTemp's random part is at most 10 digits
+	if len(name) <= room {
+		return "." + name + ".tmp-*"
+	}
+	return ".handoff-*.tmp"
+}
+
+// CreateAtomic is WriteAtomic with a last check: before, when not nil, is
+// called after the temporary file is synced and immediately before the
+// rename into place; an error from it abandons the write (nothing is
+// created) and is returned as it is. It is how a writer refuses when
+// what it proved has changed meanwhile.
+func CreateAtomic(dir, name string, content []byte, perm os.FileMode, mark string, before func() error) (Outcome, error) {
 	final := filepath.Join(dir, name)
 	if o, done, err := compare(final, content); done || err != nil {
 		return o, err
 	}
-	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	tmp, err := os.CreateTemp(dir, tempPattern(name))
 	if err != nil {
 		return 0, fmt.Errorf("create a temporary file in %s: %w", dir, err)
 	}
@@ -386,6 +408,11 @@ func WriteAtomic(dir, name string, content []byte, perm os.FileMode, mark string
 	}
 	if err := tmp.Close(); err != nil {
 		return 0, fmt.Errorf("close %s: %w", tmpName, err)
+	}
+	if before != nil {
+		if err := before(); err != nil {
+			return 0, err
+		}
 	}
 	if err := renameNoReplace(tmpName, final); err != nil {
 		if errors.Is(err, fs.ErrExist) {

@@ -28,7 +28,7 @@ import (
 	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/model"
 	ol "github.com/handoff-dev/handoff/model/openlineage"
-	"github.com/handoff-dev/handoff/store/writer"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // Defaults.
@@ -145,10 +145,10 @@ func (b *Bridge) Run(ctx context.Context) error {
 		events, dead := b.handle(m.Value)
 		switch {
 		case dead != nil:
-			dead.Source = writer.Source{Topic: m.Topic, Partition: int32(m.Partition), Offset: m.Offset}
+			dead.Source = schema.Source{Topic: m.Topic, Partition: int32(m.Partition), Offset: m.Offset}
 			dead.Key = string(m.Key)
 			if !b.retry(ctx, "write dead letter", func(ctx context.Context) error {
-				return dlq.WriteMessages(ctx, deadletter.Messages([]writer.DeadLetter{*dead})...)
+				return dlq.WriteMessages(ctx, deadletter.Messages([]schema.DeadLetter{*dead})...)
 			}) {
 				return nil
 			}
@@ -187,14 +187,14 @@ func (b *Bridge) retry(ctx context.Context, what string, f func(context.Context)
 }
 
 // handle maps one message: events to send, or a dead letter.
-func (b *Bridge) handle(value []byte) ([]model.Event, *writer.DeadLetter) {
+func (b *Bridge) handle(value []byte) ([]model.Event, *schema.DeadLetter) {
 	events, err := mapOne(value, b.contracts)
 	if errors.Is(err, ol.ErrNoContract) {
 		b.unmapped.Add(1)
 		return nil, nil
 	}
 	if err != nil {
-		return nil, &writer.DeadLetter{ReceivedMS: time.Now().UnixMilli(), Reason: rejectKind(err), Error: err.Error(), Payload: value}
+		return nil, &schema.DeadLetter{ReceivedMS: time.Now().UnixMilli(), Reason: rejectKind(err), Error: err.Error(), Payload: value}
 	}
 	if len(events) == 0 {
 		b.nothing.Add(1)

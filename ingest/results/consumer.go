@@ -20,7 +20,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/handoff-dev/handoff/internal/retry"
 	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/store/writer"
 )
@@ -36,7 +36,7 @@ import (
 type Options struct {
 	// Conn is the ClickHouse connection, with the schema ensured
 	// (schema.Ensure). Close does not close it.
-	Conn     driver.Conn
+	Conn     chconn.Conn
 	Logger   *slog.Logger          // default: discard
 	Registry prometheus.Registerer // where metrics are registered; nil: not registered
 }
@@ -258,9 +258,9 @@ func (c *Consumer) add(b *batch, m *kafka.Message, nowMS int64) {
 	var err error
 	switch m.Topic {
 	case c.cfg.FindingsTopic:
-		var f Finding
+		var f schema.FindingRow
 		if f, err = ParseFinding(m.Value); err == nil {
-			b.findings.Add(f.row(), src, nowMS)
+			b.findings.Add(f, src, nowMS)
 		}
 	case c.cfg.DiagnosesTopic:
 		var d Diagnosis

@@ -144,9 +144,9 @@ func load(t *testing.T, pipeline string, n int) records {
 		r.diagnoses = append(r.diagnoses, kafka.Message{Key: key, Value: d})
 		if i%3 == 0 {
 			raised := asOf.Add(-time.Duration(i) * time.Minute)
-			r.findings = append(r.findings, kafka.Message{Key: key, Value: findingRecord(t, d, "overdue", "consumed", StateOpen, 1, raised, 0)})
+			r.findings = append(r.findings, kafka.Message{Key: key, Value: findingRecord(t, d, "overdue", "consumed", stateOpen, 1, raised, 0)})
 			if i%2 == 0 {
-				r.findings = append(r.findings, kafka.Message{Key: key, Value: findingRecord(t, d, "overdue", "consumed", StateResolved, 2, raised, time.Duration(i)*time.Second)})
+				r.findings = append(r.findings, kafka.Message{Key: key, Value: findingRecord(t, d, "overdue", "consumed", stateResolved, 2, raised, time.Duration(i)*time.Second)})
 				r.resolved++
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // asOf is the as-of time of the test diagnoses.
@@ -69,7 +70,7 @@ func findingRecord(t testing.TB, diagnosis []byte, kind, name, state string, seq
 		"diagnosis":      json.RawMessage(diagnosis),
 		"some_new_field": []int{1, 2},
 	}
-	if state == StateResolved {
+	if state == stateResolved {
 		rec["resolved_at"] = raised.Add(lateness).Format(time.RFC3339Nano)
 	}
 	b, err := json.Marshal(rec)
@@ -137,8 +138,8 @@ func TestParseDiagnosis(t *testing.T) {
 
 func TestParseRejects(t *testing.T) {
 	diag := diagnosisRecords(t, 40, "pipe.reject")[0]
-	find := findingRecord(t, diag, "overdue", "signal_delivered", StateOpen, 1, asOf.Add(-time.Hour), 0)
-	resolved := findingRecord(t, diag, "overdue", "signal_delivered", StateResolved, 2, asOf.Add(-time.Hour), time.Minute)
+	find := findingRecord(t, diag, "overdue", "signal_delivered", stateOpen, 1, asOf.Add(-time.Hour), 0)
+	resolved := findingRecord(t, diag, "overdue", "signal_delivered", stateResolved, 2, asOf.Add(-time.Hour), time.Minute)
 	tests := []struct {
 		name     string
 		finding  bool
@@ -210,18 +211,24 @@ func TestParseRejects(t *testing.T) {
 	}
 }
 
+// The finding states as records carry them.
+const (
+	stateOpen     = string(detect.Open)
+	stateResolved = string(detect.Resolved)
+)
+
 func TestParseFinding(t *testing.T) {
 	diag := diagnosisRecords(t, 40, "pipe.finding")[0]
 	raised := time.Date(2026, 9, 30, 22, 0, 0, 0, time.UTC)
-	rec := findingRecord(t, diag, "overdue", "signal_delivered", StateResolved, 3, raised, 90*time.Minute)
+	rec := findingRecord(t, diag, "overdue", "signal_delivered", stateResolved, 3, raised, 90*time.Minute)
 	f, err := ParseFinding(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var d struct{ Batch, Status string }
 	json.Unmarshal(diag, &d)
-	want := Finding{
-		Fingerprint: fmt.Sprintf("%016x", fnv(d.Batch+"|overdue|signal_delivered")), State: StateResolved,
+	want := schema.FindingRow{
+		Fingerprint: fmt.Sprintf("%016x", fnv(d.Batch+"|overdue|signal_delivered")), State: stateResolved,
 		Kind: "overdue", Name: "signal_delivered", Seq: 3,
 		RaisedMS: raised.UnixMilli(), ResolvedMS: raised.Add(90 * time.Minute).UnixMilli(), DeadlineMS: raised.UnixMilli(),
 		LatenessMS: (90 * time.Minute).Milliseconds(), Severity: "critical", Owner: "team-ledger",
@@ -231,7 +238,7 @@ func TestParseFinding(t *testing.T) {
 	if f.Key.String() != d.Batch || f.Status != d.Status || f.Diagnosis != string(diag) {
 		t.Fatalf("identity/diagnosis: got %s %s, want %s %s; diagnosis kept: %v", f.Key, f.Status, d.Batch, d.Status, f.Diagnosis == string(diag))
 	}
-	f.Key, f.Summary, f.Diagnosis = model.BatchKey{}, Summary{}, ""
+	f.Key, f.Status, f.Verdict, f.FirstMissing, f.Diagnosis = model.BatchKey{}, "", "", "", ""
 	if fmt.Sprint(f) != fmt.Sprint(want) {
 		t.Fatalf("got  %+v\nwant %+v", f, want)
 	}
@@ -263,8 +270,8 @@ func TestParseFinding(t *testing.T) {
 func TestParseFindingOneDecoder(t *testing.T) {
 	diag := diagnosisRecords(t, 40, "pipe.one")[0]
 	good := append(detectRecords(t),
-		findingRecord(t, diag, "overdue", "signal_delivered", StateOpen, 1, asOf.Add(-time.Hour), 0),
-		findingRecord(t, diag, "row_mismatch", "", StateResolved, 4, asOf.Add(-time.Hour), time.Minute))
+		findingRecord(t, diag, "overdue", "signal_delivered", stateOpen, 1, asOf.Add(-time.Hour), 0),
+		findingRecord(t, diag, "row_mismatch", "", stateResolved, 4, asOf.Add(-time.Hour), time.Minute))
 	recs := append([][]byte{}, good...)
 	for _, g := range good[len(good)-2:] {
 		for _, m := range []struct{ field, v string }{
@@ -346,8 +353,8 @@ func FuzzParseDiagnosis(f *testing.F) {
 // decoder accepts too.
 func FuzzParseFinding(f *testing.F) {
 	diag := diagnosisRecords(f, 60, "pipe.fuzz")[0]
-	f.Add(findingRecord(f, diag, "overdue", "signal_delivered", StateOpen, 1, asOf, 0))
-	f.Add(findingRecord(f, diag, "late", "", StateResolved, 2, asOf, time.Hour))
+	f.Add(findingRecord(f, diag, "overdue", "signal_delivered", stateOpen, 1, asOf, 0))
+	f.Add(findingRecord(f, diag, "late", "", stateResolved, 2, asOf, time.Hour))
 	for _, r := range detectRecords(f) {
 		f.Add(r)
 	}
@@ -363,7 +370,7 @@ func FuzzParseFinding(f *testing.F) {
 			return
 		}
 		if x.Fingerprint == "" || x.Kind == "" || x.RaisedMS < 0 ||
-			(x.State == StateResolved) != (x.ResolvedMS != 0) || x.Seq < 1 || len(x.LabelKeys) != len(x.LabelValues) {
+			(x.State == stateResolved) != (x.ResolvedMS != 0) || x.Seq < 1 || len(x.LabelKeys) != len(x.LabelValues) {
 			t.Fatalf("accepted %q as %+v", b, x)
 		}
 	})

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // MaxRecordBytes is the largest finding or diagnosis record accepted. A
@@ -38,41 +38,6 @@ type Summary struct {
 	Verdict      string
 	FirstMissing string
 }
-
-// Finding is one record of the findings topic as stored (a row of
-// findings_v2). Times are Unix milliseconds; 0 means none.
-type Finding struct {
-	Key         model.BatchKey
-	Fingerprint string
-	State       string // open or resolved
-	Kind        string
-	Name        string
-	// Seq numbers the records of one fingerprint from 1 (open, each status
-	// change while open, resolved, reopened...): the latest record of a
-	// finding is the one with the highest Seq.
-	Seq            uint32
-	RaisedMS       int64
-	ResolvedMS     int64
-	DeadlineMS     int64
-	LatenessMS     int64
-	Severity       string
-	Owner          string
-	LabelKeys      []string // sorted
-	LabelValues    []string
-	EvidenceAsOfMS int64
-	// Summary holds the record's status and verdict (the detector repeats
-	// them at the top level for routing; else the embedded diagnosis')
-	// and the diagnosis' first_missing.
-	Summary
-	// Diagnosis is the embedded diagnosis JSON.
-	Diagnosis string
-}
-
-// Finding states.
-const (
-	StateOpen     = "open"
-	StateResolved = "resolved"
-)
 
 // diagnosisWire is the part of the analyzer's diagnosis JSON that ingest
 // reads (replay.Diagnosis.AppendJSON writes it); other fields are kept in the
@@ -119,67 +84,39 @@ func ParseDiagnosis(value []byte) (Diagnosis, error) {
 
 // ParseFinding decodes a findings-topic record with the detector's own
 // decoder (detect.ParseFinding: the format's one decoder, so a record is
-// stored exactly when the detector, notify and a restore would read it)
-// and adds what storage needs on top: the record within MaxRecordBytes,
-// seq within findings_v2's UInt32, every time within the storable range
-// (model.CheckStorableTime), labels as sorted keys and values,
-// the status and verdict to file the row under (the record's own, which
-// it was routed by, else the diagnosis') and the diagnosis as JSON.
-// Errors are *model.ValidationError naming the field, with the
-// dead-letter reason as Kind.
-func ParseFinding(value []byte) (Finding, error) {
+// stored exactly when the detector, notify and a restore would read it),
+// checks what storage needs on top (the record within MaxRecordBytes, seq
+// within findings_v2's UInt32, every time within the storable range,
+// model.CheckStorableTime) and returns its findings_v2 row
+// (schema.FindingRowOf). Errors are *model.ValidationError naming the
+// field, with the dead-letter reason as Kind.
+func ParseFinding(value []byte) (schema.FindingRow, error) {
 	if len(value) > MaxRecordBytes {
-		return Finding{}, tooLarge(len(value))
+		return schema.FindingRow{}, tooLarge(len(value))
 	}
 	d, err := detect.ParseFinding(value)
 	if err != nil {
 		var fe *detect.FindingError
 		if errors.As(err, &fe) {
-			return Finding{}, &model.ValidationError{Field: fe.Field, Reason: fe.Reason, Kind: fe.Kind}
+			return schema.FindingRow{}, &model.ValidationError{Field: fe.Field, Reason: fe.Reason, Kind: fe.Kind}
 		}
-		return Finding{}, &model.ValidationError{Reason: err.Error(), Kind: model.RejectBadJSON}
+		return schema.FindingRow{}, &model.ValidationError{Reason: err.Error(), Kind: model.RejectBadJSON}
 	}
 	if d.Seq > math.MaxUint32 {
-		return Finding{}, badValue("seq", strconv.Itoa(d.Seq), fmt.Sprintf("over %d, the largest seq findings_v2 stores", uint32(math.MaxUint32)))
+		return schema.FindingRow{}, badValue("seq", strconv.Itoa(d.Seq), fmt.Sprintf("over %d, the largest seq findings_v2 stores", uint32(math.MaxUint32)))
 	}
-	f := Finding{Key: d.Batch, Fingerprint: d.Fingerprint, State: string(d.State), Kind: string(d.Kind), Name: d.Name,
-		Seq: uint32(d.Seq), LatenessMS: d.Lateness.Milliseconds(), Severity: d.Severity, Owner: d.Owner}
 	for _, t := range [...]struct {
 		field string
 		t     time.Time
-		ms    *int64
-	}{{"raised_at", d.RaisedAt, &f.RaisedMS}, {"resolved_at", d.ResolvedAt, &f.ResolvedMS}, {"deadline", d.Deadline, &f.DeadlineMS}, {"evidence_as_of", d.EvidenceAsOf, &f.EvidenceAsOfMS}} {
+	}{{"raised_at", d.RaisedAt}, {"resolved_at", d.ResolvedAt}, {"deadline", d.Deadline}, {"evidence_as_of", d.EvidenceAsOf}} {
 		if t.t.IsZero() {
 			continue
 		}
 		if err := model.CheckStorableTime(t.field, t.t); err != nil {
-			return Finding{}, err
-		}
-		*t.ms = t.t.UnixMilli()
-	}
-	if len(d.Labels) > 0 {
-		f.LabelKeys = make([]string, 0, len(d.Labels))
-		for k := range d.Labels {
-			f.LabelKeys = append(f.LabelKeys, k)
-		}
-		slices.Sort(f.LabelKeys)
-		f.LabelValues = make([]string, len(f.LabelKeys))
-		for i, k := range f.LabelKeys {
-			f.LabelValues[i] = d.Labels[k]
+			return schema.FindingRow{}, err
 		}
 	}
-	f.Summary = Summary{Status: string(d.Status), Verdict: d.Verdict, FirstMissing: d.Diagnosis.FirstMissing}
-	if f.Status == "" {
-		f.Status = string(d.Diagnosis.Status)
-	}
-	if f.Verdict == "" {
-		f.Verdict = d.Diagnosis.Verdict.String()
-	}
-	// The diagnosis as the analyzer encodes it: byte for byte what the
-	// detector wrote (its encoding round-trips), without fields this
-	// version does not know.
-	f.Diagnosis = string(d.Diagnosis.AppendJSON(nil))
-	return f, nil
+	return schema.FindingRowOf(&d), nil
 }
 
 func tooLarge(n int) error {

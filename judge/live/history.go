@@ -4,10 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-
 	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/history"
 	"github.com/handoff-dev/handoff/store/replicas"
 	"github.com/handoff-dev/handoff/store/schema"
@@ -45,7 +44,7 @@ var _ History = ClusterHistory{}
 // PartitionEvents reads the partitions' events shard by shard.
 func (h ClusterHistory) PartitionEvents(ctx context.Context, topic string, partitions []int, from model.Date, fn func(*model.Event) error) error {
 	// Strict: the wiring has just waited for ingest's commits.
-	return h.Replicas.Each(ctx, []string{schema.Events}, h.now(), func(ctx context.Context, conn driver.Conn) error {
+	return h.Replicas.Each(ctx, []string{schema.Events}, h.now(), func(ctx context.Context, conn chconn.Conn) error {
 		return h.Store.Local(conn).PartitionEvents(ctx, topic, partitions, from, fn)
 	})
 }
@@ -53,7 +52,7 @@ func (h ClusterHistory) PartitionEvents(ctx context.Context, topic string, parti
 // BatchEvents reads one batch's events (from the shard that holds them;
 // the others return none).
 func (h ClusterHistory) BatchEvents(ctx context.Context, key model.BatchKey, fn func(*model.Event) error) error {
-	return h.Replicas.Each(ctx, []string{schema.Events}, h.now().Add(-reopenedFresh), func(ctx context.Context, conn driver.Conn) error {
+	return h.Replicas.Each(ctx, []string{schema.Events}, h.now().Add(-reopenedFresh), func(ctx context.Context, conn chconn.Conn) error {
 		return h.Store.Local(conn).BatchEvents(ctx, key, fn)
 	})
 }
@@ -62,7 +61,7 @@ func (h ClusterHistory) BatchEvents(ctx context.Context, key model.BatchKey, fn 
 // finding's records are all on its batch's shard).
 func (h ClusterHistory) Findings(ctx context.Context, from model.Date) ([]detect.Finding, error) {
 	var out []detect.Finding
-	err := h.Replicas.Each(ctx, []string{schema.Findings}, h.now(), func(ctx context.Context, conn driver.Conn) error {
+	err := h.Replicas.Each(ctx, []string{schema.Findings}, h.now(), func(ctx context.Context, conn chconn.Conn) error {
 		fs, err := h.Store.Local(conn).Findings(ctx, from)
 		out = append(out, fs...)
 		return err

@@ -180,6 +180,11 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 	}
 	r.owned = next
 	r.assignedAt, r.caughtUp = r.o.Now(), false
+	// The watermark's first safe time of this assignment is taken after
+	// now, on the same clock: heartbeats of the history up to now count at
+	// once, later ones once the safe time reaches them (as diagnose as of
+	// that time counts them).
+	r.o.Detector.Floor(r.assignedAt)
 	released := r.o.Detector.Release(func(k model.BatchKey) bool { return !r.owns(k) })
 	r.o.Detector.SetOwns(r.owns)
 	r.log.Info("detect: partitions assigned", "owned", a.Owned(), "new", len(fresh), "released_batches", released)

@@ -394,9 +394,16 @@ func (p *parser) contract(root *yaml.Node) *Contract {
 	if holidays != nil {
 		p.holidays(holidays, c)
 	}
-	if !c.Artifact.IsZero() && c.Artifact.String() == c.Signal.String() {
-		p.fail(root, "signal", "same template as artifact: the signal and the data file need different names")
+	var artifact, signal *entry
+	for i := range templates {
+		switch templates[i].key {
+		case "artifact":
+			artifact = &templates[i]
+		case "signal":
+			signal = &templates[i]
+		}
 	}
+	p.checkNames(c, artifact, signal)
 	if deadlines != nil {
 		p.deadlines(deadlines.v, c)
 	}
@@ -459,10 +466,71 @@ func (p *parser) template(key, s string, c *Contract) (Template, error) {
 		}
 		return t, nil
 	}
+	if err := checkNameTemplate(t); err != nil {
+		return Template{}, err
+	}
 	if !t.Uses("batch_id") && !datePart {
 		return Template{}, fmt.Errorf("%q: does not use {batch_id} or the business date, so names cannot tell batches apart", s)
 	}
 	return t, nil
+}
+
+// nameSamples are the batches a contract's names are rendered for at load:
+// the first and last minute of a day, and a long batch id where the
+// contract does not derive ids (they are then whatever the producer sends).
+func nameSamples(c *Contract) []model.BatchKey {
+	pipeline := c.Pipeline
+	if pipeline == "" {
+		pipeline = "p"
+	}
+	date := model.Date{Year: 2026, Month: 9, Day: 30}
+	var out []model.BatchKey
+	for _, at := range [][2]int{{0, 0}, {23, 59}} {
+		k := model.BatchKey{Pipeline: pipeline, BusinessDate: date, BatchID: date.Compact()}
+		if !c.BatchID.IsZero() {
+			k.BatchID = c.BatchID.renderAt(k, at[0], at[1])
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// checkNames renders the artifact and signal templates for sample batches:
+// each must render a valid file name, and the two must never render the
+// same name ("a_{batch_id}.csv" and "a_{yyyymmdd}.csv" do whenever the id
+// is the date): the signal would be the data file.
+func (p *parser) checkNames(c *Contract, artifact, signal *entry) {
+	bad := false
+	for _, e := range []*entry{artifact, signal} {
+		if e == nil {
+			continue
+		}
+		t := c.Artifact
+		if e.key == "signal" {
+			t = c.Signal
+		}
+		if t.IsZero() {
+			continue
+		}
+		for i, k := range nameSamples(c) {
+			name := t.renderAt(k, 23*i, 59*i)
+			if err := CheckFileName(name); err != nil {
+				p.fail(e.v, e.key, "%q %v (for batch %s)", t.text, err, k)
+				bad = true
+				break
+			}
+		}
+	}
+	if bad || artifact == nil || signal == nil || c.Artifact.IsZero() || c.Signal.IsZero() {
+		return
+	}
+	for i, k := range nameSamples(c) {
+		a, s := c.Artifact.renderAt(k, 23*i, 59*i), c.Signal.renderAt(k, 23*i, 59*i)
+		if a == s {
+			p.fail(signal.v, "signal", "%q renders %q for batch %s, the same name as artifact %q (line %d): the signal and the data file need different names", c.Signal.text, s, k, c.Artifact.text, artifact.v.Line)
+			return
+		}
+	}
 }
 
 func (p *parser) required(n *yaml.Node) (model.BoundarySet, bool) {

@@ -124,7 +124,7 @@ func TestParseDefaults(t *testing.T) {
 			}
 			return ""
 		}},
-		{"templates with dates", "pipeline: p\nbatch_id: \"{yyyy}{mm}{dd}-1\"\nartifact: \"{pipeline}/{business_date}.csv\"\n", func(c *contract.Contract) string {
+		{"templates with dates", "pipeline: p\nbatch_id: \"{yyyy}{mm}{dd}-1\"\nartifact: \"{pipeline}_{business_date}.csv\"\n", func(c *contract.Contract) string {
 			if id, _ := c.ExpectedBatchID("p", model.MustParseDate("2026-09-30")); id != "20260930-1" {
 				return "batch id " + id
 			}
@@ -173,7 +173,17 @@ func TestParseErrors(t *testing.T) {
 		{"batch_id without date", "pipeline: p\nbatch_id: \"{pipeline}\"\n", `c.yaml:2: batch_id: "{pipeline}": does not use the business date ({yyyymmdd}, {business_date} or {yyyy}{mm}{dd}), so every batch would get the same id`},
 		{"batch_id with space", "pipeline: p\nbatch_id: \"{yyyymmdd} x\"\n", `c.yaml:2: batch_id: "{yyyymmdd} x" renders "20260930 x": must not contain '/', spaces or control characters`},
 		{"constant artifact", "pipeline: p\nartifact: data.csv\n", `c.yaml:2: artifact: "data.csv": does not use {batch_id} or the business date, so names cannot tell batches apart`},
-		{"signal same as artifact", "pipeline: p\nartifact: \"{batch_id}\"\nsignal: \"{batch_id}\"\n", `c.yaml:1: signal: same template as artifact: the signal and the data file need different names`},
+		{"signal same as artifact", "pipeline: p\nartifact: \"{batch_id}\"\nsignal: \"{batch_id}\"\n", `c.yaml:3: signal: "{batch_id}" renders "20260930" for batch p/2026-09-30/20260930, the same name as artifact "{batch_id}" (line 2): the signal and the data file need different names`},
+		{"signal renders the artifact's name", "pipeline: p\nartifact: \"a_{batch_id}.csv\"\nsignal: \"a_{yyyymmdd}.csv\"\n", `c.yaml:3: signal: "a_{yyyymmdd}.csv" renders "a_20260930.csv" for batch p/2026-09-30/20260930, the same name as artifact "a_{batch_id}.csv" (line 2): the signal and the data file need different names`},
+		{"signal renders the artifact's name under the batch_id template", "pipeline: p\nbatch_id: \"{yyyymmdd}-1\"\nartifact: \"a_{batch_id}\"\nsignal: \"a_{yyyymmdd}-1\"\n", `c.yaml:4: signal: "a_{yyyymmdd}-1" renders "a_20260930-1" for batch p/2026-09-30/20260930-1, the same name as artifact "a_{batch_id}" (line 3): the signal and the data file need different names`},
+		{"signal in a sub directory", "pipeline: p\nsignal: \"sub/x_{batch_id}.flag\"\n", `c.yaml:2: signal: "sub/x_{batch_id}.flag": contains '/': a name is one file in the receiver directory, never a path`},
+		{"artifact up a directory", "pipeline: p\nartifact: \"../x_{batch_id}.csv\"\n", `c.yaml:2: artifact: "../x_{batch_id}.csv": contains '/': a name is one file in the receiver directory, never a path`},
+		{"absolute artifact", "pipeline: p\nartifact: \"/etc/x_{batch_id}\"\n", `c.yaml:2: artifact: "/etc/x_{batch_id}": contains '/': a name is one file in the receiver directory, never a path`},
+		{"backslash in signal", "pipeline: p\nsignal: \"..\\\\x_{batch_id}.flag\"\n", `c.yaml:2: signal: "..\\x_{batch_id}.flag": contains '\\': a name is one file in the receiver directory, never a path`},
+		{"NUL in artifact", "pipeline: p\nartifact: \"x\\0{batch_id}\"\n", `c.yaml:2: artifact: "x\x00{batch_id}": contains NUL`},
+		{"control character in signal", "pipeline: p\nsignal: \"x\\e[2J{batch_id}\"\n", `c.yaml:2: signal: "x\x1b[2J{batch_id}": contains the control character U+001B`},
+		{"dot dot as a whole name", "pipeline: p\nbatch_id: \"{yyyymmdd}\"\nartifact: \"..\"\n", `c.yaml:3: artifact: "..": names a directory, not a file`},
+		{"signal name over 255 bytes", "pipeline: p\nsignal: \"" + strings.Repeat("s", 250) + "_{batch_id}\"\n", `c.yaml:2: signal: "` + strings.Repeat("s", 250) + `_{batch_id}" renders a name of 259 bytes, over the 255-byte limit of a file name (for batch p/2026-09-30/20260930)`},
 		{"required not a list", "pipeline: p\nrequired: produced\n", `c.yaml:2: required: want a list of boundaries such as [produced, finalized], got "produced"`},
 		{"required empty", "pipeline: p\nrequired: []\n", `c.yaml:2: required: empty list: require at least one boundary, or leave the key out for all seven`},
 		{"unknown boundary in required", "pipeline: p\nrequired:\n  - produced\n  - delivered\n", `c.yaml:4: required: unknown boundary "delivered" (want one of produced, finalized, signaled, transferred, signal_delivered, identified, consumed)`},

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -248,4 +249,63 @@ func (t Template) match(s, pipeline string) (stamp, bool) {
 		}
 	}
 	return st, s == ""
+}
+
+// MaxFileName is the longest file name, in bytes, that Linux file systems
+// accept (NAME_MAX).
+const MaxFileName = 255
+
+// CheckFileName reports why name cannot be one file in one directory: it
+// is empty, longer than MaxFileName bytes, "." or "..", or holds '/', '\',
+// NUL or another control character. A data file or signal name that
+// breaks one of these would land elsewhere than the receiver directory,
+// or nowhere.
+func CheckFileName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("renders an empty name")
+	case name == "." || name == "..":
+		return fmt.Errorf("renders %q, which names a directory, not a file", name)
+	case len(name) > MaxFileName:
+		return fmt.Errorf("renders a name of %d bytes, over the %d-byte limit of a file name", len(name), MaxFileName)
+	}
+	for _, r := range name {
+		if err := nameChar(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nameChar reports why r cannot be in a file name of a receiver.
+func nameChar(r rune) error {
+	switch {
+	case r == '/' || r == '\\':
+		return fmt.Errorf("contains %q: a name is one file in the receiver directory, never a path", r)
+	case r == 0:
+		return errors.New("contains NUL")
+	case r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0):
+		return fmt.Errorf("contains the control character %U", r)
+	}
+	return nil
+}
+
+// checkNameTemplate checks that t's literal text can be part of a file
+// name, before any rendering: a '/' or '\' in a template is a path, and
+// a template that is "." or ".." is a directory.
+func checkNameTemplate(t Template) error {
+	for _, p := range t.parts {
+		if p.ph != phNone {
+			continue
+		}
+		for _, r := range p.lit {
+			if err := nameChar(r); err != nil {
+				return fmt.Errorf("%q: %w", t.text, err)
+			}
+		}
+	}
+	if t.text == "." || t.text == ".." {
+		return fmt.Errorf("%q: names a directory, not a file", t.text)
+	}
+	return nil
 }

@@ -23,8 +23,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-
+	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/schema"
 )
 
@@ -118,7 +117,7 @@ func lookup(name string) (*definition, bool) {
 
 // Runner runs dashboard queries against one database.
 type Runner struct {
-	conn driver.Conn
+	conn chconn.Conn
 	db   string
 }
 
@@ -127,7 +126,7 @@ type Runner struct {
 // `handoff ingest` runs on start); the views need not: the queries inline
 // their SELECTs, so a read-only user on a database made by an older
 // release can run them.
-func NewRunner(conn driver.Conn, db string) (*Runner, error) {
+func NewRunner(conn chconn.Conn, db string) (*Runner, error) {
 	if err := schema.CheckDatabase(db); err != nil {
 		return nil, err
 	}
@@ -329,7 +328,7 @@ func (d *definition) render(db string, marker func(name string) (string, bool)) 
 }
 
 // scan reads every row generically, converting values to JSON-friendly ones.
-func scan(rows driver.Rows) (Result, error) {
+func scan(rows chconn.Rows) (Result, error) {
 	cts := rows.ColumnTypes()
 	res := Result{Columns: rows.Columns(), Types: make([]string, len(cts)), Rows: [][]any{}}
 	ptrs := make([]any, len(cts))

@@ -1,362 +1,63 @@
-// Package findings reads the streaming detector's findings back from
-// ClickHouse (findings_v2): the latest record of each finding, selected by
-// pipeline, business dates, state and kind. It is the one home of that SQL:
-// `handoff serve` (API and page) and `handoff findings` both read through
-// it.
-//
-// A finding's records are numbered by seq (open, each status change,
-// resolved, reopened...). The latest record is the one with the highest
-// seq, read with argMax, never FINAL: a record delivered twice is two rows
-// with the same (fingerprint, seq) and the same content until merges
-// collapse them, so argMax reads the same state either way, and a
-// finding counts once however many copies are stored.
+// Package findings is `handoff findings`' and `handoff serve`'s view of
+// the streaming detector's findings: the filter a person gives, how late a
+// finding is, and the listing (text, JSON, JSON lines). The findings
+// themselves are the analyzer's (detect.Finding); they are read back from
+// ClickHouse by store/judgements, the one home of that SQL, whose filter
+// and result this package names for its callers.
 package findings
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"strings"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-
 	"github.com/handoff-dev/handoff/analyzer/detect"
-	"github.com/handoff-dev/handoff/analyzer/replay"
-	"github.com/handoff-dev/handoff/model"
-	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/judgements"
 )
 
-// Finding is the latest state of one finding of the streaming detector
-// (the findings_v2 record with the highest seq), without its diagnosis.
-type Finding struct {
-	Fingerprint  string     `json:"fingerprint"`
-	Batch        string     `json:"batch"`
-	Pipeline     string     `json:"pipeline"`
-	BusinessDate string     `json:"business_date"`
-	BatchID      string     `json:"batch_id"`
-	State        string     `json:"state"`
-	Kind         string     `json:"kind"`
-	Name         string     `json:"name"`
-	Seq          uint32     `json:"seq"`
-	RaisedAt     time.Time  `json:"raised_at"`
-	ResolvedAt   *time.Time `json:"resolved_at,omitempty"`
-	Deadline     *time.Time `json:"deadline,omitempty"`
-	// LatenessMs is the lateness the detector recorded with the latest
-	// record: for a resolved finding, how late the boundary came; while
-	// open, as of EvidenceAsOf (so it grows stale: see Late).
-	LatenessMs   int64     `json:"lateness_ms"`
-	EvidenceAsOf time.Time `json:"evidence_as_of"`
-	Severity     string    `json:"severity"`
-	Owner        string    `json:"owner"`
-	Status       string    `json:"status"`
-	Verdict      string    `json:"verdict"`
-	FirstMissing string    `json:"first_missing"`
-	// Key is the batch key of Pipeline, BusinessDate and BatchID.
-	Key model.BatchKey `json:"-"`
-}
-
-// Late is how late f's batch is as of now: for an open finding with a
-// deadline, now - deadline; otherwise the recorded lateness. Zero or less
-// means not late (kinds without a deadline).
-func (f *Finding) Late(now time.Time) time.Duration {
-	if f.State == StateOpen && f.Deadline != nil {
-		return now.Sub(*f.Deadline)
-	}
-	return time.Duration(f.LatenessMs) * time.Millisecond
-}
+// The selection and the result are store/judgements': the names below
+// are theirs, so a command filters findings without knowing where the SQL
+// lives.
+type (
+	// Filter selects findings (judgements.Filter).
+	Filter = judgements.Filter
+	// FieldError is a Filter field with a value Check refuses.
+	FieldError = judgements.FieldError
+	// Result is what Read found.
+	Result = judgements.Result
+	// Order is the order findings are read in.
+	Order = judgements.Order
+)
 
 // Finding states, as stored.
 const (
-	StateOpen     = string(detect.Open)
-	StateResolved = string(detect.Resolved)
+	StateOpen     = judgements.StateOpen
+	StateResolved = judgements.StateResolved
 )
 
-// Kinds returns every kind a finding may have: the detector's own
-// (overdue, missing, failed) and the replay's anomaly kinds that break a
-// batch (late is overdue's, and a continuity gap is the previous batch's
-// own finding).
-func Kinds() []string {
-	out := []string{string(detect.Overdue), string(detect.Missing), string(detect.Failed)}
-	for _, k := range replay.AnomalyKinds {
-		if k.Breaks() {
-			out = append(out, string(k))
-		}
-	}
-	return out
-}
-
-// Filter selects findings. Zero fields select all.
-type Filter struct {
-	// Pipelines are exact pipeline names and Prefixes pipeline name
-	// prefixes; a finding matches when its pipeline is one of Pipelines or
-	// starts with one of Prefixes. Both empty: every pipeline.
-	Pipelines []string
-	Prefixes  []string
-	// From and To bound the business date inclusively; a zero Date leaves
-	// that side open.
-	From, To model.Date
-	// State is StateOpen, StateResolved, or "" for both: the state of the
-	// latest record.
-	State string
-	// Kinds are finding kinds (Kinds()); empty: every kind.
-	Kinds []string
-	// Local reads the table's local replicated part (findings_v2_local) on
-	// the server the connection is on, instead of the Distributed table:
-	// one replica's copy of one shard, for reads that must see every
-	// acknowledged record (the detector's restore on a cluster, through
-	// store/replicas). Not user input.
-	Local bool
-}
-
-// table is the table f reads in database db.
-func (f *Filter) table(db string) string {
-	if f.Local {
-		return db + "." + schema.Findings + schema.LocalSuffix
-	}
-	return db + "." + schema.Findings
-}
-
-// FieldError is a Filter field with a value Check refuses.
-type FieldError struct {
-	// Field is the filter's name for it: pipeline, from, to, state, kind.
-	Field  string
-	Reason string
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
-
-func bad(field, format string, args ...any) error {
-	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
-}
-
-// Check validates f as user input: names as events carry them, a known
-// state and kinds, From not after To. Errors are *FieldError.
-func (f *Filter) Check() error {
-	for _, p := range f.Pipelines {
-		if err := model.CheckName("pipeline", p); err != nil {
-			return bad("pipeline", "%v", err)
-		}
-	}
-	for _, p := range f.Prefixes {
-		if err := model.CheckName("pipeline", p); err != nil {
-			return bad("pipeline", "prefix: %v", err)
-		}
-	}
-	if !f.From.IsZero() && !f.To.IsZero() && f.From.Compare(f.To) > 0 {
-		return bad("from", "%s is after to %s", f.From, f.To)
-	}
-	switch f.State {
-	case "", StateOpen, StateResolved:
-	default:
-		return bad("state", "%q: want %s or %s", clip(f.State), StateOpen, StateResolved)
-	}
-	known := Kinds()
-	for _, k := range f.Kinds {
-		if !slices.Contains(known, k) {
-			return bad("kind", "%q is not a finding kind: want one of %s", clip(k), strings.Join(known, ", "))
-		}
-	}
-	return nil
-}
-
-// clip shortens a hostile value for an error message.
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
-}
-
-// Order is the order findings are read in, which also decides which ones a
-// limit keeps.
-type Order int
-
+// Orders (judgements.Order).
 const (
-	// Unordered: as the server returns them (the detector's restore,
-	// which reads every finding and sorts nothing).
-	Unordered Order = iota
-	// ByRaised: open first, then oldest raised first (the serve pages:
-	// what has waited longest on top).
-	ByRaised
-	// ByBatch: by business date, pipeline, batch id, kind, name (the
-	// command's listing).
-	ByBatch
+	Unordered = judgements.Unordered
+	ByRaised  = judgements.ByRaised
+	ByBatch   = judgements.ByBatch
 )
 
-// orderBy is the ORDER BY of each Order; fingerprint last makes it total.
-var orderBy = map[Order]string{
-	Unordered: "",
-	ByRaised:  "st = 'open' DESC, raised, fingerprint",
-	ByBatch:   "business_date, pipeline, batch_id, k, nm, fingerprint",
-}
-
-// Query is one SELECT with its arguments, for the driver to bind.
-type Query struct {
-	SQL  string
-	Args []any
-}
-
-// Select returns the query reading at most limit findings (0: every one)
-// that f selects from database db, in order o. Every value is a bound
-// argument; db is checked by schema.CheckDatabase. Scan reads its rows.
-func Select(db string, f Filter, o Order, limit int) (Query, error) {
-	if err := schema.CheckDatabase(db); err != nil {
-		return Query{}, err
-	}
-	order, ok := orderBy[o]
-	if !ok {
-		return Query{}, fmt.Errorf("findings: unknown order %d", o)
-	}
-	if limit < 0 {
-		return Query{}, fmt.Errorf("findings: limit %d: want 0 (no limit) or more", limit)
-	}
-	var (
-		conds []string
-		args  []any
-	)
-	// pipeline IN (?, ?): the driver binds a slice as an array literal,
-	// which 18.16's IN refuses.
-	var alts []string
-	if len(f.Pipelines) > 0 {
-		alts = append(alts, "pipeline IN ("+strings.TrimSuffix(strings.Repeat("?, ", len(f.Pipelines)), ", ")+")")
-		for _, p := range f.Pipelines {
-			args = append(args, p)
-		}
-	}
-	for _, p := range f.Prefixes {
-		alts = append(alts, "startsWith(pipeline, ?)")
-		args = append(args, p)
-	}
-	if len(alts) > 0 {
-		conds = append(conds, "("+strings.Join(alts, " OR ")+")")
-	}
-	if !f.From.IsZero() {
-		conds = append(conds, "business_date >= toDate(?)")
-		args = append(args, f.From.String())
-	}
-	if !f.To.IsZero() {
-		conds = append(conds, "business_date <= toDate(?)")
-		args = append(args, f.To.String())
-	}
-	// The kind is part of the fingerprint, the same in every record of a
-	// finding: it filters rows. The state is the latest record's: it
-	// filters groups.
-	if len(f.Kinds) > 0 {
-		conds = append(conds, "kind IN ("+strings.TrimSuffix(strings.Repeat("?, ", len(f.Kinds)), ", ")+")")
-		for _, k := range f.Kinds {
-			args = append(args, k)
-		}
-	}
-	where := ""
-	if len(conds) > 0 {
-		where = " WHERE " + strings.Join(conds, " AND ")
-	}
-	having := ""
-	if f.State != "" {
-		having = " HAVING st = ?"
-		args = append(args, f.State)
-	}
-	tail := ""
-	if order != "" {
-		tail = " ORDER BY " + order
-	}
-	if limit > 0 {
-		tail += " LIMIT ?"
-		args = append(args, limit)
-	}
-	return Query{
-		SQL: "SELECT fingerprint, argMax(batch, seq), pipeline, business_date, batch_id, toString(argMax(state, seq)) AS st, " +
-			"argMax(kind, seq) AS k, argMax(name, seq) AS nm, max(seq), argMax(raised_ms, seq) AS raised, argMax(resolved_ms, seq), " +
-			"argMax(deadline_ms, seq), argMax(lateness_ms, seq), argMax(evidence_as_of_ms, seq), argMax(severity, seq), argMax(owner, seq), " +
-			"argMax(status, seq), argMax(verdict, seq), argMax(first_missing, seq) FROM " + f.table(db) + where +
-			" GROUP BY pipeline, business_date, batch_id, fingerprint" + having + tail,
-		Args: args,
-	}, nil
-}
-
-// Row is one result row: driver.Rows is one.
-type Row interface {
-	Scan(dest ...any) error
-}
-
-// Scan reads the current row of a Select query.
-func Scan(row Row) (Finding, error) {
-	var (
-		f                                          Finding
-		bd                                         time.Time
-		raised, resolved, deadline, evidenceAsOfMs int64
-	)
-	if err := row.Scan(&f.Fingerprint, &f.Batch, &f.Pipeline, &bd, &f.BatchID, &f.State, &f.Kind, &f.Name, &f.Seq,
-		&raised, &resolved, &deadline, &f.LatenessMs, &evidenceAsOfMs, &f.Severity, &f.Owner, &f.Status, &f.Verdict,
-		&f.FirstMissing); err != nil {
-		return f, fmt.Errorf("scan a finding: %w", err)
-	}
-	f.Key = model.BatchKey{Pipeline: f.Pipeline, BusinessDate: schema.DateFromColumn(bd), BatchID: f.BatchID}
-	f.BusinessDate = f.Key.BusinessDate.String()
-	f.RaisedAt, f.EvidenceAsOf = msTime(raised), msTime(evidenceAsOfMs)
-	if resolved != 0 {
-		t := msTime(resolved)
-		f.ResolvedAt = &t
-	}
-	if deadline != 0 {
-		t := msTime(deadline)
-		f.Deadline = &t
-	}
-	return f, nil
-}
-
-// msTime is the time of a millisecond column, where 0 means none.
-func msTime(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms).UTC()
-}
-
-// Querier runs a read: driver.Conn is one.
-type Querier interface {
-	Query(ctx context.Context, query string, args ...any) (driver.Rows, error)
-}
-
-// Result is what Read found.
-type Result struct {
-	Findings []Finding
-	// Truncated is set when more findings matched than the limit: the
-	// first limit of them, in the order asked for, are in Findings.
-	Truncated bool
-}
+// Kinds returns every kind a finding may have (judgements.Kinds).
+func Kinds() []string { return judgements.Kinds() }
 
 // Read reads at most limit findings (0: every one) that f selects from
 // database db over conn, in order o, and says whether more matched.
-func Read(ctx context.Context, conn Querier, db string, f Filter, o Order, limit int) (Result, error) {
-	ask := limit
-	if limit > 0 {
-		ask = limit + 1 // one more tells whether there are more
+func Read(ctx context.Context, conn judgements.Querier, db string, f Filter, o Order, limit int) (Result, error) {
+	return judgements.Read(ctx, conn, db, f, o, limit)
+}
+
+// Late is how late f's batch is as of now: for an open finding with a
+// deadline, now - deadline; otherwise the recorded lateness (for a
+// resolved finding, how late the boundary came; while open, as of
+// EvidenceAsOf, so it grows stale). Zero or less means not late (kinds
+// without a deadline).
+func Late(f *detect.Finding, now time.Time) time.Duration {
+	if f.State == StateOpen && !f.Deadline.IsZero() {
+		return now.Sub(f.Deadline)
 	}
-	q, err := Select(db, f, o, ask)
-	if err != nil {
-		return Result{}, err
-	}
-	rows, err := conn.Query(ctx, q.SQL, q.Args...)
-	if err != nil {
-		return Result{}, fmt.Errorf("read findings from %s: %w", f.table(db), err)
-	}
-	defer rows.Close()
-	var res Result
-	for rows.Next() {
-		if limit > 0 && len(res.Findings) == limit {
-			res.Truncated = true
-			break
-		}
-		fd, err := Scan(rows)
-		if err != nil {
-			return Result{}, fmt.Errorf("read findings from %s: %w", f.table(db), err)
-		}
-		res.Findings = append(res.Findings, fd)
-	}
-	if err := rows.Err(); err != nil {
-		return Result{}, fmt.Errorf("read findings from %s: %w", f.table(db), err)
-	}
-	return res, nil
+	return f.Lateness
 }

@@ -2,14 +2,14 @@ package findings
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/model"
 )
@@ -41,15 +41,15 @@ func WriteText(w io.Writer, res Result, state string, now time.Time) error {
 			// An overdue or failed finding is about its own boundary (its
 			// name); the diagnosis it carries may have moved on since, as
 			// when a resolved finding's batch now stalls further down.
-			boundary := f.FirstMissing
-			if f.Kind == "overdue" || f.Kind == "failed" || boundary == "" {
+			boundary := f.Diagnosis.FirstMissing
+			if f.Kind == detect.Overdue || f.Kind == detect.Failed || boundary == "" {
 				boundary = f.Name
 			}
-			line := []string{f.BusinessDate, f.Pipeline, f.BatchID, f.Kind, dash(boundary), dash(f.Verdict), dash(f.Status)}
+			line := []string{f.Batch.BusinessDate.String(), f.Batch.Pipeline, f.Batch.BatchID, string(f.Kind), dash(boundary), dash(f.Verdict), dash(string(f.Status))}
 			if state == "" {
-				line = append(line, f.State)
+				line = append(line, string(f.State))
 			}
-			line = append(line, stamp(&f.RaisedAt), stamp(f.Deadline), late(f.Late(now)))
+			line = append(line, stamp(f.RaisedAt), stamp(f.Deadline), late(Late(f, now)))
 			if resolved {
 				line = append(line, stamp(f.ResolvedAt))
 			}
@@ -76,7 +76,7 @@ func Summary(res Result, state string) string {
 		if res.Findings[i].State == StateOpen {
 			open++
 		}
-		pipelines[res.Findings[i].Pipeline] = true
+		pipelines[res.Findings[i].Batch.Pipeline] = true
 	}
 	n := len(res.Findings)
 	var s string
@@ -105,8 +105,8 @@ func count(n int, noun string) string {
 }
 
 // stamp is a time for the table: UTC to the second, "-" for none.
-func stamp(t *time.Time) string {
-	if t == nil || t.IsZero() {
+func stamp(t time.Time) string {
+	if t.IsZero() {
 		return "-"
 	}
 	return t.UTC().Format(time.RFC3339)
@@ -159,21 +159,68 @@ func WriteJSONL(w io.Writer, res Result) error {
 // writeLines writes each finding of res as compact JSON on a line of its
 // own: sep, a newline, the finding (no newline after the last).
 func writeLines(bw *bufio.Writer, res Result, sep string) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
+	var buf []byte
 	for i := range res.Findings {
-		buf.Reset()
-		if err := enc.Encode(&res.Findings[i]); err != nil {
-			return fmt.Errorf("finding %s as JSON: %w", res.Findings[i].Fingerprint, err)
-		}
+		buf = AppendJSON(buf[:0], &res.Findings[i])
 		if i > 0 {
 			bw.WriteString(sep)
 			bw.WriteByte('\n')
 		} else if sep != "" {
 			bw.WriteByte('\n')
 		}
-		bw.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+		bw.Write(buf)
 	}
 	return nil
+}
+
+// AppendJSON appends f as the listings show it (`handoff findings
+// --format json`, the serve API): one compact object of the latest
+// record's fields, without labels and diagnosis (of which first_missing
+// is kept), times in RFC 3339 UTC, resolved_at and deadline left out when
+// none. As everywhere in handoff's JSON, <, > and & are not HTML-escaped.
+func AppendJSON(b []byte, f *detect.Finding) []byte {
+	b = append(b, `{"fingerprint":`...)
+	b = model.AppendJSONString(b, f.Fingerprint)
+	for _, kv := range [...]struct{ k, v string }{
+		{"batch", f.Batch.String()}, {"pipeline", f.Batch.Pipeline}, {"business_date", f.Batch.BusinessDate.String()},
+		{"batch_id", f.Batch.BatchID}, {"state", string(f.State)}, {"kind", string(f.Kind)}, {"name", f.Name},
+	} {
+		b = appendKey(b, kv.k)
+		b = model.AppendJSONString(b, kv.v)
+	}
+	b = appendKey(b, "seq")
+	b = strconv.AppendInt(b, int64(f.Seq), 10)
+	b = appendTime(b, "raised_at", f.RaisedAt)
+	if !f.ResolvedAt.IsZero() {
+		b = appendTime(b, "resolved_at", f.ResolvedAt)
+	}
+	if !f.Deadline.IsZero() {
+		b = appendTime(b, "deadline", f.Deadline)
+	}
+	b = appendKey(b, "lateness_ms")
+	b = strconv.AppendInt(b, f.Lateness.Milliseconds(), 10)
+	b = appendTime(b, "evidence_as_of", f.EvidenceAsOf)
+	for _, kv := range [...]struct{ k, v string }{
+		{"severity", f.Severity}, {"owner", f.Owner}, {"status", string(f.Status)}, {"verdict", f.Verdict},
+		{"first_missing", f.Diagnosis.FirstMissing},
+	} {
+		b = appendKey(b, kv.k)
+		b = model.AppendJSONString(b, kv.v)
+	}
+	return append(b, '}')
+}
+
+func appendKey(b []byte, k string) []byte {
+	b = append(b, ',', '"')
+	b = append(b, k...)
+	return append(b, '"', ':')
+}
+
+// appendTime appends "k":"t" with t as encoding/json writes a time.Time
+// (RFC 3339 with the fraction it has), in UTC.
+func appendTime(b []byte, k string, t time.Time) []byte {
+	b = appendKey(b, k)
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
 }

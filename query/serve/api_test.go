@@ -133,11 +133,24 @@ func TestOneBatch(t *testing.T) {
 	}
 }
 
+// findingList is a page of GET /api/v1/findings as a client reads it
+// (serve.FindingList holds the analyzer's findings, which encode to it).
+type findingList struct {
+	Total    int `json:"total"`
+	Findings []struct {
+		Fingerprint string `json:"fingerprint"`
+		State       string `json:"state"`
+		Seq         int    `json:"seq"`
+		AgeSeconds  int64  `json:"age_seconds"`
+		URL         string `json:"url"`
+	} `json:"findings"`
+}
+
 // TestFindingsAPI checks the findings: latest state per fingerprint, open
 // first and oldest first, filters.
 func TestFindingsAPI(t *testing.T) {
 	f := newFixture(t)
-	var l serve.FindingList
+	var l findingList
 	f.getJSON(t, "/api/v1/findings", 200, &l)
 	var got []string
 	for _, x := range l.Findings {
@@ -333,7 +346,7 @@ func TestReadonlyUser(t *testing.T) {
 	if b.Diagnosis == nil || b.Diagnosis.FirstMissing != "signal_delivered" {
 		t.Errorf("readonly: batch %+v", b.Diagnosis)
 	}
-	var fl serve.FindingList
+	var fl findingList
 	h.getJSON(t, "/api/v1/findings", 200, &fl)
 	if fl.Total != 3 {
 		t.Errorf("readonly: %d findings, want 3", fl.Total)

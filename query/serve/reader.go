@@ -3,21 +3,20 @@ package serve
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-
+	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/query/findings"
+	"github.com/handoff-dev/handoff/store/chconn"
+	"github.com/handoff-dev/handoff/store/judgements"
 	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // Conn is what the server needs of a ClickHouse connection: reads only.
-// driver.Conn implements it; tests wrap it to see every statement sent.
-type Conn interface {
-	Query(ctx context.Context, query string, args ...any) (driver.Rows, error)
-}
+// chconn.Conn implements it; tests wrap it to see every statement sent.
+type Conn = judgements.Querier
 
 // reader runs the server's own reads: every statement is a constant with
 // ? placeholders bound by the driver, the database name the one identifier
@@ -73,7 +72,7 @@ func (r *reader) ctx(ctx context.Context) (context.Context, context.CancelFunc) 
 		if secs < 1 {
 			secs = 1
 		}
-		qctx = clickhouse.Context(qctx, clickhouse.WithSettings(clickhouse.Settings{"max_execution_time": secs}))
+		qctx = chconn.WithSettings(qctx, map[string]any{"max_execution_time": secs})
 	}
 	return qctx, func() {
 		t.Stop()
@@ -83,7 +82,7 @@ func (r *reader) ctx(ctx context.Context) (context.Context, context.CancelFunc) 
 }
 
 // each runs one SELECT and calls scan for every row.
-func (r *reader) each(ctx context.Context, what, sql string, args []any, scan func(driver.Rows) error) error {
+func (r *reader) each(ctx context.Context, what, sql string, args []any, scan func(chconn.Rows) error) error {
 	qctx, cancel := r.ctx(ctx)
 	defer cancel()
 	rows, err := r.conn.Query(qctx, sql, args...)
@@ -130,36 +129,21 @@ type storedRow struct {
 	asOfMs                        int64
 }
 
-// rangeCond is the condition and arguments selecting pipeline ("" for
-// all) over dr, on a table keyed by (pipeline, business_date, ...).
-func rangeCond(pipeline string, dr dateRange) (string, []any) {
-	cond := "business_date >= toDate(?) AND business_date <= toDate(?)"
-	args := []any{dr.from.String(), dr.to.String()}
-	if pipeline != "" {
-		cond = "pipeline = ? AND " + cond
-		args = append([]any{pipeline}, args...)
-	}
-	return cond, args
-}
-
 // storedRows reads the latest stored diagnosis of every batch of pipeline
-// ("" for all) over dr: argMax by as-of, never FINAL (docs/ingest.md,
-// "Findings and diagnoses").
+// ("" for all) over dr (store/judgements has the SQL: argMax by as-of,
+// never FINAL).
 func (r *reader) storedRows(ctx context.Context, pipeline string, dr dateRange) (map[model.BatchKey]storedRow, error) {
-	cond, args := rangeCond(pipeline, dr)
+	q, err := judgements.SelectDiagnoses(r.db, pipeline, dr.from, dr.to)
+	if err != nil {
+		return nil, err
+	}
 	out := make(map[model.BatchKey]storedRow)
-	var (
-		p, b string
-		d    time.Time
-		row  storedRow
-	)
-	err := r.each(ctx, "stored diagnoses", "SELECT pipeline, business_date, batch_id, argMax(status, as_of_ms), argMax(verdict, as_of_ms), "+
-		"argMax(first_missing, as_of_ms), max(as_of_ms) FROM "+r.db+"."+schema.Diagnoses+" WHERE "+cond+
-		" GROUP BY pipeline, business_date, batch_id", args, func(rows driver.Rows) error {
-		if err := rows.Scan(&p, &d, &b, &row.status, &row.verdict, &row.firstMissing, &row.asOfMs); err != nil {
+	err = r.each(ctx, "stored diagnoses", q.SQL, q.Args, func(rows chconn.Rows) error {
+		k, d, err := judgements.ScanDiagnosis(rows)
+		if err != nil {
 			return err
 		}
-		out[model.BatchKey{Pipeline: p, BusinessDate: schema.DateFromColumn(d), BatchID: b}] = row
+		out[k] = storedRow{status: d.Status, verdict: d.Verdict, firstMissing: d.FirstMissing, asOfMs: d.AsOfMS}
 		return nil
 	})
 	return out, err
@@ -168,50 +152,55 @@ func (r *reader) storedRows(ctx context.Context, pipeline string, dr dateRange) 
 // storedDiagnosis returns the JSON of the latest stored diagnosis of k, or
 // nil when there is none.
 func (r *reader) storedDiagnosis(ctx context.Context, k model.BatchKey) ([]byte, error) {
-	var (
-		out  []byte
-		text string
-		n    uint64
-	)
-	err := r.each(ctx, "the stored diagnosis", "SELECT argMax(diagnosis, as_of_ms), count() FROM "+r.db+
-		"."+schema.Diagnoses+" WHERE pipeline = ? AND business_date = toDate(?) AND batch_id = ?",
-		[]any{k.Pipeline, k.BusinessDate.String(), k.BatchID}, func(rows driver.Rows) error {
-			if err := rows.Scan(&text, &n); err != nil {
-				return err
-			}
-			if n > 0 {
-				out = []byte(text)
-			}
-			return nil
-		})
+	q, err := judgements.SelectDiagnosis(r.db, k)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	err = r.each(ctx, "the stored diagnosis", q.SQL, q.Args, func(rows chconn.Rows) error {
+		out, err = judgements.ScanDiagnosisJSON(rows)
+		return err
+	})
 	return out, err
 }
 
 // Finding is the latest state of one finding of the streaming detector
-// (findings.Finding), with what the API adds to it.
+// (the analyzer's detect.Finding, read by store/judgements), with what the
+// API adds to it.
 type Finding struct {
-	findings.Finding
+	detect.Finding
 	// AgeSeconds is how long the finding has been open (until it was
 	// resolved, for a resolved one), as of the request.
-	AgeSeconds int64 `json:"age_seconds"`
+	AgeSeconds int64
 	// URL is the batch's web page.
-	URL string `json:"url"`
+	URL string
+}
+
+// MarshalJSON writes the finding as the listings do (findings.AppendJSON)
+// with age_seconds and url added.
+func (f Finding) MarshalJSON() ([]byte, error) {
+	b := findings.AppendJSON(nil, &f.Finding)
+	b = append(b[:len(b)-1], `,"age_seconds":`...)
+	b = strconv.AppendInt(b, f.AgeSeconds, 10)
+	b = append(b, `,"url":`...)
+	b = model.AppendJSONString(b, f.URL)
+	return append(b, '}'), nil
 }
 
 // findings reads the latest state of every finding f selects, open first,
-// then oldest raised first, at most limit (query/findings has the SQL).
+// then oldest raised first, at most limit (store/judgements has the SQL).
 func (r *reader) findings(ctx context.Context, f findings.Filter, limit int) ([]Finding, error) {
-	q, err := findings.Select(r.db, f, findings.ByRaised, limit)
+	q, err := judgements.Select(r.db, f, judgements.ByRaised, limit)
 	if err != nil {
 		return nil, err
 	}
 	var out []Finding
-	err = r.each(ctx, "findings", q.SQL, q.Args, func(rows driver.Rows) error {
-		fd, err := findings.Scan(rows)
+	err = r.each(ctx, "findings", q.SQL, q.Args, func(rows chconn.Rows) error {
+		fd, err := judgements.Scan(rows)
 		if err != nil {
 			return err
 		}
-		out = append(out, Finding{Finding: fd, URL: batchPath(fd.Key)})
+		out = append(out, Finding{Finding: fd, URL: batchPath(fd.Batch)})
 		return nil
 	})
 	return out, err
@@ -219,7 +208,7 @@ func (r *reader) findings(ctx context.Context, f findings.Filter, limit int) ([]
 
 // ping checks that the database's tables answer, for /healthz.
 func (r *reader) ping(ctx context.Context) error {
-	return r.each(ctx, "health", "SELECT count() FROM system.tables WHERE database = ? AND name = ?", []any{r.db, schema.Events}, func(rows driver.Rows) error {
+	return r.each(ctx, "health", "SELECT count() FROM system.tables WHERE database = ? AND name = ?", []any{r.db, schema.Events}, func(rows chconn.Rows) error {
 		var n uint64
 		if err := rows.Scan(&n); err != nil {
 			return err

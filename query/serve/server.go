@@ -23,7 +23,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -31,6 +30,7 @@ import (
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/query/findings"
+	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/history"
 	"github.com/handoff-dev/handoff/store/schema"
 )
@@ -78,7 +78,7 @@ type Server struct {
 // New returns a Server reading conn. It asks the server whether the user
 // is readonly=1 (then no query carries settings) and fails when the
 // database name is not a valid identifier.
-func New(ctx context.Context, conn driver.Conn, opts Options) (*Server, error) {
+func New(ctx context.Context, conn chconn.Conn, opts Options) (*Server, error) {
 	db := opts.Database
 	if db == "" {
 		db = schema.DefaultDatabase
@@ -450,8 +450,8 @@ func (s *Server) findingsOf(ctx context.Context, f findings.Filter) ([]Finding, 
 	now := s.now()
 	for i := range all {
 		end := now
-		if all[i].ResolvedAt != nil {
-			end = *all[i].ResolvedAt
+		if !all[i].ResolvedAt.IsZero() {
+			end = all[i].ResolvedAt
 		}
 		all[i].AgeSeconds = int64(end.Sub(all[i].RaisedAt) / time.Second)
 	}

@@ -6,6 +6,7 @@ package chconn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -111,4 +112,35 @@ func Open(ctx context.Context, cfg Config) (driver.Conn, error) {
 		return nil, fmt.Errorf("clickhouse %s: not answering over the native protocol: %w (is the server running? locally: bash deploy/services/up.sh)", cfg.Addr, err)
 	}
 	return conn, nil
+}
+
+// The driver's connection types, under the names the rest of handoff uses:
+// store/ is the one home of ClickHouse, so no package outside it imports
+// the driver, yet a read or a test can still hold a connection or rows.
+type (
+	// Conn is an open ClickHouse connection (Open returns one).
+	Conn = driver.Conn
+	// Rows are the rows of a query, read with Next and Scan.
+	Rows = driver.Rows
+	// Row is one row of QueryRow.
+	Row = driver.Row
+)
+
+// WithSettings returns ctx carrying query settings (for example
+// max_execution_time) for the queries run with it.
+func WithSettings(ctx context.Context, settings map[string]any) context.Context {
+	return clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings(settings)))
+}
+
+// ClickHouse error codes of a missing database or table.
+const (
+	codeUnknownTable    = 60
+	codeUnknownDatabase = 81
+)
+
+// MissingSchema reports whether err is ClickHouse saying that a database
+// or a table does not exist (someone dropped it).
+func MissingSchema(err error) bool {
+	var ex *clickhouse.Exception
+	return errors.As(err, &ex) && (ex.Code == codeUnknownTable || ex.Code == codeUnknownDatabase)
 }

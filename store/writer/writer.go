@@ -1,5 +1,7 @@
-// Package writer writes delivery events and dead letters into ClickHouse. It
-// is the only writer to handoff's tables.
+// Package writer writes into ClickHouse: delivery events and dead letters,
+// and (InsertColumns) the findings and diagnoses ingest/results stores. It
+// is the only writer to handoff's tables, and only the ingest side imports
+// it (deploy/check-imports.sh).
 //
 // Rows are gathered column by column (schema.EventBatch and the other row
 // types of store/schema, the schema's one home) and sent
@@ -18,22 +20,6 @@ import (
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/store/schema"
 )
-
-// Source says where an event or dead letter came from in Kafka.
-//
-// Deprecated: the row types live in store/schema (the schema's one home);
-// use schema.Source.
-type Source = schema.Source
-
-// EventBatch holds events as ClickHouse columns, ready to insert.
-//
-// Deprecated: use schema.EventBatch.
-type EventBatch = schema.EventBatch
-
-// DeadLetter is one rejected message.
-//
-// Deprecated: use schema.DeadLetter.
-type DeadLetter = schema.DeadLetter
 
 // Sink inserts into one handoff database.
 type Sink struct {

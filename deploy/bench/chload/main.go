@@ -57,7 +57,7 @@ func main() {
 	sc.Buffer(make([]byte, 1<<20), model.MaxEventSize+1024)
 	var (
 		dec         model.Decoder
-		b           writer.EventBatch
+		b           schema.EventBatch
 		stored, bad int
 		started     = time.Now()
 		now         = started.UnixMilli()
@@ -78,7 +78,7 @@ func main() {
 			bad++
 			continue
 		}
-		b.Add(&e, writer.Source{Topic: "chload"}, now)
+		b.Add(&e, schema.Source{Topic: "chload"}, now)
 		if b.Len() >= *batch {
 			flush()
 		}

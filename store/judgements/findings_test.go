@@ -1,4 +1,4 @@
-package findings_test
+package judgements_test
 
 import (
 	"context"
@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
+	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
-	"github.com/handoff-dev/handoff/query/findings"
+	"github.com/handoff-dev/handoff/store/judgements"
 	"github.com/handoff-dev/handoff/store/schema"
 	"github.com/handoff-dev/handoff/store/writer"
 )
@@ -139,7 +140,7 @@ func fixtureRows(t *testing.T) *schema.FindingRows {
 }
 
 // ids returns the test's names of fs, in order.
-func ids(fs []findings.Finding) []string {
+func ids(fs []detect.Finding) []string {
 	byFP := map[string]string{}
 	for id, fp := range fingerprints() {
 		byFP[fp] = id
@@ -155,8 +156,8 @@ func ids(fs []findings.Finding) []string {
 // by the test's names, in order.
 type readCase struct {
 	name  string
-	f     findings.Filter
-	order findings.Order
+	f     judgements.Filter
+	order judgements.Order
 	limit int
 	want  []string // nil: the open ones, in any order (Unordered)
 	trunc bool
@@ -165,25 +166,25 @@ type readCase struct {
 var readCases = func() []readCase {
 	d := model.MustParseDate
 	return []readCase{
-		{"all, by batch", findings.Filter{}, findings.ByBatch, 100, []string{"a2", "a1", "b1", "b2", "c1"}, false},
-		{"open", findings.Filter{State: findings.StateOpen}, findings.ByBatch, 100, []string{"a1", "b1", "b2", "c1"}, false},
-		{"resolved", findings.Filter{State: findings.StateResolved}, findings.ByBatch, 100, []string{"a2"}, false},
-		{"one pipeline", findings.Filter{Pipelines: []string{balance}}, findings.ByBatch, 100, []string{"a2", "a1"}, false},
-		{"two pipelines", findings.Filter{Pipelines: []string{audit, balance}}, findings.ByBatch, 100, []string{"a2", "a1", "c1"}, false},
-		{"prefix", findings.Filter{Prefixes: []string{"finance."}}, findings.ByBatch, 100, []string{"a2", "a1", "b1", "b2"}, false},
-		{"pipeline or prefix", findings.Filter{Pipelines: []string{audit}, Prefixes: []string{"finance.led"}}, findings.ByBatch, 100, []string{"b1", "b2", "c1"}, false},
-		{"no such pipeline", findings.Filter{Pipelines: []string{"finance"}}, findings.ByBatch, 100, []string{}, false},
-		{"quoted pipeline is bound", findings.Filter{Pipelines: []string{`x'--`}, Prefixes: []string{`'`}}, findings.ByBatch, 100, []string{}, false},
-		{"dates", findings.Filter{From: d("2026-09-30"), To: d("2026-10-01")}, findings.ByBatch, 100, []string{"a1", "b1", "b2"}, false},
-		{"from only", findings.Filter{From: d("2026-10-01")}, findings.ByBatch, 100, []string{"b2", "c1"}, false},
-		{"to only", findings.Filter{To: d("2026-09-29")}, findings.ByBatch, 100, []string{"a2"}, false},
-		{"kind", findings.Filter{Kinds: []string{"overdue"}}, findings.ByBatch, 100, []string{"a2", "a1"}, false},
-		{"kinds", findings.Filter{Kinds: []string{"failed", "missing"}}, findings.ByBatch, 100, []string{"b1", "c1"}, false},
-		{"open overdue", findings.Filter{State: findings.StateOpen, Kinds: []string{"overdue"}}, findings.ByBatch, 100, []string{"a1"}, false},
-		{"by raised: open first, oldest first", findings.Filter{}, findings.ByRaised, 100, []string{"a1", "b1", "b2", "c1", "a2"}, false},
-		{"limit cuts", findings.Filter{}, findings.ByBatch, 2, []string{"a2", "a1"}, true},
-		{"limit exactly met", findings.Filter{}, findings.ByBatch, 5, []string{"a2", "a1", "b1", "b2", "c1"}, false},
-		{"no limit", findings.Filter{State: findings.StateOpen}, findings.Unordered, 0, nil, false},
+		{"all, by batch", judgements.Filter{}, judgements.ByBatch, 100, []string{"a2", "a1", "b1", "b2", "c1"}, false},
+		{"open", judgements.Filter{State: judgements.StateOpen}, judgements.ByBatch, 100, []string{"a1", "b1", "b2", "c1"}, false},
+		{"resolved", judgements.Filter{State: judgements.StateResolved}, judgements.ByBatch, 100, []string{"a2"}, false},
+		{"one pipeline", judgements.Filter{Pipelines: []string{balance}}, judgements.ByBatch, 100, []string{"a2", "a1"}, false},
+		{"two pipelines", judgements.Filter{Pipelines: []string{audit, balance}}, judgements.ByBatch, 100, []string{"a2", "a1", "c1"}, false},
+		{"prefix", judgements.Filter{Prefixes: []string{"finance."}}, judgements.ByBatch, 100, []string{"a2", "a1", "b1", "b2"}, false},
+		{"pipeline or prefix", judgements.Filter{Pipelines: []string{audit}, Prefixes: []string{"finance.led"}}, judgements.ByBatch, 100, []string{"b1", "b2", "c1"}, false},
+		{"no such pipeline", judgements.Filter{Pipelines: []string{"finance"}}, judgements.ByBatch, 100, []string{}, false},
+		{"quoted pipeline is bound", judgements.Filter{Pipelines: []string{`x'--`}, Prefixes: []string{`'`}}, judgements.ByBatch, 100, []string{}, false},
+		{"dates", judgements.Filter{From: d("2026-09-30"), To: d("2026-10-01")}, judgements.ByBatch, 100, []string{"a1", "b1", "b2"}, false},
+		{"from only", judgements.Filter{From: d("2026-10-01")}, judgements.ByBatch, 100, []string{"b2", "c1"}, false},
+		{"to only", judgements.Filter{To: d("2026-09-29")}, judgements.ByBatch, 100, []string{"a2"}, false},
+		{"kind", judgements.Filter{Kinds: []string{"overdue"}}, judgements.ByBatch, 100, []string{"a2", "a1"}, false},
+		{"kinds", judgements.Filter{Kinds: []string{"failed", "missing"}}, judgements.ByBatch, 100, []string{"b1", "c1"}, false},
+		{"open overdue", judgements.Filter{State: judgements.StateOpen, Kinds: []string{"overdue"}}, judgements.ByBatch, 100, []string{"a1"}, false},
+		{"by raised: open first, oldest first", judgements.Filter{}, judgements.ByRaised, 100, []string{"a1", "b1", "b2", "c1", "a2"}, false},
+		{"limit cuts", judgements.Filter{}, judgements.ByBatch, 2, []string{"a2", "a1"}, true},
+		{"limit exactly met", judgements.Filter{}, judgements.ByBatch, 5, []string{"a2", "a1", "b1", "b2", "c1"}, false},
+		{"no limit", judgements.Filter{State: judgements.StateOpen}, judgements.Unordered, 0, nil, false},
 	}
 }()
 
@@ -207,7 +208,7 @@ func TestRead(t *testing.T) {
 	db := load(t)
 	conn := testenv.ClickHouse(t)
 	for _, c := range readCases {
-		res, err := findings.Read(context.Background(), conn, db, c.f, c.order, c.limit)
+		res, err := judgements.Read(context.Background(), conn, db, c.f, c.order, c.limit)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -233,7 +234,7 @@ func TestReadCurrentClickHouse(t *testing.T) {
 		if limit > 0 {
 			limit++ // as Read asks, to see whether more match
 		}
-		q, err := findings.Select(db, c.f, c.order, limit)
+		q, err := judgements.Select(db, c.f, c.order, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -265,59 +266,62 @@ func TestReadCurrentClickHouse(t *testing.T) {
 // latest record's (highest seq), times in UTC.
 func TestLatestRecord(t *testing.T) {
 	db := load(t)
-	res, err := findings.Read(context.Background(), testenv.ClickHouse(t), db, findings.Filter{}, findings.ByBatch, 10)
+	res, err := judgements.Read(context.Background(), testenv.ClickHouse(t), db, judgements.Filter{}, judgements.ByBatch, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	byID := map[string]findings.Finding{}
+	byID := map[string]detect.Finding{}
 	for i, id := range ids(res.Findings) {
 		byID[id] = res.Findings[i]
 	}
-	at := func(s string) *time.Time { v, _ := time.Parse(time.RFC3339, s); return &v }
+	at := func(s string) time.Time { v, _ := time.Parse(time.RFC3339, s); return v }
 	key := model.BatchKey{Pipeline: balance, BusinessDate: model.MustParseDate("2026-09-29"), BatchID: "20260929"}
-	want := findings.Finding{Fingerprint: fingerprints()["a2"], Batch: key.String(), Pipeline: balance, BusinessDate: "2026-09-29",
-		BatchID: "20260929", State: "resolved", Kind: "overdue", Name: "consumed", Seq: 2, RaisedAt: *at("2026-09-29T23:00:00Z"),
-		ResolvedAt: at("2026-09-30T03:00:00Z"), Deadline: at("2026-09-29T22:00:00Z"), LatenessMs: 7_200_000,
-		EvidenceAsOf: at("2026-09-29T23:00:00Z").Add(2 * time.Millisecond), Severity: "warning", Owner: "team-fin",
-		Status: "delivered", Verdict: "not_identified", FirstMissing: "consumed", Key: key}
+	want := detect.Finding{Fingerprint: fingerprints()["a2"], Batch: key, State: "resolved", Kind: "overdue", Name: "consumed", Seq: 2,
+		RaisedAt: at("2026-09-29T23:00:00Z"), ResolvedAt: at("2026-09-30T03:00:00Z"), Deadline: at("2026-09-29T22:00:00Z"),
+		Lateness: 2 * time.Hour, EvidenceAsOf: at("2026-09-29T23:00:00Z").Add(2 * time.Millisecond), Severity: "warning", Owner: "team-fin",
+		Status: "delivered", Verdict: "not_identified",
+		// Read without the diagnosis: of it, what the table copies out.
+		Diagnosis: replay.Diagnosis{Batch: key.String(), Pipeline: balance, BusinessDate: "2026-09-29", BatchID: "20260929",
+			Status: "delivered", Verdict: model.NotIdentified, FirstMissing: "consumed"}}
 	if got := byID["a2"]; !reflect.DeepEqual(got, want) {
 		t.Errorf("a2:\n got %+v\nwant %+v", got, want)
 	}
 	// Reopened: the third record's, with no resolution time.
-	if b1 := byID["b1"]; b1.Seq != 3 || b1.State != "open" || b1.ResolvedAt != nil || b1.Status != "late" {
+	if b1 := byID["b1"]; b1.Seq != 3 || b1.State != "open" || !b1.ResolvedAt.IsZero() || b1.Status != "late" {
 		t.Errorf("b1 reopened: got seq %d state %s resolved %v status %s; want seq 3, open, none, late", b1.Seq, b1.State, b1.ResolvedAt, b1.Status)
 	}
 	// An anomaly: no deadline; the status of its second record.
-	if b2 := byID["b2"]; b2.Deadline != nil || b2.Status != "broken" || b2.Late(time.Now()) != 2*time.Hour {
-		t.Errorf("b2: deadline %v status %s late %v; want none, broken, its recorded 2h", b2.Deadline, b2.Status, b2.Late(time.Now()))
+	if b2 := byID["b2"]; !b2.Deadline.IsZero() || b2.Status != "broken" || b2.Lateness != 2*time.Hour {
+		t.Errorf("b2: deadline %v status %s lateness %v; want none, broken, its recorded 2h", b2.Deadline, b2.Status, b2.Lateness)
 	}
-	// Open with a deadline: late as of the time asked, not as recorded.
-	if a1 := byID["a1"]; a1.Late(*at("2026-10-03T00:00:00Z")) != 50*time.Hour {
-		t.Errorf("a1 late as of 2026-10-03: %v, want 50h", a1.Late(*at("2026-10-03T00:00:00Z")))
+	// Open with a deadline: its deadline, and the lateness recorded as of
+	// its evidence (query/findings.Late counts on from the deadline).
+	if a1 := byID["a1"]; a1.Deadline.IsZero() || a1.State != detect.Open {
+		t.Errorf("a1: deadline %v state %s; want a deadline, open", a1.Deadline, a1.State)
 	}
 }
 
 // TestCheck: user input the filter refuses, named by field.
 func TestCheck(t *testing.T) {
 	for _, tt := range []struct {
-		f     findings.Filter
+		f     judgements.Filter
 		field string
 		says  string
 	}{
-		{findings.Filter{Pipelines: []string{"a b"}}, "pipeline", "spaces"},
-		{findings.Filter{Pipelines: []string{""}}, "pipeline", "missing"},
-		{findings.Filter{Prefixes: []string{"x/"}}, "pipeline", "'/'"},
-		{findings.Filter{State: "open' OR 1=1"}, "state", "want open or resolved"},
-		{findings.Filter{Kinds: []string{"overdue", "late"}}, "kind", "not a finding kind"},
-		{findings.Filter{From: model.MustParseDate("2026-10-02"), To: model.MustParseDate("2026-10-01")}, "from", "after"},
+		{judgements.Filter{Pipelines: []string{"a b"}}, "pipeline", "spaces"},
+		{judgements.Filter{Pipelines: []string{""}}, "pipeline", "missing"},
+		{judgements.Filter{Prefixes: []string{"x/"}}, "pipeline", "'/'"},
+		{judgements.Filter{State: "open' OR 1=1"}, "state", "want open or resolved"},
+		{judgements.Filter{Kinds: []string{"overdue", "late"}}, "kind", "not a finding kind"},
+		{judgements.Filter{From: model.MustParseDate("2026-10-02"), To: model.MustParseDate("2026-10-01")}, "from", "after"},
 	} {
 		err := tt.f.Check()
-		fe, ok := err.(*findings.FieldError)
+		fe, ok := err.(*judgements.FieldError)
 		if !ok || fe.Field != tt.field || !strings.Contains(fe.Reason, tt.says) {
 			t.Errorf("Check(%+v) = %v; want a %s error saying %q", tt.f, err, tt.field, tt.says)
 		}
 	}
-	ok := findings.Filter{Pipelines: []string{balance}, Prefixes: []string{"finance."}, State: "open", Kinds: findings.Kinds(),
+	ok := judgements.Filter{Pipelines: []string{balance}, Prefixes: []string{"finance."}, State: "open", Kinds: judgements.Kinds(),
 		From: model.MustParseDate("2026-10-01"), To: model.MustParseDate("2026-10-01")}
 	if err := ok.Check(); err != nil {
 		t.Errorf("Check(%+v) = %v, want nil", ok, err)
@@ -328,14 +332,14 @@ func TestCheck(t *testing.T) {
 func TestSelectRefuses(t *testing.T) {
 	for _, tt := range []struct {
 		db    string
-		order findings.Order
+		order judgements.Order
 		limit int
 	}{
-		{"handoff.findings_v2 FINAL --", findings.ByBatch, 1},
-		{"handoff", findings.Order(99), 1},
-		{"handoff", findings.ByBatch, -1},
+		{"handoff.findings_v2 FINAL --", judgements.ByBatch, 1},
+		{"handoff", judgements.Order(99), 1},
+		{"handoff", judgements.ByBatch, -1},
 	} {
-		if q, err := findings.Select(tt.db, findings.Filter{}, tt.order, tt.limit); err == nil {
+		if q, err := judgements.Select(tt.db, judgements.Filter{}, tt.order, tt.limit); err == nil {
 			t.Errorf("Select(%q, %d, %d) = %q, want an error", tt.db, tt.order, tt.limit, q.SQL)
 		}
 	}

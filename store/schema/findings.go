@@ -1,0 +1,111 @@
+package schema
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/handoff-dev/handoff/analyzer/detect"
+	"github.com/handoff-dev/handoff/analyzer/replay"
+	"github.com/handoff-dev/handoff/model"
+)
+
+// A finding has one Go shape, the analyzer's detect.Finding, and one row
+// shape in storage, FindingRow. FindingRowOf is the encoder (what handoff
+// ingest stores of a finding record) and FindingRow.Finding the one
+// decoder back (what the detector's restore, `handoff findings` and
+// `handoff serve` read).
+
+// FindingRowOf returns the findings_v2 row of f: times in Unix
+// milliseconds, labels as sorted keys and values, the status and verdict
+// the record was routed by (else its diagnosis'), the diagnosis'
+// first_missing, and the diagnosis as the analyzer encodes it (byte for
+// byte what the detector wrote: the encoding round-trips). f.Seq must fit
+// in a UInt32 and every time be storable (model.CheckStorableTime): the
+// caller checks (ingest/results does, naming the field).
+func FindingRowOf(f *detect.Finding) FindingRow {
+	r := FindingRow{
+		Key: f.Batch, Fingerprint: f.Fingerprint, Seq: uint32(f.Seq), State: string(f.State), Kind: string(f.Kind), Name: f.Name,
+		RaisedMS: msOf(f.RaisedAt), ResolvedMS: msOf(f.ResolvedAt), DeadlineMS: msOf(f.Deadline), LatenessMS: f.Lateness.Milliseconds(),
+		Severity: f.Severity, Owner: f.Owner, EvidenceAsOfMS: msOf(f.EvidenceAsOf),
+		Status: string(f.Status), Verdict: f.Verdict, FirstMissing: f.Diagnosis.FirstMissing,
+		Diagnosis: string(f.Diagnosis.AppendJSON(nil)),
+	}
+	if r.Status == "" {
+		r.Status = string(f.Diagnosis.Status)
+	}
+	if r.Verdict == "" {
+		r.Verdict = f.Diagnosis.Verdict.String()
+	}
+	if len(f.Labels) > 0 {
+		r.LabelKeys = make([]string, 0, len(f.Labels))
+		for k := range f.Labels {
+			r.LabelKeys = append(r.LabelKeys, k)
+		}
+		slices.Sort(r.LabelKeys)
+		r.LabelValues = make([]string, len(r.LabelKeys))
+		for i, k := range r.LabelKeys {
+			r.LabelValues[i] = f.Labels[k]
+		}
+	}
+	return r
+}
+
+// Finding decodes the row back into the analyzer's Finding. A row read
+// without its diagnosis (Diagnosis "": the listings and the restore leave
+// that column out, it is the bulk of a row) gives a Finding whose
+// Diagnosis holds only what the table copies out of it: the batch, status,
+// verdict and first missing boundary. An error names the column that does
+// not decode.
+func (r *FindingRow) Finding() (detect.Finding, error) {
+	f := detect.Finding{
+		Fingerprint: r.Fingerprint, State: detect.State(r.State), Kind: detect.Kind(r.Kind), Name: r.Name, Batch: r.Key,
+		Status: replay.Status(r.Status), Verdict: r.Verdict, Seq: int(r.Seq),
+		RaisedAt: timeOfMS(r.RaisedMS), ResolvedAt: timeOfMS(r.ResolvedMS), Deadline: timeOfMS(r.DeadlineMS),
+		Lateness: time.Duration(r.LatenessMS) * time.Millisecond, EvidenceAsOf: timeOfMS(r.EvidenceAsOfMS),
+		Severity: r.Severity, Owner: r.Owner,
+	}
+	if len(r.LabelKeys) > 0 {
+		if len(r.LabelValues) != len(r.LabelKeys) {
+			return f, fmt.Errorf("finding %s: %d label_keys but %d label_values", r.Fingerprint, len(r.LabelKeys), len(r.LabelValues))
+		}
+		f.Labels = make(map[string]string, len(r.LabelKeys))
+		for i, k := range r.LabelKeys {
+			f.Labels[k] = r.LabelValues[i]
+		}
+	}
+	if r.Diagnosis != "" {
+		if err := json.Unmarshal([]byte(r.Diagnosis), &f.Diagnosis); err != nil {
+			return f, fmt.Errorf("finding %s: column diagnosis: %w", r.Fingerprint, err)
+		}
+		return f, nil
+	}
+	d := &f.Diagnosis
+	d.Batch, d.Pipeline, d.BusinessDate, d.BatchID = r.Key.String(), r.Key.Pipeline, r.Key.BusinessDate.String(), r.Key.BatchID
+	d.Status, d.FirstMissing = replay.Status(r.Status), r.FirstMissing
+	if r.Verdict != "" {
+		v, err := model.ParseHypothesis(r.Verdict)
+		if err != nil {
+			return f, fmt.Errorf("finding %s: column verdict %q: %w", r.Fingerprint, r.Verdict, err)
+		}
+		d.Verdict = v
+	}
+	return f, nil
+}
+
+// msOf is t in Unix milliseconds, 0 for the zero time (none).
+func msOf(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// timeOfMS is the UTC time of a millisecond column, where 0 means none.
+func timeOfMS(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
