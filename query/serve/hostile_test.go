@@ -33,7 +33,8 @@ const (
 // loadHostile stores a batch whose every text field holds markup, escape
 // sequences and bidi controls, through ingest's writer (as a compromised
 // producer's events would be stored, validation aside), and a finding of
-// it whose text fields do too.
+// it whose free-text fields do too (its verdict and first missing boundary
+// are read back as a closed set, so they hold valid values).
 func loadHostile(t *testing.T, f *fixture) model.BatchKey {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -60,7 +61,7 @@ func loadHostile(t *testing.T, f *fixture) model.BatchKey {
 	var finds schema.FindingRows
 	finds.Add(schema.FindingRow{Key: key, Fingerprint: "fp" + xss, Seq: 1, State: "open", Kind: "overdue", Name: "n" + xss,
 		RaisedMS: at.UnixMilli(), DeadlineMS: at.UnixMilli(), Severity: "s" + xss, Owner: "o" + xss, EvidenceAsOfMS: at.UnixMilli(),
-		Status: "late", Verdict: "v" + xss, FirstMissing: "f" + xss, Diagnosis: "{}"}, schema.Source{Topic: "t", Offset: 99}, asOf.UnixMilli())
+		Status: "late", Verdict: "not_identified", FirstMissing: "signal_delivered", Diagnosis: "{}"}, schema.Source{Topic: "t", Offset: 99}, asOf.UnixMilli())
 	if err := s.InsertColumns(ctx, schema.Findings, schema.FindingColumns, finds.Columns()); err != nil {
 		t.Fatal(err)
 	}
