@@ -91,7 +91,7 @@ const maxNameLen = 256
 
 // CheckName reports whether s can be a pipeline name or a batch id: not
 // empty, at most 256 bytes of printable UTF-8, without '/' (the batch key
-// separator) or white space. The *ValidationError it returns names field.
+// separator), white space, C1 controls or bidirectional controls. The *ValidationError it returns names field.
 // Contracts use it to reject a pipeline that no event could carry.
 func CheckName(field, s string) error { return checkName(field, s) }
 
@@ -108,8 +108,20 @@ func checkName(field, s string) error {
 		return badValue(field, s, "not valid UTF-8")
 	}
 	for _, r := range s {
-		if r == '/' || r <= ' ' || r == 0x7f {
+		if r == '/' || r <= ' ' || IsControl(r) || IsBidiControl(r) {
 			return badValue(field, s, "must not contain '/', spaces or control characters")
+		}
+	}
+	return nil
+}
+
+// checkText validates a free-form identity field (event_id, component,
+// object): no C0 or C1 control characters and no bidirectional controls,
+// which a terminal or a page would act on instead of showing.
+func checkText(field, s string) error {
+	for _, r := range s {
+		if IsControl(r) || IsBidiControl(r) {
+			return badValue(field, s, "must not contain control characters")
 		}
 	}
 	return nil
@@ -146,6 +158,15 @@ func (e *Event) Validate() error {
 		return badValue("time", s, timeRangeReason)
 	}
 	if err := checkName("pipeline", e.Pipeline); err != nil {
+		return err
+	}
+	if err := checkText("event_id", e.ID); err != nil {
+		return err
+	}
+	if err := checkText("component", e.Component); err != nil {
+		return err
+	}
+	if err := checkText("object", e.Object); err != nil {
 		return err
 	}
 	if e.System == "" {

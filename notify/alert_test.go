@@ -173,28 +173,39 @@ func TestBatchURLEscapes(t *testing.T) {
 // (openssl dgst -sha256 -hmac secret of the same body) and Verify's
 // refusals.
 func TestSignature(t *testing.T) {
-	body := []byte(`{"fingerprint":"b2cc3eaca6e2972c"}`)
-	// printf '%s' '{"fingerprint":"b2cc3eaca6e2972c"}' | openssl dgst -sha256 -hmac s3cret
-	const want = "sha256=3c7e454a9c4a11ea211519508f7f9ab4ec3fa6720e7d25ad47ca0b5edea8fd59"
-	got := Sign([]byte("s3cret"), body)
+	body := []byte(`{"fingerprint":"b2cc3eaca6e2972c","seq":3}`)
+	const finding = "b2cc3eaca6e2972c/3"
+	sent := time.Unix(1790000000, 0)
+	// printf '%s' '1790000000.b2cc3eaca6e2972c/3.{"fingerprint":"b2cc3eaca6e2972c","seq":3}' | openssl dgst -sha256 -hmac s3cret
+	const want = "t=1790000000,v1=37f19aa94b62593c7d951ef3f81b6b2911826f1bf376047002ea90a9b2faa180"
+	got := Sign([]byte("s3cret"), sent, finding, body)
 	if got != want {
 		t.Errorf("Sign = %s, want %s", got, want)
 	}
 	for _, tt := range []struct {
-		name   string
-		secret string
-		body   []byte
-		header string
-		ok     bool
+		name    string
+		secret  string
+		body    []byte
+		finding string
+		header  string
+		now     time.Time
+		err     string // "" when valid
 	}{
-		{"valid", "s3cret", body, got, true},
-		{"other secret", "other", body, got, false},
-		{"body changed", "s3cret", append([]byte{}, append(body, ' ')...), got, false},
-		{"no prefix", "s3cret", body, strings.TrimPrefix(got, "sha256="), false},
-		{"empty", "s3cret", body, "", false},
+		{"valid", "s3cret", body, finding, got, sent.Add(time.Minute), ""},
+		{"valid, receiver clock behind", "s3cret", body, finding, got, sent.Add(-time.Minute), ""},
+		{"other secret", "other", body, finding, got, sent, "does not match"},
+		{"body changed", "s3cret", append(append([]byte{}, body...), ' '), finding, got, sent, "does not match"},
+		{"finding header changed", "s3cret", body, "b2cc3eaca6e2972c/4", got, sent, "does not match"},
+		{"time changed", "s3cret", body, finding, strings.Replace(got, "t=1790000000", "t=1790000600", 1), sent.Add(10 * time.Minute), "does not match"},
+		{"replayed an hour later", "s3cret", body, finding, got, sent.Add(time.Hour), "a replayed request"},
+		{"from the future", "s3cret", body, finding, got, sent.Add(-time.Hour), "a replayed request"},
+		{"old format", "s3cret", body, finding, "sha256=" + strings.TrimPrefix(got, "t=1790000000,v1="), sent, "want t="},
+		{"no time", "s3cret", body, finding, strings.TrimPrefix(got, "t=1790000000,"), sent, "want t="},
+		{"empty", "s3cret", body, finding, "", sent, "want t="},
 	} {
-		if Verify([]byte(tt.secret), tt.body, tt.header) != tt.ok {
-			t.Errorf("%s: Verify = %v, want %v", tt.name, !tt.ok, tt.ok)
+		err := Verify([]byte(tt.secret), tt.body, tt.finding, tt.header, tt.now, DefaultTolerance)
+		if (err == nil) != (tt.err == "") || (err != nil && !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("%s: Verify = %v, want %q", tt.name, err, tt.err)
 		}
 	}
 }

@@ -67,7 +67,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Kafka.RegisterTopicShapeFlags(fs)
 	fs.Var(cliflag.List{P: &c.AlertmanagerURLs}, "alertmanager-url", "Alertmanager base URLs, comma-separated; each gets every alert (HANDOFF_ALERTMANAGER_URLS)")
 	fs.Var(cliflag.List{P: &c.WebhookURLs}, "webhook-url", "webhook URLs, comma-separated; each gets every finding as JSON (HANDOFF_WEBHOOK_URLS)")
-	fs.StringVar(&c.WebhookSecret, "webhook-secret", c.WebhookSecret, "HMAC-SHA256 key of the X-Handoff-Signature header (HANDOFF_WEBHOOK_SECRET)")
+	fs.Var(cliflag.Secret{P: &c.WebhookSecret}, "webhook-secret", "HMAC-SHA256 key of the X-Handoff-Signature header (HANDOFF_WEBHOOK_SECRET)")
 	fs.StringVar(&c.ServeURL, "serve-url", c.ServeURL, "base URL of handoff serve, for the batch page link (HANDOFF_SERVE_URL)")
 	fs.DurationVar(&c.Lease, "lease", c.Lease, "endsAt of an open alert: sending time + lease (HANDOFF_ALERT_LEASE)")
 	fs.DurationVar(&c.Resend, "resend", c.Resend, "send open alerts again this often; less than the lease (HANDOFF_ALERT_RESEND)")

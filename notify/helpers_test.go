@@ -151,8 +151,14 @@ type running struct {
 
 func start(t testing.TB, cfg Config) *running {
 	t.Helper()
+	return startWith(t, cfg, Options{})
+}
+
+// startWith is start with options (a logger, a clock).
+func startWith(t testing.TB, cfg Config, opts Options) *running {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	n, err := New(ctx, cfg, Options{})
+	n, err := New(ctx, cfg, opts)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -299,4 +305,38 @@ func (r *recorder) count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.reqs)
+}
+
+// logLines is a JSON slog handler's output, safe for the notifier's
+// concurrent deliveries.
+type logLines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// about returns the decoded lines whose fingerprint is fp.
+func (l *logLines) about(t testing.TB, fp string) []map[string]any {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, line := range bytes.Split(l.buf.Bytes(), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatalf("log line %s: %v", line, err)
+		}
+		if m["fingerprint"] == fp {
+			out = append(out, m)
+		}
+	}
+	return out
 }

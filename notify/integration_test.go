@@ -220,8 +220,8 @@ func TestWebhookEndpointDownForAWhile(t *testing.T) {
 	gotPerBatch := map[string][]string{}
 	seen := map[string]bool{}
 	for _, q := range hook.accepted() {
-		if !Verify([]byte(cfg.WebhookSecret), q.body, q.header.Get(HeaderSignature)) {
-			t.Errorf("bad signature %q on %s", q.header.Get(HeaderSignature), q.body)
+		if err := Verify([]byte(cfg.WebhookSecret), q.body, q.header.Get(HeaderFinding), q.header.Get(HeaderSignature), q.receiptAt, DefaultTolerance); err != nil {
+			t.Errorf("signature %q on %s: %v", q.header.Get(HeaderSignature), q.body, err)
 		}
 		f, err := detect.ParseFinding(q.body)
 		if err != nil {

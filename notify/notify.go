@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -85,7 +86,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Notifier, error) {
 	}
 	n := &Notifier{
 		cfg: cfg, log: opts.Logger, now: opts.Now, m: NewMetrics(opts.Registry),
-		http: &http.Client{Timeout: cfg.RequestTimeout}, set: newOpenSet(), lag: map[int]int64{},
+		http: &http.Client{Timeout: cfg.RequestTimeout, CheckRedirect: noRedirects}, set: newOpenSet(), lag: map[int]int64{},
 		amLocks: map[string]*sync.Mutex{}, ready: make(chan struct{}),
 	}
 	for _, u := range cfg.AlertmanagerURLs {
@@ -302,31 +303,47 @@ func (n *Notifier) handle(ctx context.Context, m *kafka.Message) error {
 	}
 	for _, u := range n.cfg.WebhookURLs {
 		jobs = append(jobs, job{receiver{"webhook", u}, func(ctx context.Context) error {
-			return postWebhook(ctx, n.http, u, []byte(n.cfg.WebhookSecret), m.Value, f.Fingerprint, f.Seq)
+			return postWebhook(ctx, n.http, u, []byte(n.cfg.WebhookSecret), m.Value, f.Fingerprint, f.Seq, n.now())
 		}})
 	}
 	errs := make([]error, len(jobs))
+	missed := make([]string, len(jobs)) // per receiver: why it did not take the record
 	var wg sync.WaitGroup
 	for i, j := range jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = n.deliver(ctx, j.rcv, &f, m, j.send)
+			missed[i], errs[i] = n.deliver(ctx, j.rcv, &f, m, j.send)
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	n.log.Info("finding delivered", "batch", f.Batch.String(), "kind", f.Kind, "name", f.Name, "state", f.State,
-		"status", f.Status, "fingerprint", f.Fingerprint, "seq", f.Seq, "receivers", len(jobs))
+	// One outcome, one line: delivered to every receiver, or not (and
+	// dead-lettered for those that did not take it).
+	var reasons []string
+	for _, r := range missed {
+		if r != "" {
+			reasons = append(reasons, r)
+		}
+	}
+	attrs := []any{"batch", f.Batch.String(), "kind", f.Kind, "name", f.Name, "state", f.State,
+		"status", f.Status, "fingerprint", f.Fingerprint, "seq", f.Seq}
+	if len(reasons) > 0 {
+		n.log.Error("finding not delivered; written to the dead-letter topic", append(attrs,
+			"receivers", len(jobs), "delivered_to", len(jobs)-len(reasons), "reason", strings.Join(reasons, "; "))...)
+		return nil
+	}
+	n.log.Info("finding delivered", append(attrs, "receivers", len(jobs))...)
 	return nil
 }
 
 // deliver sends one record to one receiver, retrying for RetryFor; when
 // the receiver still has not taken it (or refused it for good: a 4xx),
-// the record goes to the dead-letter topic with the reason.
-func (n *Notifier) deliver(ctx context.Context, r receiver, f *detect.Finding, m *kafka.Message, send func(context.Context) error) error {
+// the record goes to the dead-letter topic with the reason, which deliver
+// returns (empty: delivered). The caller logs the outcome.
+func (n *Notifier) deliver(ctx context.Context, r receiver, f *detect.Finding, m *kafka.Message, send func(context.Context) error) (string, error) {
 	var permanent error
 	rctx, cancel := context.WithTimeout(ctx, n.cfg.RetryFor)
 	defer cancel()
@@ -346,19 +363,18 @@ func (n *Notifier) deliver(ctx context.Context, r receiver, f *detect.Finding, m
 		return err
 	})
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return "", ctx.Err()
 	}
 	if err == nil && permanent == nil {
 		n.m.Delivered.WithLabelValues(r.kind, r.url).Inc()
-		return nil
+		return "", nil
 	}
 	reason := fmt.Sprintf("%s %s did not take the finding after %d attempts in %v: %v", r.kind, r.url, attempts, n.cfg.RetryFor, err)
 	if permanent != nil {
 		reason = fmt.Sprintf("%s %s refused the finding (not retried): %v", r.kind, r.url, permanent)
 	}
-	n.log.Error("finding not delivered; written to the dead-letter topic", "receiver", r.url, "fingerprint", f.Fingerprint, "seq", f.Seq, "reason", reason)
 	n.m.DeadLetters.WithLabelValues(r.kind, r.url).Inc()
-	return n.deadLetter(ctx, m, RejectUndeliverable, reason)
+	return reason, n.deadLetter(ctx, m, RejectUndeliverable, reason)
 }
 
 // deadLetter writes the record, unchanged, to the dead-letter topic with

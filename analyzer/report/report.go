@@ -52,7 +52,8 @@ func Text(w io.Writer, d *replay.Diagnosis) error {
 	}
 	var p printer
 	p.diagnosis(d)
-	_, err := io.WriteString(w, p.b.String())
+	// Events' text (errors, components, objects) reaches terminals.
+	_, err := io.WriteString(w, model.EscapeText(p.b.String()))
 	return err
 }
 
@@ -67,7 +68,7 @@ func TextAll(w io.Writer, ds []replay.Diagnosis) error {
 		p.blank()
 	}
 	p.summary(ds)
-	_, err := io.WriteString(w, p.b.String())
+	_, err := io.WriteString(w, model.EscapeText(p.b.String()))
 	return err
 }
 

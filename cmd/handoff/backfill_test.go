@@ -400,16 +400,24 @@ func TestBackfillPublishesOnce(t *testing.T) {
 
 	// A broker that is not there: exit 3 naming it, before anything is read.
 	code, out, errOut = runBackfillCmd(t, "--clickhouse-addr", addr, "--clickhouse-database", db, "--from", from, "--to", to,
-		"--contract", contracts, "--as-of", seedAsOf, "--kafka-brokers", "127.0.0.1:1", "--diagnoses-topic", topic)
+		"--contract", contracts, "--as-of", seedAsOf, "--kafka-brokers", "127.0.0.1:1", "--diagnoses-topic", topic, "--publish")
 	if code != exitFailure || !strings.Contains(errOut, "127.0.0.1:1") || out != "" {
 		t.Fatalf("backfill to a missing broker: exit %d, want %d; stderr %q should name the broker; stdout %q", code, exitFailure, errOut, out)
 	}
 
 	t.Setenv("HANDOFF_KAFKA_BROKERS", strings.Join(brokers, ","))
 	t.Setenv("HANDOFF_DIAGNOSES_TOPIC", topic)
+	// Kafka configured by the environment, as the docs have users source
+	// it, but no --publish: a look at history, nothing written (the row
+	// counts below would have a third copy).
+	code, out, errOut = runBackfillCmd(t, "--clickhouse-addr", addr, "--clickhouse-database", db, "--from", from, "--to", to,
+		"--contract", contracts, "--as-of", seedAsOf)
+	if code != exitOK || strings.Contains(out, "published") {
+		t.Fatalf("backfill without --publish: exit %d, summary %q (%s); want exit 0 and nothing published", code, out, errOut)
+	}
 	for run := range 2 {
 		code, out, errOut := runBackfillCmd(t, "--clickhouse-addr", addr, "--clickhouse-database", db, "--from", from, "--to", to,
-			"--contract", contracts, "--as-of", seedAsOf)
+			"--contract", contracts, "--as-of", seedAsOf, "--publish")
 		if code != exitOK {
 			t.Fatalf("backfill run %d: exit %d: %s", run+1, code, errOut)
 		}
@@ -515,7 +523,7 @@ func TestBackfillUsage(t *testing.T) {
 		{"as-of", append(slices.Clone(ok), "--as-of", "yesterday"), `--as-of "yesterday"`},
 		{"publish and dry run", append(slices.Clone(ok), "--publish", "--dry-run"), "--publish and --dry-run are exclusive"},
 		{"publish without Kafka", append(slices.Clone(ok), "--publish"), "--publish needs Kafka"},
-		{"empty topic", append(slices.Clone(ok), "--kafka-brokers", "127.0.0.1:1", "--diagnoses-topic", ""), "--diagnoses-topic"},
+		{"empty topic", append(slices.Clone(ok), "--publish", "--kafka-brokers", "127.0.0.1:1", "--diagnoses-topic", ""), "--diagnoses-topic"},
 		{"no ClickHouse", []string{"--from", "2026-09-01", "--to", "2026-09-30", "--clickhouse-addr", " "}, "--clickhouse-addr (HANDOFF_CLICKHOUSE_ADDR): empty"},
 		{"database", append(slices.Clone(ok), "--clickhouse-database", "x; DROP"), "--clickhouse-database"},
 		{"workers", append(slices.Clone(ok), "--workers", "-1"), "--workers -1"},

@@ -2,6 +2,8 @@ package main
 
 import (
 	"time"
+
+	"github.com/handoff-dev/handoff/internal/cliflag"
 )
 
 // checkFormat checks an output format flag (text or json), filling the
@@ -22,9 +24,9 @@ func parseAsOf(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return now, nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
+	t, err := cliflag.ParseTime("as-of", s)
 	if err != nil {
-		return time.Time{}, usageError("--as-of %q: want an RFC 3339 time such as 2026-10-03T00:00:00Z", s)
+		return time.Time{}, usageError("%v", err)
 	}
 	return t, nil
 }

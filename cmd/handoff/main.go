@@ -27,6 +27,7 @@ import (
 	"syscall"
 
 	"github.com/handoff-dev/handoff/internal/exitcode"
+	"github.com/handoff-dev/handoff/model"
 	// Contracts name time zones (Asia/Shanghai); embed the zone database so
 	// they load on machines without /usr/share/zoneinfo.
 	_ "time/tzdata"
@@ -119,7 +120,18 @@ func main() {
 	os.Exit(code)
 }
 
+// run runs a command. Its standard output goes through model.TextWriter,
+// the one escaping of every output: text from events (errors, components,
+// names) reaches terminals, which act on control characters. Standard
+// error carries progress bars (\r) and logs that quote their values; the
+// final error line is escaped.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	out := model.NewTextWriter(stdout)
+	defer out.Flush()
+	return runCommand(ctx, args, stdin, out, stderr)
+}
+
+func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {
@@ -143,11 +155,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if msg != nil {
 			// The one prefix of every message: the packages below say
 			// what failed, not which command they run in.
-			fmt.Fprintf(stderr, "handoff %s: %v\n", c.name, msg)
+			fmt.Fprintf(stderr, "handoff %s: %s\n", c.name, model.EscapeText(msg.Error()))
 		}
 		return code
 	}
-	fmt.Fprintf(stderr, "handoff: unknown command %q\n", args[0])
+	fmt.Fprintf(stderr, "handoff: unknown command %q\n", args[0]) // %q escapes
 	usage(stderr)
 	return exitUsage
 }

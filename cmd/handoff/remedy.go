@@ -108,9 +108,9 @@ func (cfg *remedyConfig) check(fs *flag.FlagSet) error {
 		return usageError("--settle and --wait must not be negative, --poll must be positive")
 	}
 	if cfg.AsOf != "" {
-		t, err := time.Parse(time.RFC3339Nano, cfg.AsOf)
+		t, err := cliflag.ParseTime("as-of", cfg.AsOf)
 		if err != nil {
-			return usageError("--as-of %q: want an RFC 3339 time such as 2026-10-03T00:00:00Z", cfg.AsOf)
+			return usageError("%v", err)
 		}
 		cfg.asOf = t
 	}

@@ -44,8 +44,11 @@ func TestSeedStory(t *testing.T) {
 	}
 	background := svc.background
 	for _, w := range []struct{ role, dir string }{{"producer", src}, {"exchange", recv}} {
+		// The receiver's watcher believes a restore mark once the
+		// signal.restored it names is stored.
 		background("watch "+w.role, "watch", "--role", w.role, "--dir", w.dir, "--contract", contractFile, "--settle", "300ms",
-			"--rescan", "2s", "--kafka-brokers", strings.Join(brokers, ","), "--topic", topic, "--component", w.role+"-watch")
+			"--rescan", "2s", "--kafka-brokers", strings.Join(brokers, ","), "--topic", topic, "--component", w.role+"-watch",
+			"--restored-clickhouse", "--clickhouse-addr", chAddr, "--clickhouse-database", db)
 	}
 	em, err := emit.New(emit.Config{Brokers: brokers, Topic: topic, CreateTopic: true, Timeout: 30 * time.Second})
 	if err != nil {

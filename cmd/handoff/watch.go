@@ -25,6 +25,9 @@ func watchFlags(fs *flag.FlagSet, c *watch.Command) {
 	c.Kafka.RegisterFlags(fs)
 	c.Kafka.RegisterTopicFlag(fs)
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "how long Kafka may take to acknowledge (env HANDOFF_EMIT_TIMEOUT)")
+	fs.StringVar(&c.RestoredEvents, "restored-events", "", "events file restore-signal --events records to: a signal marked as restored is not reported only when its signal.restored is there")
+	fs.BoolVar(&c.RestoredClickHouse, "restored-clickhouse", false, "look a marked signal's signal.restored up in the stored history (--clickhouse-*) instead")
+	c.ClickHouse.RegisterFlags(fs)
 	fs.StringVar(&c.LogLevel, "log-level", envOr("HANDOFF_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env HANDOFF_LOG_LEVEL)")
 }
 

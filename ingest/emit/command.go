@@ -37,9 +37,11 @@ func (f *Fields) Event() (model.Event, error) {
 		e.BusinessDate = d
 	}
 	if f.Time != "" {
-		t, err := model.ParseTime(f.Time)
+		// Range-checked as every time flag: 0001-01-01 is the zero
+		// time, which Fill would silently replace with now.
+		t, err := cliflag.ParseTime("time", f.Time)
 		if err != nil {
-			return e, exitcode.Usagef("--time %q: %v", f.Time, err)
+			return e, exitcode.Usagef("%v", err)
 		}
 		e.Time = t
 	}

@@ -78,30 +78,24 @@ type Facts struct {
 const bufSize = 1 << 20
 
 // Probe stats path and, for a regular file, reads it once: rows and
-// sha256. It returns an error only when ctx ends; anything wrong with the
+// sha256. A symbolic link is not followed (ErrSymlink in Facts.Err). It returns an error only when ctx ends; anything wrong with the
 // file is in Facts.Err.
 func Probe(ctx context.Context, path string, opts Options) (Facts, error) {
 	f := Facts{Path: path}
-	st, err := os.Stat(path)
+	file, st, err := openRegular(path)
+	if st != nil {
+		f.Exists, f.Size, f.ModTime = true, st.Size(), st.ModTime()
+	}
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			f.Err = "does not exist"
-		} else {
+		default:
 			f.Err = err.Error()
 		}
 		return f, nil
 	}
-	f.Exists, f.Size, f.ModTime = true, st.Size(), st.ModTime()
-	if !st.Mode().IsRegular() {
-		f.Err = "not a regular file (" + st.Mode().Type().String() + ")"
-		return f, nil
-	}
 	f.Regular = true
-	file, err := os.Open(path)
-	if err != nil {
-		f.Err = "cannot open: " + err.Error()
-		return f, nil
-	}
 	defer file.Close()
 	c, err := count(ctx, file, opts, f.Size)
 	if err != nil {
@@ -258,8 +252,9 @@ type Stat struct {
 }
 
 // StatOf returns path's size and modification time.
+// A link is not followed: its own stat is returned.
 func StatOf(path string) (Stat, error) {
-	st, err := os.Stat(path)
+	st, err := os.Lstat(path)
 	if err != nil {
 		return Stat{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/handoff-dev/handoff/ingest/files"
@@ -91,6 +92,18 @@ func TestProbe(t *testing.T) {
 	unreadable := filepath.Join(dir, "secret.csv")
 	os.WriteFile(unreadable, []byte("1\n"), 0o000)
 	os.Mkdir(filepath.Join(dir, "sub.csv"), 0o755)
+	// A link to a readable file outside the directory: never followed, so
+	// nothing of the file it points to is measured.
+	outside := filepath.Join(t.TempDir(), "passwd")
+	os.WriteFile(outside, []byte("root:x:0:0\n"), 0o644)
+	link := filepath.Join(dir, "link.csv")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo.csv")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		name                      string
 		path                      string
@@ -101,6 +114,8 @@ func TestProbe(t *testing.T) {
 		{"readable", ok, true, true, true, 2, ""},
 		{"missing", filepath.Join(dir, "none.csv"), false, false, false, 0, "does not exist"},
 		{"directory", filepath.Join(dir, "sub.csv"), true, false, false, 0, "not a regular file"},
+		{"symlink out of the directory", link, true, false, false, 0, "symbolic link"},
+		{"fifo", fifo, true, false, false, 0, "not a regular file"},
 		{"unreadable", unreadable, true, true, false, 0, "cannot open"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,7 +123,7 @@ func TestProbe(t *testing.T) {
 				// root reads any file: make it unreadable another way.
 				os.Remove(unreadable)
 				os.Symlink(filepath.Join(dir, "sub.csv"), unreadable)
-				tt.regular, tt.errHas = false, "not a regular file"
+				tt.regular, tt.errHas = false, "symbolic link"
 			}
 			f, err := files.Probe(context.Background(), tt.path, files.Options{Header: true})
 			if err != nil {
@@ -213,5 +228,38 @@ func TestWriteAtomicMark(t *testing.T) {
 	}
 	if got := files.Mark(filepath.Join(dir, "plain.flag")); got != "" {
 		t.Fatalf("unmarked file has mark %q", got)
+	}
+}
+
+// TestReadSmall: a signal is read whole only when it is small: the size is
+// checked before reading, so a 2 GiB sparse file is refused without being
+// read (it used to be read into memory first); links are not followed.
+func TestReadSmall(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "x.flag")
+	os.WriteFile(small, []byte("ok\n"), 0o644)
+	huge := filepath.Join(dir, "huge.flag")
+	f, err := os.Create(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(2 << 30); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	link := filepath.Join(dir, "link.flag")
+	os.Symlink(small, link)
+	for _, tt := range []struct {
+		name, path, content, errHas string
+	}{
+		{"small", small, "ok\n", ""},
+		{"2 GiB sparse", huge, "", "over the limit of 65536"},
+		{"link", link, "", "symbolic link"},
+		{"missing", filepath.Join(dir, "none"), "", "no such file"},
+	} {
+		b, _, err := files.ReadSmall(tt.path, 64<<10)
+		if (err == nil) != (tt.errHas == "") || (err != nil && !strings.Contains(err.Error(), tt.errHas)) || string(b) != tt.content {
+			t.Errorf("%s: ReadSmall = %q, %v; want %q, error with %q", tt.name, b, err, tt.content, tt.errHas)
+		}
 	}
 }

@@ -15,10 +15,12 @@ func setMark(f *os.File, value string) error {
 }
 
 // Mark returns the MarkAttr of path ("" when it has none, or the file
-// system keeps no extended attributes).
+// system keeps no extended attributes), of a link itself, not followed.
+// Anyone who can write the file can set it, and cp -a carries it: it is a
+// claim to check against the recorded event it names, not a proof.
 func Mark(path string) string {
 	buf := make([]byte, 128)
-	n, err := unix.Getxattr(path, MarkAttr, buf)
+	n, err := unix.Lgetxattr(path, MarkAttr, buf)
 	if err != nil || n <= 0 {
 		return ""
 	}

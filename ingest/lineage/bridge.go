@@ -63,6 +63,10 @@ type Stats struct {
 	Mapped   int64 // handoff events sent
 	Rejected int64 // invalid run events (dead letters)
 	Unmapped int64 // run events of jobs no contract claims
+	// Nothing counts run events of a claimed job that prove no boundary
+	// (RUNNING, OTHER, no eventType without output statistics of the
+	// artifact): read, valid, and mapped to no event.
+	Nothing int64
 }
 
 // Bridge consumes the OpenLineage topic.
@@ -72,6 +76,7 @@ type Bridge struct {
 	sink                             Sink
 	log                              *slog.Logger
 	read, mapped, rejected, unmapped atomic.Int64
+	nothing                          atomic.Int64
 }
 
 // NewBridge returns a Bridge; it connects in Run.
@@ -94,6 +99,9 @@ func NewBridge(cfg Config, contracts ol.Contracts, s Sink) (*Bridge, error) {
 	if cfg.RetryEvery <= 0 {
 		cfg.RetryEvery = time.Second
 	}
+	if err := ol.CheckClaims(contracts); err != nil {
+		return nil, err
+	}
 	b := &Bridge{cfg: cfg, contracts: contracts, sink: s, log: cfg.Log}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
@@ -103,7 +111,7 @@ func NewBridge(cfg Config, contracts ol.Contracts, s Sink) (*Bridge, error) {
 
 // Stats returns the counts so far.
 func (b *Bridge) Stats() Stats {
-	return Stats{Read: b.read.Load(), Mapped: b.mapped.Load(), Rejected: b.rejected.Load(), Unmapped: b.unmapped.Load()}
+	return Stats{Read: b.read.Load(), Mapped: b.mapped.Load(), Rejected: b.rejected.Load(), Unmapped: b.unmapped.Load(), Nothing: b.nothing.Load()}
 }
 
 // Run consumes until ctx ends (then it returns nil).
@@ -188,6 +196,9 @@ func (b *Bridge) handle(value []byte) ([]model.Event, *schema.DeadLetter) {
 	if err != nil {
 		return nil, &schema.DeadLetter{ReceivedMS: time.Now().UnixMilli(), Reason: rejectKind(err), Error: err.Error(), Payload: value}
 	}
+	if len(events) == 0 {
+		b.nothing.Add(1)
+	}
 	return events, nil
 }
 
@@ -220,38 +231,77 @@ func rejectKind(err error) model.RejectKind {
 // Lines maps a file of OpenLineage run events, one JSON object per line
 // (OpenLineage's file transport), calling yield with each run event's
 // handoff events and bad with each line that cannot be mapped (its number
-// from 1 and the reason). Jobs no contract claims are counted, not bad.
+// from 1 and the reason). Jobs no contract claims are counted, not bad. A
+// line over the size limit is bad, skipped without being held in memory,
+// and reading goes on with the next line.
 func Lines(ctx context.Context, r io.Reader, contracts ol.Contracts, yield func([]model.Event) error, bad func(line int, err error)) (Stats, error) {
 	var st Stats
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), ol.MaxSize+1)
-	line := 0
-	for sc.Scan() {
-		line++
+	if err := ol.CheckClaims(contracts); err != nil {
+		return st, err
+	}
+	br := bufio.NewReaderSize(r, 64<<10)
+	var buf []byte
+	for line := 1; ; line++ {
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
-		text := bytes.TrimSpace(sc.Bytes())
-		if len(text) == 0 {
-			continue
+		text, size, err := readLine(br, &buf, ol.MaxSize)
+		if err != nil && err != io.EOF {
+			return st, fmt.Errorf("line %d: %w", line, err)
 		}
-		st.Read++
-		events, err := mapOne(text, contracts)
-		switch {
-		case errors.Is(err, ol.ErrNoContract):
-			st.Unmapped++
-		case err != nil:
+		if size == 0 && err == io.EOF {
+			return st, nil
+		}
+		switch text = bytes.TrimSpace(text); {
+		case size > int64(ol.MaxSize):
+			st.Read++
 			st.Rejected++
-			bad(line, err)
-		case len(events) > 0:
-			if err := yield(events); err != nil {
-				return st, err
+			bad(line, &ol.Error{Field: "event", Reason: fmt.Sprintf("%d bytes, over the %d-byte limit (skipped)", size, ol.MaxSize)})
+		case len(text) > 0:
+			st.Read++
+			events, merr := mapOne(text, contracts)
+			switch {
+			case errors.Is(merr, ol.ErrNoContract):
+				st.Unmapped++
+			case merr != nil:
+				st.Rejected++
+				bad(line, merr)
+			case len(events) > 0:
+				if err := yield(events); err != nil {
+					return st, err
+				}
+				st.Mapped += int64(len(events))
+			default:
+				st.Nothing++
 			}
-			st.Mapped += int64(len(events))
+		}
+		if err == io.EOF {
+			return st, nil
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return st, fmt.Errorf("line %d: %w", line+1, err)
+}
+
+// readLine reads one line (without its newline) into *buf, keeping at
+// most limit+1 bytes of it: size is the line's whole length, so a longer
+// line is known as such without being held in memory. err is io.EOF at
+// the end of the input (with the last line, when it has no newline).
+func readLine(br *bufio.Reader, buf *[]byte, limit int) (line []byte, size int64, err error) {
+	*buf = (*buf)[:0]
+	for {
+		chunk, err := br.ReadSlice('\n')
+		size += int64(len(chunk))
+		if room := limit + 1 - len(*buf); room > 0 {
+			*buf = append(*buf, chunk[:min(len(chunk), room)]...)
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err != nil:
+			return *buf, size, err
+		}
+		// Not the newline itself in the size.
+		size--
+		b := bytes.TrimSuffix(*buf, []byte("\n"))
+		return b, size, nil
 	}
-	return st, nil
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/handoff-dev/handoff/ingest/emit"
 	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/internal/exitcode"
+	"github.com/handoff-dev/handoff/store/chconfig"
+	"github.com/handoff-dev/handoff/store/history"
 )
 
 // Command is one run of `handoff watch` as its flags give it, checked by
@@ -27,6 +29,13 @@ type Command struct {
 	Kafka         cliflag.Kafka
 	Timeout       time.Duration
 	LogLevel      string
+	// RestoredEvents or RestoredClickHouse say where a signal's
+	// restore mark is checked against its recorded signal.restored (the
+	// events file restore-signal appends to, or the stored history in
+	// ClickHouse); neither: no mark is trusted.
+	RestoredEvents     string
+	RestoredClickHouse bool
+	ClickHouse         chconfig.Service
 
 	role  Role
 	level slog.Level
@@ -52,6 +61,14 @@ func (c *Command) Prepare() error {
 	if c.Settle <= 0 || c.Rescan <= 0 {
 		return exitcode.Usagef("--settle and --rescan must be positive")
 	}
+	if c.RestoredEvents != "" && c.RestoredClickHouse {
+		return exitcode.Usagef("--restored-events and --restored-clickhouse: give one")
+	}
+	if c.RestoredClickHouse {
+		if err := c.ClickHouse.Check(); err != nil {
+			return exitcode.Usagef("%v", err)
+		}
+	}
 	if err := c.level.UnmarshalText([]byte(c.LogLevel)); err != nil {
 		return exitcode.Usagef("--log-level %q: want debug, info, warn or error", c.LogLevel)
 	}
@@ -68,8 +85,24 @@ func (c *Command) Run(ctx context.Context, stderr io.Writer) error {
 	}
 	defer em.Close()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.level}))
-	w, err := New(Config{Role: c.role, Dir: c.Dir, Contracts: c.Contracts, Settle: c.Settle, Rescan: c.Rescan,
-		Component: c.Component, Ledger: c.Ledger, Log: log}, em)
+	cfg := Config{Role: c.role, Dir: c.Dir, Contracts: c.Contracts, Settle: c.Settle, Rescan: c.Rescan,
+		Component: c.Component, Ledger: c.Ledger, Log: log}
+	switch {
+	case c.RestoredEvents != "":
+		cfg.Restores = EventsFile(c.RestoredEvents)
+	case c.RestoredClickHouse:
+		conn, err := c.ClickHouse.Open(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		st, err := history.New(conn, c.ClickHouse.Database)
+		if err != nil {
+			return exitcode.Usagef("--clickhouse-database: %v", err)
+		}
+		cfg.Restores = StoredRestores(st)
+	}
+	w, err := New(cfg, em)
 	if err != nil {
 		return exitcode.Usagef("%v", err)
 	}

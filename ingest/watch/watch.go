@@ -100,6 +100,17 @@ type Config struct {
 	Workers int
 	// Log receives what the watcher does; nil logs nothing.
 	Log *slog.Logger
+	// Restores is where restore-signal recorded its signal.restored
+	// events. A signal restore-signal wrote carries a mark naming its
+	// event; the watcher reports no signal.transferred for it only when
+	// the mark is this signal's and the event it names is recorded here.
+	// Nil: no mark is trusted, and a marked signal is reported with the
+	// mark in its attrs.
+	Restores Restores
+	// RestoreGrace is how long a signal whose mark is its own waits for
+	// its signal.restored to be found in Restores before it is reported
+	// (default 2m).
+	RestoreGrace time.Duration
 }
 
 // Stats counts what a watcher did.
@@ -114,9 +125,12 @@ type Stats struct {
 	Anomalies int64
 	// Unreadable counts final files that could not be read.
 	Unreadable int64
-	// Restored counts signals written by restore-signal (marked), which
-	// are not reported: signal.restored recorded them.
+	// Restored counts signals written by restore-signal (marked, and the
+	// signal.restored the mark names recorded), which are not reported.
 	Restored int64
+	// MarkWaits counts looks at a marked signal whose signal.restored was
+	// not found yet (the signal is looked at again).
+	MarkWaits int64
 }
 
 // Watcher watches one directory tree. Run it once.
@@ -133,6 +147,10 @@ type Watcher struct {
 	ledger  *os.File
 
 	ignoredN, emitted, skipped, anomalies, unreadable, restored atomic.Int64
+	markWaits                                                   atomic.Int64
+
+	markMu   sync.Mutex
+	markSeen map[string]time.Time // marked signals waiting for their record: since when
 }
 
 // seen is a file waiting to settle: its last stat and since when it held.
@@ -164,8 +182,11 @@ func New(cfg Config, sink Sink) (*Watcher, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
+	if cfg.RestoreGrace <= 0 {
+		cfg.RestoreGrace = 2 * time.Minute
+	}
 	w := &Watcher{cfg: cfg, sink: sink, log: cfg.Log, pending: map[string]*seen{}, done: map[string]fileKey{},
-		ignored: map[string]bool{}, sent: map[string]bool{}}
+		ignored: map[string]bool{}, sent: map[string]bool{}, markSeen: map[string]time.Time{}}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
@@ -184,7 +205,7 @@ func New(cfg Config, sink Sink) (*Watcher, error) {
 // Stats returns the counts so far; safe to call while Run runs.
 func (w *Watcher) Stats() Stats {
 	return Stats{Ignored: w.ignoredN.Load(), Emitted: w.emitted.Load(), Skipped: w.skipped.Load(),
-		Anomalies: w.anomalies.Load(), Unreadable: w.unreadable.Load(), Restored: w.restored.Load()}
+		Anomalies: w.anomalies.Load(), Unreadable: w.unreadable.Load(), Restored: w.restored.Load(), MarkWaits: w.markWaits.Load()}
 }
 
 // Run watches until ctx ends, then returns nil (or the first error that
@@ -222,7 +243,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 				delete(w.done, ev.Name)
 				continue
 			}
-			if st, err := os.Stat(ev.Name); err == nil && st.IsDir() {
+			if st, err := os.Lstat(ev.Name); err == nil && st.IsDir() {
 				// A new subdirectory: watch it, and take what it already holds.
 				if err := w.addTree(fw, ev.Name); err != nil {
 					w.log.Warn("watch: cannot watch new directory", "dir", ev.Name, "err", err)
@@ -346,7 +367,8 @@ func (w *Watcher) note(path string, now time.Time) {
 	if w.ignored[path] {
 		return
 	}
-	st, err := os.Stat(path)
+	// Lstat: a link is never followed out of the tree (nor within it).
+	st, err := os.Lstat(path)
 	if err != nil || !st.Mode().IsRegular() {
 		return
 	}
@@ -382,6 +404,7 @@ type job struct {
 	path string
 	key  fileKey
 	out  []model.Event
+	wait bool // a restored signal whose record is not found yet: look again
 }
 
 // settle reports the pending files that held still for the settle window.
@@ -394,8 +417,8 @@ func (w *Watcher) settle(ctx context.Context, now time.Time) error {
 		if now.Sub(s.since) < w.cfg.Settle {
 			continue
 		}
-		st, err := os.Stat(path)
-		if err != nil {
+		st, err := os.Lstat(path)
+		if err != nil || !st.Mode().IsRegular() {
 			delete(w.pending, path)
 			continue
 		}
@@ -413,6 +436,10 @@ func (w *Watcher) settle(ctx context.Context, now time.Time) error {
 	w.probeAll(ctx, ready)
 	var batch []model.Event
 	for _, j := range ready {
+		if j.wait {
+			w.pending[j.path] = &seen{key: j.key, since: now}
+			continue
+		}
 		delete(w.pending, j.path)
 		w.done[j.path] = j.key
 		for _, e := range j.out {
@@ -453,7 +480,7 @@ func (w *Watcher) probeAll(ctx context.Context, jobs []*job) {
 		go func() {
 			defer wg.Done()
 			for j := range ch {
-				j.out = w.events(ctx, j.path)
+				j.out, j.wait = w.events(ctx, j.path)
 			}
 		}()
 	}
@@ -465,18 +492,18 @@ func (w *Watcher) probeAll(ctx context.Context, jobs []*job) {
 }
 
 // events says what one settled file proves.
-func (w *Watcher) events(ctx context.Context, path string) []model.Event {
+func (w *Watcher) events(ctx context.Context, path string) ([]model.Event, bool) {
 	name := filepath.Base(path)
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return nil, false // gone, or replaced by a link or a directory since it settled
 	}
 	c, key, kind := w.match(name)
 	if kind == contract.NameNone {
 		final, _ := files.FinalOf(name)
 		c, key, _ = w.match(final)
 		e := w.event(key, model.ArtifactStaged, name, st, "")
-		return []model.Event{e}
+		return []model.Event{e}, false
 	}
 	rel, _ := filepath.Rel(w.cfg.Dir, filepath.Dir(path))
 	if kind == contract.NameArtifact {
@@ -484,7 +511,7 @@ func (w *Watcher) events(ctx context.Context, path string) []model.Event {
 		if err != nil || f.Err != "" {
 			w.unreadable.Add(1)
 			w.log.Warn("watch: cannot read a final file", "file", path, "err", f.Err)
-			return nil
+			return nil, false
 		}
 		typ := model.ArtifactTransferred
 		if w.cfg.Role == Producer {
@@ -493,20 +520,28 @@ func (w *Watcher) events(ctx context.Context, path string) []model.Event {
 		e := w.event(key, typ, name, st, f.Checksum)
 		e.Rows, e.HasRows, e.Bytes, e.HasBytes, e.Checksum = f.Rows, true, f.Size, true, f.Checksum
 		e.Attrs["location"] = rel
-		return []model.Event{e}
+		return []model.Event{e}, false
 	}
-	if id := files.Mark(path); id != "" {
-		// Written by restore-signal, which recorded it as signal.restored
-		// (this id): not a delivery.
-		w.restored.Add(1)
-		w.log.Info("watch: a restored signal, already recorded", "file", path, "signal_restored", id)
-		return nil
-	}
-	content, err := os.ReadFile(path)
-	if err != nil || len(content) > manifest.MaxSize {
+	content, st, err := files.ReadSmall(path, manifest.MaxSize)
+	if err != nil {
 		w.unreadable.Add(1)
 		w.log.Warn("watch: cannot read a signal", "file", path, "err", err)
-		return nil
+		return nil, false
+	}
+	mark, distrust := files.Mark(path), ""
+	if mark != "" {
+		var wait bool
+		if distrust, wait = w.checkMark(ctx, path, mark, key, name, content); wait {
+			return nil, true
+		}
+		if distrust == "" {
+			// Written by restore-signal, which recorded it as
+			// signal.restored (this id): not a delivery.
+			w.restored.Add(1)
+			w.log.Info("watch: a restored signal, already recorded", "file", path, "signal_restored", mark)
+			return nil, false
+		}
+		w.log.Warn("watch: a signal marked as restored, but the mark is not proven: reported as it is", "file", path, "mark", mark, "why", distrust)
 	}
 	sum := sha256.Sum256(content)
 	typ := model.SignalTransferred
@@ -516,10 +551,14 @@ func (w *Watcher) events(ctx context.Context, path string) []model.Event {
 	e := w.event(key, typ, name, st, hex.EncodeToString(sum[:]))
 	e.Bytes, e.HasBytes = int64(len(content)), true
 	e.Attrs["location"] = rel
+	if mark != "" {
+		e.Attrs["restored_mark"] = mark
+		e.Attrs["restored_mark_unproven"] = distrust
+	}
 	if c.SignalContent == contract.SignalManifest {
 		w.checkManifest(ctx, c, key, path, content, &e)
 	}
-	return []model.Event{e}
+	return []model.Event{e}, false
 }
 
 // checkManifest reads a manifest signal into e (rows, checksum) and

@@ -128,7 +128,8 @@ func write(t testing.TB, path, content string) {
 func TestWatchProducer(t *testing.T) {
 	dir := t.TempDir()
 	s := newSink()
-	w, stop := start(t, watch.Config{Role: watch.Producer, Dir: dir, Contracts: contracts(t), Settle: 100 * time.Millisecond, Component: "build-runner-3"}, s)
+	restores := restoresFile(t, "account_balance_snapshot_20260929.flag", "")
+	w, stop := start(t, watch.Config{Role: watch.Producer, Dir: dir, Contracts: contracts(t), Settle: 100 * time.Millisecond, Component: "build-runner-3", Restores: restores}, s)
 
 	data := "id,balance\n1,10\n2,20\n3,30\n"
 	tmp := filepath.Join(dir, "account_balance_snapshot_20260930.csv.tmp")
@@ -140,9 +141,9 @@ func TestWatchProducer(t *testing.T) {
 	}
 	write(t, filepath.Join(dir, "account_balance_snapshot_20260930.flag"), "")
 	write(t, filepath.Join(dir, "README.md"), "not a batch")
-	// A signal restore-signal wrote (marked) is not reported, nor is a
-	// signal still under its temporary name.
-	if _, err := files.WriteAtomic(dir, "account_balance_snapshot_20260929.flag", nil, 0o644, "restored-id"); err != nil {
+	// A signal restore-signal wrote (marked, and recorded) is not
+	// reported, nor is a signal still under its temporary name.
+	if _, err := files.WriteAtomic(dir, "account_balance_snapshot_20260929.flag", nil, 0o644, restoredMark("account_balance_snapshot_20260929.flag", "")); err != nil {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(dir, ".account_balance_snapshot_20261001.flag.tmp-123456"), "")

@@ -29,8 +29,8 @@ type Command struct {
 	// Format is text (the summary on stdout) or json (the diagnoses as
 	// one JSON array on stdout, the summary on stderr).
 	Format string
-	// Publish and DryRun: publishing is the default when Kafka has
-	// brokers; DryRun never publishes, Publish insists.
+	// Publish and DryRun: only Publish publishes; DryRun (the default)
+	// says so explicitly.
 	Publish, DryRun bool
 	Kafka           cliflag.Kafka
 	DiagnosesTopic  string
@@ -97,7 +97,10 @@ func (c *Command) Prepare() error {
 	if c.Publish && len(c.Kafka.Brokers) == 0 {
 		return exitcode.Usagef("--publish needs Kafka: set HANDOFF_KAFKA_BROKERS or --kafka-brokers host:port")
 	}
-	c.publish = !c.DryRun && len(c.Kafka.Brokers) > 0
+	// Publishing is asked for, never implied by the environment: the
+	// variables that configure ingest would otherwise turn a look at
+	// history into writes to the shared diagnoses topic.
+	c.publish = c.Publish
 	if c.publish && c.DiagnosesTopic == "" {
 		return exitcode.Usagef("--diagnoses-topic: empty: name the topic to publish to, or use --dry-run")
 	}

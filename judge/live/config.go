@@ -157,9 +157,9 @@ func (c *Config) Clock(wall func() time.Time) (func() time.Time, error) {
 	if strings.TrimSpace(c.Now) == "" {
 		return wall, nil
 	}
-	start, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(c.Now))
+	start, err := cliflag.ParseTime("now", c.Now)
 	if err != nil {
-		return nil, fmt.Errorf("--now %q: want an RFC 3339 time such as 2026-10-03T00:00:00Z (HANDOFF_DETECT_NOW)", c.Now)
+		return nil, fmt.Errorf("%v (HANDOFF_DETECT_NOW)", err)
 	}
 	offset := start.Sub(wall())
 	return func() time.Time { return wall().Add(offset) }, nil

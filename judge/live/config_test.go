@@ -37,6 +37,8 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		{func(c *live.Config) { c.Heartbeat = -time.Second }, "--heartbeat"},
 		{func(c *live.Config) { c.RetainDays = 0 }, "--retain-days"},
 		{func(c *live.Config) { c.Now = "2026-10-03" }, "--now"},
+		// 0001-01-01 overflowed the clock offset to 1734.
+		{func(c *live.Config) { c.Now = "0001-01-01T00:00:00Z" }, "--now \"0001-01-01T00:00:00Z\": out of range"},
 	}
 	for _, tt := range tests {
 		c, _ := live.LoadConfig(base)

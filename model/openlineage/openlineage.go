@@ -58,9 +58,11 @@ type Dataset struct {
 	Namespace    string `json:"namespace"`
 	Name         string `json:"name"`
 	OutputFacets struct {
+		// Numbers as written: a count out of range or not whole is named
+		// by its field rather than failing the whole event as bad JSON.
 		OutputStatistics *struct {
-			RowCount *int64 `json:"rowCount"`
-			Size     *int64 `json:"size"`
+			RowCount *json.Number `json:"rowCount"`
+			Size     *json.Number `json:"size"`
 		} `json:"outputStatistics"`
 	} `json:"outputFacets"`
 }
@@ -76,9 +78,11 @@ func (e *Error) Error() string { return "openlineage: " + e.Field + ": " + e.Rea
 const MaxSize = model.MaxEventSize
 
 // Decode reads one run event. It fails on what makes the event unusable:
-// not a JSON object, no eventTime or one that is not RFC 3339, no run.runId,
-// no job.name, an unknown eventType. Offsets and nanoseconds in eventTime
-// are fine (kept to the millisecond, in UTC).
+// not a JSON object, a member stated twice, no eventTime or one that is
+// not RFC 3339 or outside what handoff stores (1970-2105), no run.runId,
+// no job.name, control characters in the run id, job or producer, an
+// unknown eventType. Offsets and nanoseconds in eventTime are fine (kept
+// to the millisecond, in UTC).
 func Decode(data []byte) (RunEvent, error) {
 	var ev RunEvent
 	if len(data) > MaxSize {
@@ -91,6 +95,9 @@ func Decode(data []byte) (RunEvent, error) {
 	if dec.More() {
 		return ev, &Error{"event", "more than one JSON value"}
 	}
+	if k, dup := firstDuplicate(data); dup {
+		return ev, &Error{k, "duplicate key: the event states it twice and which value holds is ambiguous"}
+	}
 	if ev.EventTime == "" {
 		return ev, &Error{"eventTime", "missing"}
 	}
@@ -99,6 +106,9 @@ func Decode(data []byte) (RunEvent, error) {
 		return ev, &Error{"eventTime", strconv.Quote(ev.EventTime) + ": want RFC 3339, such as 2026-10-01T01:14:05.010+08:00"}
 	}
 	ev.time = t.UTC().Truncate(time.Millisecond)
+	if ms := ev.time.UnixMilli(); ms < model.MinTimeMillis || ms > model.MaxTimeMillis || ev.time.Year() < 1970 {
+		return ev, &Error{"eventTime", strconv.Quote(ev.EventTime) + ": outside 1970-01-01..2105-12-31, the times handoff stores"}
+	}
 	switch ev.EventType {
 	case "", "START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER":
 	default:
@@ -109,6 +119,11 @@ func Decode(data []byte) (RunEvent, error) {
 	}
 	if ev.Job.Name == "" {
 		return ev, &Error{"job.name", "missing"}
+	}
+	for _, f := range []struct{ name, v string }{{"run.runId", ev.Run.RunID}, {"job.namespace", ev.Job.Namespace}, {"job.name", ev.Job.Name}, {"producer", ev.Producer}} {
+		if err := checkText(f.name, f.v); err != nil {
+			return ev, err
+		}
 	}
 	return ev, nil
 }
@@ -193,14 +208,26 @@ func mapFor(ev *RunEvent, c *contract.Contract, date model.Date, hh, mi int, has
 			if st == nil || !hasArtifact || path.Base(ds.Name) != artifact {
 				continue
 			}
+			field := fmt.Sprintf("outputs[%d].outputFacets.outputStatistics.", i)
 			if st.RowCount == nil {
-				return nil, &Error{fmt.Sprintf("outputs[%d].outputFacets.outputStatistics.rowCount", i), "missing: artifact.finalized needs the row count"}
+				return nil, &Error{field + "rowCount", "missing: artifact.finalized needs the row count"}
+			}
+			rows, err := count(field+"rowCount", *st.RowCount)
+			if err != nil {
+				return nil, err
+			}
+			if err := checkText(fmt.Sprintf("outputs[%d].name", i), ds.Namespace+ds.Name); err != nil {
+				return nil, err
 			}
 			fin := base
 			fin.Attrs = map[string]string{"openlineage_run_id": ev.Run.RunID, "dataset": ds.Namespace + "/" + ds.Name}
-			fin.Type, fin.Object, fin.Rows, fin.HasRows = model.ArtifactFinalized, artifact, *st.RowCount, true
+			fin.Type, fin.Object, fin.Rows, fin.HasRows = model.ArtifactFinalized, artifact, rows, true
 			if st.Size != nil {
-				fin.Bytes, fin.HasBytes = *st.Size, true
+				size, err := count(field+"size", *st.Size)
+				if err != nil {
+					return nil, err
+				}
+				fin.Bytes, fin.HasBytes = size, true
 			}
 			fin.ID = id(ds.Namespace, ds.Name)
 			out = append(out, fin)

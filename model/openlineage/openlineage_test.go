@@ -222,3 +222,53 @@ func mustTime(s string) time.Time {
 	}
 	return t
 }
+
+// TestDecodeHostile: the hostile inputs a run event may hold, each refused
+// naming its field and the reason (a duplicate key used to pass, year 1
+// was "required field is missing", 1e30 rows "invalid JSON", a NUL in the
+// run id reached the attrs).
+func TestDecodeHostile(t *testing.T) {
+	const ok = `{"eventType":"COMPLETE","eventTime":"2026-10-01T02:00:00Z","run":{"runId":"r1"},"job":{"namespace":"dbt","name":"gl_postings_20260930.model.finance.gl"},` +
+		`"outputs":[{"namespace":"s3://b","name":"gl/gl_postings_20260930.parquet","outputFacets":{"outputStatistics":{"rowCount":120,"size":4096}}}]}`
+	if ev, err := openlineage.Decode([]byte(ok)); err != nil {
+		t.Fatalf("the valid event: %v", err)
+	} else if out, err := openlineage.Map(&ev, set(t)); err != nil || len(out) != 2 || out[1].Rows != 120 {
+		t.Fatalf("the valid event maps to %+v, %v", out, err)
+	}
+	for _, tt := range []struct {
+		name, from, to, field, reason string
+	}{
+		{"duplicate top-level key", `"eventType":"COMPLETE",`, `"eventType":"COMPLETE","eventType":"FAIL",`, "eventType", "duplicate key"},
+		{"duplicate nested key", `"runId":"r1"`, `"runId":"r1","runId":"r2"`, "run.runId", "duplicate key"},
+		{"year 1", `2026-10-01T02:00:00Z`, `0001-01-01T00:00:00Z`, "eventTime", "outside 1970-01-01..2105-12-31"},
+		{"year 9999", `2026-10-01T02:00:00Z`, `9999-12-31T23:59:59Z`, "eventTime", "outside"},
+		{"rowCount 1e30", `"rowCount":120`, `"rowCount":1e30`, "rowCount", "want a whole number"},
+		{"rowCount negative", `"rowCount":120`, `"rowCount":-1`, "rowCount", "want a whole number"},
+		{"rowCount fraction", `"rowCount":120`, `"rowCount":1.5`, "rowCount", "want a whole number"},
+		{"size 1e30", `"size":4096`, `"size":1e30`, "size", "want a whole number"},
+		{"NUL in runId", `"runId":"r1"`, `"runId":"r\u00001"`, "run.runId", "control character"},
+		{"ESC in job name", `"name":"gl_postings`, `"name":"\u001b[2Jgl_postings`, "job.name", "control character"},
+		{"C1 in producer", `"eventType"`, `"producer":"x\u009b","eventType"`, "producer", "control character"},
+	} {
+		in := strings.Replace(ok, tt.from, tt.to, 1)
+		if in == ok {
+			t.Fatalf("%s: the replacement did not apply", tt.name)
+		}
+		ev, err := openlineage.Decode([]byte(in))
+		if err == nil {
+			_, err = openlineage.Map(&ev, set(t))
+		}
+		var oe *openlineage.Error
+		if !errors.As(err, &oe) || !strings.Contains(oe.Field, tt.field) || !strings.Contains(oe.Reason, tt.reason) {
+			t.Errorf("%s: %v; want an error on %s saying %q", tt.name, err, tt.field, tt.reason)
+		}
+	}
+	// 1e3 is a whole number written in JSON's exponent form: accepted.
+	ev, err := openlineage.Decode([]byte(strings.Replace(ok, `"rowCount":120`, `"rowCount":1e3`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := openlineage.Map(&ev, set(t)); err != nil || out[1].Rows != 1000 {
+		t.Errorf("rowCount 1e3: %+v, %v", out, err)
+	}
+}

@@ -53,13 +53,16 @@ func WriteText(w io.Writer, res Result, state string, now time.Time) error {
 			if resolved {
 				line = append(line, stamp(f.ResolvedAt))
 			}
+			for i := range line {
+				line[i] = model.EscapeText(line[i]) // before the tabwriter, which aligns what is printed
+			}
 			fmt.Fprintln(tw, strings.Join(line, "\t"))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintln(bw, Summary(res, state))
+	fmt.Fprintln(bw, model.EscapeText(Summary(res, state)))
 	return bw.Flush()
 }
 

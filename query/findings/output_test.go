@@ -85,6 +85,30 @@ func TestJSONOutput(t *testing.T) {
 	}
 }
 
+// TestTextEscapesControls: stored text (a pipeline name with a C1 CSI, a
+// kind with an ESC sequence, a verdict with a bidi override) reaches the
+// terminal escaped, and the columns still line up on what is printed.
+func TestTextEscapesControls(t *testing.T) {
+	at := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	f := detect.Finding{Batch: model.BatchKey{Pipeline: "abs\u009b2Jdaily", BusinessDate: model.MustParseDate("2026-09-30"), BatchID: "20260930"},
+		State: detect.Open, Kind: detect.Kind("late\x1b]52;c;ZXZpbA==\x07"), Name: "signal_delivered", Verdict: "x\u202elate", Status: "late", RaisedAt: at}
+	res := findings.Result{Findings: []detect.Finding{f}}
+	var out strings.Builder
+	if err := findings.WriteText(&out, res, findings.StateOpen, at); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"\x1b", "\u009b", "\u202e", "\x07"} {
+		if strings.Contains(out.String(), bad) {
+			t.Errorf("output holds %q raw:\n%s", bad, out.String())
+		}
+	}
+	for _, want := range []string{`abs\u009b2Jdaily`, `late\x1b]52;c;ZXZpbA==\x07`, `x\u202elate`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks the escaped %s:\n%s", want, out.String())
+		}
+	}
+}
+
 // TestTextBoundary: the BOUNDARY column of an overdue or failed finding is
 // the finding's own boundary, even when the diagnosis it carries has moved
 // on (the seed's signal_delivered finding resolves while the batch, its

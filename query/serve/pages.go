@@ -42,15 +42,40 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 }).ParseFS(webFS, "web/*.html"))
 
 func (s *Server) pageRoutes() {
-	static, _ := fs.Sub(webFS, "web")
-	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	s.mux.HandleFunc("GET /static/{file}", staticFile)
 	s.handle("GET /{$}", "page_grid", s.gridPage)
 	s.handle("GET /batches/{pipeline}/{date}/{id}", "page_batch", s.batchPage)
 	s.handle("GET /findings", "page_findings", s.findingsPage)
 }
 
+// staticFiles are the files under /static/: the stylesheet, and nothing
+// else. No directory listing, and not the templates (web/*.html), which
+// a file server over web/ would hand out.
+var staticFiles = map[string]string{"style.css": "text/css; charset=utf-8"}
+
+func staticFile(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("file")
+	ctype, ok := staticFiles[name]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	b, err := fs.ReadFile(webFS, "web/"+name)
+	if err != nil {
+		http.Error(w, "static file missing from the binary", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	w.Write(b)
+}
+
 // render executes the named template into a buffer first, so that a
-// template error is a clean 500 rather than half a page.
+// template error is a clean 500 rather than half a page. The page then
+// goes through model.AppendEscapedText, as every text output does: the
+// template escaped HTML, this shows control characters, and
+// bidirectional overrides (a pipeline name with U+202E renders reversed)
+// visibly as \u202e. The escapes are ASCII, safe in text and attributes.
 func render(w http.ResponseWriter, status int, name string, data any) error {
 	var b bytes.Buffer
 	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
@@ -58,7 +83,7 @@ func render(w http.ResponseWriter, status int, name string, data any) error {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	w.Write(b.Bytes())
+	w.Write(model.AppendEscapedText(nil, b.Bytes()))
 	return nil
 }
 

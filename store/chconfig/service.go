@@ -66,7 +66,8 @@ func (s *Service) RegisterFlags(fs *flag.FlagSet, opts ...FlagOption) {
 	fs.StringVar(&s.Addr, "clickhouse-addr", s.Addr, "ClickHouse native protocol host:port[,host:port...] (HANDOFF_CLICKHOUSE_ADDR)")
 	fs.StringVar(&s.Database, "clickhouse-database", s.Database, "ClickHouse database of handoff's tables (HANDOFF_CLICKHOUSE_DATABASE)")
 	fs.StringVar(&s.User, "clickhouse-user", s.User, "ClickHouse user; readers need only readonly=1 (HANDOFF_CLICKHOUSE_USER)")
-	fs.StringVar(&s.Password, "clickhouse-password", s.Password, "ClickHouse password (HANDOFF_CLICKHOUSE_PASSWORD; prefer the variable)")
+	// A Secret: -h and a mistyped flag's usage never print the value.
+	fs.Var(cliflag.Secret{P: &s.Password}, "clickhouse-password", "ClickHouse password (HANDOFF_CLICKHOUSE_PASSWORD; prefer the variable)")
 	if o.cluster {
 		fs.StringVar(&s.Cluster, "clickhouse-cluster", s.Cluster, "ClickHouse cluster (<remote_servers> name) of the replicated and Distributed tables; empty: a single server (HANDOFF_CLICKHOUSE_CLUSTER)")
 	}
