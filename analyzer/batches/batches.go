@@ -45,6 +45,9 @@ type Set struct {
 	// the set knows, before which no batch is expected. Kept up to date by
 	// Add, so that diagnosing one batch never scans them all.
 	first map[string]model.Date
+	// dates lists the batch ids of each pipeline and business date, so
+	// that the attempts of a date are found without a scan of every batch.
+	dates map[dateKey][]string
 	// alive holds the latest heartbeat of each process, by pipeline.
 	alive   Processes
 	events  int
@@ -61,7 +64,13 @@ func New(contracts Contracts, asOf time.Time) *Set {
 		asOfMs:    asOf.UnixMilli(),
 		states:    make(map[model.BatchKey]*batch),
 		first:     make(map[string]model.Date),
+		dates:     make(map[dateKey][]string),
 	}
+}
+
+type dateKey struct {
+	pipeline string
+	date     model.Date
 }
 
 // Add folds one event in: a batch event into its batch's state, a heartbeat
@@ -89,6 +98,8 @@ func (s *Set) Add(e *model.Event) {
 			key = model.BatchKey{Pipeline: strings.Clone(k.Pipeline), BusinessDate: k.BusinessDate, BatchID: strings.Clone(k.BatchID)}
 		}
 		s.states[key] = b
+		dk := dateKey{key.Pipeline, key.BusinessDate}
+		s.dates[dk] = append(s.dates[dk], key.BatchID)
 		if d, ok := s.first[k.Pipeline]; !ok || k.BusinessDate.Compare(d) < 0 {
 			s.first[key.Pipeline] = k.BusinessDate
 		}
@@ -170,14 +181,14 @@ func (s *Set) Diagnose(keep func(model.BatchKey) bool) []replay.Diagnosis {
 // run concurrently with each other, not with Add.
 func (s *Set) DiagnoseKeys(keys []model.BatchKey) []replay.Diagnosis {
 	out := make([]replay.Diagnosis, 0, len(keys))
-	verdicts := make(map[model.BatchKey]model.Hypothesis)
+	verdicts := make(map[model.BatchKey]outcome)
 	for _, k := range keys {
 		b := s.states[k]
 		if b == nil {
 			continue
 		}
 		c := s.contracts.For(k.Pipeline)
-		ctx := replay.Context{Previous: s.previous(k, c, verdicts), Alive: s.aliveFor(k.Pipeline)}
+		ctx := s.context(k, c, verdicts)
 		out = append(out, b.st.Evaluate(c, s.asOf, ctx))
 	}
 	return out
@@ -191,20 +202,27 @@ func (s *Set) DiagnoseOne(k model.BatchKey) (replay.Diagnosis, bool) {
 		return replay.Diagnosis{}, false
 	}
 	c := s.contracts.For(k.Pipeline)
-	ctx := replay.Context{Previous: s.previous(k, c, map[model.BatchKey]model.Hypothesis{}), Alive: s.aliveFor(k.Pipeline)}
-	return b.st.Evaluate(c, s.asOf, ctx), true
+	return b.st.Evaluate(c, s.asOf, s.context(k, c, map[model.BatchKey]outcome{})), true
 }
 
-// previous builds the continuity context of batch k (PreviousOf), with
-// the neighbours' verdicts cached in verdicts.
-func (s *Set) previous(k model.BatchKey, c *contract.Contract, verdicts map[model.BatchKey]model.Hypothesis) replay.Previous {
-	return PreviousOf(k, c, setNeighbours{s, verdicts})
+// context builds the context of batch k: continuity (PreviousOf), the
+// attempts of its date (AttemptContext) and the heartbeats, with the
+// neighbours' verdicts cached in verdicts.
+func (s *Set) context(k model.BatchKey, c *contract.Contract, verdicts map[model.BatchKey]outcome) replay.Context {
+	n := setNeighbours{s, verdicts}
+	return replay.Context{Previous: PreviousOf(k, c, n), Attempt: AttemptContext(k, c, n), Alive: s.aliveFor(k.Pipeline)}
+}
+
+// outcome is a cached replay.State.Outcome.
+type outcome struct {
+	verdict model.Hypothesis
+	seen    bool
 }
 
 // setNeighbours answers Neighbours from a Set as of its as-of time.
 type setNeighbours struct {
 	s        *Set
-	verdicts map[model.BatchKey]model.Hypothesis
+	verdicts map[model.BatchKey]outcome
 }
 
 func (n setNeighbours) First(pipeline string) (model.Date, bool) {
@@ -217,20 +235,19 @@ func (n setNeighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
 	if b == nil {
 		return 0, false
 	}
-	v, ok := n.verdicts[k]
+	o, ok := n.verdicts[k]
 	if !ok {
-		v = b.st.Verdict(n.s.contracts.For(k.Pipeline), n.s.asOf)
-		n.verdicts[k] = v
+		o.verdict, o.seen = b.st.Outcome(n.s.contracts.For(k.Pipeline), n.s.asOf)
+		n.verdicts[k] = o
 	}
-	return v, true
+	return o.verdict, o.seen
 }
 
 func (n setNeighbours) SameDate(k model.BatchKey) []model.BatchKey {
-	var out []model.BatchKey
-	for o := range n.s.states {
-		if o.Pipeline == k.Pipeline && o.BusinessDate == k.BusinessDate {
-			out = append(out, o)
-		}
+	ids := n.s.dates[dateKey{k.Pipeline, k.BusinessDate}]
+	out := make([]model.BatchKey, len(ids))
+	for i, id := range ids {
+		out[i] = model.BatchKey{Pipeline: k.Pipeline, BusinessDate: k.BusinessDate, BatchID: id}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].BatchID < out[j].BatchID })
 	return out

@@ -129,16 +129,18 @@ func (o *Ordered) flush() error {
 		n := orderedNeighbours{o}
 		for _, id := range ids {
 			k := model.BatchKey{Pipeline: o.pipeline, BusinessDate: o.cur, BatchID: id}
-			d := o.open[id].Evaluate(o.c, o.asOf, replay.Context{Previous: PreviousOf(k, o.c, n), Alive: o.opts.Alive})
+			d := o.open[id].Evaluate(o.c, o.asOf, replay.Context{Previous: PreviousOf(k, o.c, n), Attempt: AttemptContext(k, o.c, n), Alive: o.opts.Alive})
 			if err := o.yield(&d); err != nil {
 				return err
 			}
 			o.count++
 		}
 	}
-	past := make([]pastBatch, len(ids))
-	for i, id := range ids {
-		past[i] = pastBatch{id: id, verdict: o.open[id].Verdict(o.c, o.asOf)}
+	past := make([]pastBatch, 0, len(ids))
+	for _, id := range ids {
+		if v, seen := o.open[id].Outcome(o.c, o.asOf); seen {
+			past = append(past, pastBatch{id: id, verdict: v})
+		}
 	}
 	o.past[o.cur] = past
 	clear(o.open)
@@ -162,7 +164,7 @@ func (n orderedNeighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
 		if st == nil {
 			return 0, false
 		}
-		return st.Verdict(n.o.c, n.o.asOf), true
+		return st.Outcome(n.o.c, n.o.asOf)
 	}
 	for _, b := range n.o.past[k.BusinessDate] {
 		if b.id == k.BatchID {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
@@ -109,7 +110,13 @@ type Detector struct {
 	horizon  model.Date // closed batches before it are forgotten
 
 	safe     time.Time
-	verdicts map[model.BatchKey]model.Hypothesis // per evaluation round
+	verdicts map[model.BatchKey]outcome // per evaluation round
+}
+
+// outcome is a cached replay.State.Outcome.
+type outcome struct {
+	verdict model.Hypothesis
+	seen    bool
 }
 
 type early struct {
@@ -308,7 +315,36 @@ func (d *Detector) step(b *batch, e *model.Event) {
 			d.first[k.Pipeline] = k.BusinessDate
 		}
 	}
+	d.touch(b)
+}
+
+// touch marks b for evaluation with the other attempts of its date (its
+// scheduled batch and the declared re-runs of it): an event of one attempt
+// can supersede another, end a missing one, or hand the date back.
+func (d *Detector) touch(b *batch) {
 	d.markDirty(b)
+	k := b.state.Key()
+	c := d.contracts.For(k.Pipeline)
+	if c.Reruns.Off() {
+		return
+	}
+	base, _, _ := c.AttemptOf(k)
+	if base != k {
+		if o := d.open[base]; o != nil {
+			d.markDirty(o)
+		}
+	}
+	for _, id := range d.dates[dateKey{k.Pipeline, k.BusinessDate}] {
+		if id == k.BatchID || !strings.Contains(id, base.BatchID) {
+			continue
+		}
+		sib := model.BatchKey{Pipeline: k.Pipeline, BusinessDate: k.BusinessDate, BatchID: id}
+		if ob, _, isRerun := c.AttemptOf(sib); sib == base || (isRerun && ob == base) {
+			if o := d.open[sib]; o != nil {
+				d.markDirty(o)
+			}
+		}
+	}
 }
 
 func (d *Detector) markDirty(b *batch) {
@@ -327,7 +363,7 @@ func (d *Detector) Resume(k model.BatchKey) bool {
 		return false
 	}
 	b.suspended = false
-	d.markDirty(b)
+	d.touch(b)
 	return true
 }
 
@@ -497,7 +533,7 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 	work := d.dirty
 	d.dirty = nil
 	slices.SortFunc(work, func(a, b *batch) int { return a.state.Key().Compare(b.state.Key()) })
-	d.verdicts = make(map[model.BatchKey]model.Hypothesis)
+	d.verdicts = make(map[model.BatchKey]outcome)
 	var out []Finding
 	for _, b := range work {
 		if b.suspended {
@@ -542,7 +578,7 @@ func (d *Detector) reach(safeMs int64) {
 		case x.heartbeat != nil:
 			d.procs.Add(x.heartbeat)
 		case d.open[x.b.state.Key()] == x.b:
-			d.markDirty(x.b)
+			d.touch(x.b)
 		}
 	}
 	clear(d.early[len(kept):])
@@ -598,12 +634,12 @@ func (n neighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
 	if b := d.open[k]; b != nil && b.suspended && b.delivered {
 		return model.Delivered, true
 	} else if b != nil && b.state.Len() > 0 {
-		v, ok := d.verdicts[k]
+		o, ok := d.verdicts[k]
 		if !ok {
-			v = b.state.Verdict(d.contracts.For(k.Pipeline), d.safe)
-			d.verdicts[k] = v
+			o.verdict, o.seen = b.state.Outcome(d.contracts.For(k.Pipeline), d.safe)
+			d.verdicts[k] = o
 		}
-		return v, true
+		return o.verdict, o.seen
 	}
 	if _, ok := d.closed[k]; ok {
 		return model.Delivered, true
@@ -629,7 +665,7 @@ func (d *Detector) Diagnosis(k model.BatchKey) (replay.Diagnosis, bool) {
 	if b == nil {
 		return replay.Diagnosis{}, false
 	}
-	d.verdicts = make(map[model.BatchKey]model.Hypothesis)
+	d.verdicts = make(map[model.BatchKey]outcome)
 	defer func() { d.verdicts = nil }()
 	return d.diagnose(b, d.contracts.For(k.Pipeline), d.safe), true
 }
@@ -640,6 +676,7 @@ func (d *Detector) diagnose(b *batch, c *contract.Contract, safe time.Time) repl
 	k := b.state.Key()
 	ctx := replay.Context{
 		Previous: batches.PreviousOf(k, c, neighbours{d}),
+		Attempt:  batches.AttemptContext(k, c, neighbours{d}),
 		Alive:    d.procs.Alive(k.Pipeline, func(h replay.Heartbeat) bool { return !h.At.After(safe) }),
 	}
 	return b.state.Evaluate(c, safe, ctx)
