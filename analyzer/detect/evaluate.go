@@ -242,7 +242,11 @@ func resolvedLateness(t *tracked, diag *replay.Diagnosis, safe time.Time) resolu
 func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 	openFindings := slices.ContainsFunc(b.findings, func(t tracked) bool { return t.state == Open })
 	k := b.state.Key()
-	if !openFindings && diag.Events == b.state.Len() && (diag.Delivered() || rerun) {
+	// Status, not verdict: a superseded attempt with a delivered verdict
+	// and broken evidence stays open, as diagnose shows it.
+	// An anomaly waiting for the allowed lateness keeps the batch open
+	// until it is confirmed or undone.
+	if !openFindings && diag.Events == b.state.Len() && diag.Pending.IsZero() && (diag.Status == replay.StatusDelivered || rerun) {
 		d.timers.disarm(b)
 		b.slot = slotGone
 		delete(d.open, k)
