@@ -187,7 +187,7 @@ func TestRerunNamesDeriveFromTheDate(t *testing.T) {
 		{"20260930-r2", "account_balance_snapshot_20260930.csv", false},
 		{"20260930-r2", "account_balance_snapshot_20260930-r2.csv", false},
 		{"20260930-r2", "account_balance_snapshot_20260929.csv", true},
-		{"20260929-r2", "account_balance_snapshot_20260930.csv", true}, // a re-run of another date's id
+		{"20260929-r2", "account_balance_snapshot_20260930.csv", true},  // a re-run of another date's id
 		{"20260930-r02", "account_balance_snapshot_20260930.csv", true}, // not the declared shape
 		{"20260930", "account_balance_snapshot_20260930.csv", false},
 	}
@@ -226,4 +226,4 @@ func TestRerunNamesDeriveFromTheDate(t *testing.T) {
 type single struct{ c *contract.Contract }
 
 func (s single) For(string) *contract.Contract { return s.c }
-func (s single) Pipelines() []string          { return []string{s.c.Pipeline} }
+func (s single) Pipelines() []string           { return []string{s.c.Pipeline} }
