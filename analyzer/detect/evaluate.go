@@ -246,7 +246,11 @@ func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 	// and broken evidence stays open, as diagnose shows it.
 	// An anomaly waiting for the allowed lateness keeps the batch open
 	// until it is confirmed or undone.
-	if !openFindings && diag.Events == b.state.Len() && diag.Pending.IsZero() && (diag.Status == replay.StatusDelivered || rerun) {
+	// A delivered batch with a required boundary still missing (a signal
+	// that never reached the receiver, restored by an operator) stays
+	// open too: its deadline can still pass, and diagnose will say so.
+	done := diag.Status == replay.StatusDelivered && diag.FirstMissing == ""
+	if !openFindings && diag.Events == b.state.Len() && diag.Pending.IsZero() && (done || rerun) {
 		d.timers.disarm(b)
 		b.slot = slotGone
 		delete(d.open, k)
