@@ -383,9 +383,6 @@ func ParseFinding(data []byte) (Finding, error) {
 	if f.Lateness.Milliseconds() != *w.LatenessMs {
 		return f, bad("lateness_ms", "%d is out of range", *w.LatenessMs)
 	}
-	if f.Lateness < 0 {
-		return f, bad("lateness_ms", "%d: must not be negative (evidence on time but reported late has lateness 0 and a reporting_delay_ms)", *w.LatenessMs)
-	}
 	if w.DelayMs < 0 {
 		return f, bad("reporting_delay_ms", "%d: must not be negative", w.DelayMs)
 	}
