@@ -3,6 +3,7 @@ package batches
 import (
 	"cmp"
 	"slices"
+	"strings"
 
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/model"
@@ -26,15 +27,11 @@ type Attempt struct {
 func AttemptsOf(k model.BatchKey, c *contract.Contract, n Neighbours) (model.BatchKey, []Attempt) {
 	base, _, _ := c.AttemptOf(k)
 	var out []Attempt
-	for _, o := range n.SameDate(base) {
-		r := 0
-		if o != base {
-			ob, on, ok := c.AttemptOf(o)
-			if !ok || ob != base {
-				continue
-			}
-			r = on
-		}
+	if v, seen := n.Verdict(base); seen {
+		out = append(out, Attempt{Key: base, Verdict: v})
+	}
+	for _, o := range n.Reruns(base) {
+		_, r, _ := c.AttemptOf(o)
 		if v, seen := n.Verdict(o); seen {
 			out = append(out, Attempt{Key: o, Rerun: r, Verdict: v})
 		}
@@ -86,13 +83,66 @@ func AttemptContext(k model.BatchKey, c *contract.Contract, n Neighbours) replay
 // events: the cheap test that keeps a date's only attempt from paying for
 // the verdicts of its neighbours.
 func hasRerun(k model.BatchKey, c *contract.Contract, n Neighbours) bool {
-	for _, o := range n.SameDate(k) {
-		if o == k || len(o.BatchID) <= len(k.BatchID) {
-			continue
-		}
-		if ob, _, ok := c.AttemptOf(o); ok && ob == k {
-			return true
-		}
-	}
-	return false
+	return len(n.Reruns(k)) > 0
 }
+
+// RerunIndex lists the declared re-runs with events of each scheduled
+// batch, so that the attempts of a date are found without a look at the
+// date's other batches (a cron schedule can have 1,440 a date). The zero
+// RerunIndex is empty and ready. Keys and ids are its own copies.
+type RerunIndex struct {
+	m map[model.BatchKey][]string
+}
+
+// Add records batch k if it is a declared re-run under c; it reports
+// whether it is.
+func (x *RerunIndex) Add(c *contract.Contract, k model.BatchKey) bool {
+	base, _, ok := c.AttemptOf(k)
+	if !ok {
+		return false
+	}
+	if x.m == nil {
+		x.m = make(map[model.BatchKey][]string)
+	}
+	ids := x.m[base]
+	i, found := slices.BinarySearch(ids, k.BatchID)
+	if found {
+		return true
+	}
+	if ids == nil {
+		base = model.BatchKey{Pipeline: strings.Clone(base.Pipeline), BusinessDate: base.BusinessDate, BatchID: strings.Clone(base.BatchID)}
+	}
+	x.m[base] = slices.Insert(ids, i, strings.Clone(k.BatchID))
+	return true
+}
+
+// Remove forgets batch k.
+func (x *RerunIndex) Remove(c *contract.Contract, k model.BatchKey) {
+	base, _, ok := c.AttemptOf(k)
+	if !ok || x.m == nil {
+		return
+	}
+	ids := slices.DeleteFunc(x.m[base], func(id string) bool { return id == k.BatchID })
+	if len(ids) == 0 {
+		delete(x.m, base)
+	} else {
+		x.m[base] = ids
+	}
+}
+
+// Of returns the recorded re-runs of scheduled batch base, by batch id.
+func (x *RerunIndex) Of(base model.BatchKey) []model.BatchKey {
+	ids := x.m[base]
+	if len(ids) == 0 {
+		return nil
+	}
+	out := make([]model.BatchKey, len(ids))
+	for i, id := range ids {
+		out[i] = model.BatchKey{Pipeline: base.Pipeline, BusinessDate: base.BusinessDate, BatchID: id}
+	}
+	return out
+}
+
+// Ids returns the recorded re-run ids of scheduled batch base (shared:
+// do not modify).
+func (x *RerunIndex) Ids(base model.BatchKey) []string { return x.m[base] }

@@ -45,9 +45,8 @@ type Set struct {
 	// the set knows, before which no batch is expected. Kept up to date by
 	// Add, so that diagnosing one batch never scans them all.
 	first map[string]model.Date
-	// dates lists the batch ids of each pipeline and business date, so
-	// that the attempts of a date are found without a scan of every batch.
-	dates map[dateKey][]string
+	// reruns lists the declared re-runs of each scheduled batch.
+	reruns RerunIndex
 	// alive holds the latest heartbeat of each process, by pipeline.
 	alive   Processes
 	events  int
@@ -64,13 +63,7 @@ func New(contracts Contracts, asOf time.Time) *Set {
 		asOfMs:    asOf.UnixMilli(),
 		states:    make(map[model.BatchKey]*batch),
 		first:     make(map[string]model.Date),
-		dates:     make(map[dateKey][]string),
 	}
-}
-
-type dateKey struct {
-	pipeline string
-	date     model.Date
 }
 
 // Add folds one event in: a batch event into its batch's state, a heartbeat
@@ -98,8 +91,7 @@ func (s *Set) Add(e *model.Event) {
 			key = model.BatchKey{Pipeline: strings.Clone(k.Pipeline), BusinessDate: k.BusinessDate, BatchID: strings.Clone(k.BatchID)}
 		}
 		s.states[key] = b
-		dk := dateKey{key.Pipeline, key.BusinessDate}
-		s.dates[dk] = append(s.dates[dk], key.BatchID)
+		s.reruns.Add(s.contracts.For(key.Pipeline), key)
 		if d, ok := s.first[k.Pipeline]; !ok || k.BusinessDate.Compare(d) < 0 {
 			s.first[key.Pipeline] = k.BusinessDate
 		}
@@ -243,14 +235,6 @@ func (n setNeighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
 	return o.verdict, o.seen
 }
 
-func (n setNeighbours) SameDate(k model.BatchKey) []model.BatchKey {
-	ids := n.s.dates[dateKey{k.Pipeline, k.BusinessDate}]
-	out := make([]model.BatchKey, len(ids))
-	for i, id := range ids {
-		out[i] = model.BatchKey{Pipeline: k.Pipeline, BusinessDate: k.BusinessDate, BatchID: id}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].BatchID < out[j].BatchID })
-	return out
-}
+func (n setNeighbours) Reruns(base model.BatchKey) []model.BatchKey { return n.s.reruns.Of(base) }
 
 func (s *Set) aliveFor(pipeline string) []replay.Heartbeat { return s.alive.Alive(pipeline, nil) }

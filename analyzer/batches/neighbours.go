@@ -20,9 +20,9 @@ type Neighbours interface {
 	// Verdict returns the verdict of batch k (as of the evaluation), and
 	// false when k has no events as of then (replay.State.Outcome).
 	Verdict(k model.BatchKey) (model.Hypothesis, bool)
-	// SameDate returns the batches with events of k's pipeline and business
-	// date, sorted by batch id.
-	SameDate(k model.BatchKey) []model.BatchKey
+	// Reruns returns the declared re-runs of scheduled batch base
+	// (contract.AttemptOf) that have events, sorted by batch id.
+	Reruns(base model.BatchKey) []model.BatchKey
 }
 
 // PreviousOf builds the continuity context of batch k under contract c: the

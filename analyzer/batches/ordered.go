@@ -3,6 +3,7 @@ package batches
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/replay"
@@ -35,7 +36,9 @@ type Ordered struct {
 	open    map[string]*replay.State // batch id -> state, of cur
 	// past holds the verdicts of the dates already diagnosed, batch ids
 	// sorted within a date.
-	past   map[model.Date][]pastBatch
+	past map[model.Date][]pastBatch
+	// reruns lists the declared re-runs of each scheduled batch read.
+	reruns RerunIndex
 	events int
 	count  int
 }
@@ -97,6 +100,7 @@ func (o *Ordered) Add(e *model.Event) error {
 	if st == nil {
 		st = new(replay.State)
 		o.open[e.BatchID] = st
+		o.reruns.Add(o.c, e.Key())
 	}
 	st.Step(e)
 	o.events++
@@ -166,30 +170,18 @@ func (n orderedNeighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
 		}
 		return st.Outcome(n.o.c, n.o.asOf)
 	}
-	for _, b := range n.o.past[k.BusinessDate] {
-		if b.id == k.BatchID {
-			return b.verdict, true
-		}
+	past := n.o.past[k.BusinessDate]
+	if i, ok := slices.BinarySearchFunc(past, k.BatchID, func(b pastBatch, id string) int { return strings.Compare(b.id, id) }); ok {
+		return past[i].verdict, true
 	}
 	return 0, false
 }
 
-func (n orderedNeighbours) SameDate(k model.BatchKey) []model.BatchKey {
-	if k.Pipeline != n.o.pipeline {
+func (n orderedNeighbours) Reruns(base model.BatchKey) []model.BatchKey {
+	if base.Pipeline != n.o.pipeline {
 		return nil
 	}
-	var out []model.BatchKey
-	if k.BusinessDate == n.o.cur {
-		for id := range n.o.open {
-			out = append(out, model.BatchKey{Pipeline: k.Pipeline, BusinessDate: k.BusinessDate, BatchID: id})
-		}
-		slices.SortFunc(out, func(a, b model.BatchKey) int { return a.Compare(b) })
-		return out
-	}
-	for _, b := range n.o.past[k.BusinessDate] {
-		out = append(out, model.BatchKey{Pipeline: k.Pipeline, BusinessDate: k.BusinessDate, BatchID: b.id})
-	}
-	return out
+	return n.o.reruns.Of(base)
 }
 
 // ContextStart returns the earliest business date whose batches the

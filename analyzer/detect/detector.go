@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
@@ -82,10 +81,9 @@ type Detector struct {
 
 	open   map[model.BatchKey]*batch
 	closed map[model.BatchKey]closedBatch
-	// dates lists the batch ids with events of each pipeline and date
-	// (open or closed): a re-run under another id stands in for the
-	// scheduled one.
-	dates map[dateKey][]string
+	// reruns lists the declared re-runs with events (open or closed) of
+	// each scheduled batch: the attempts of a date.
+	reruns batches.RerunIndex
 	// first is each pipeline's earliest business date with events: the
 	// start of what is known, as in batches.Set.
 	first map[string]model.Date
@@ -123,11 +121,6 @@ type early struct {
 	ms        int64
 	b         *batch       // a batch event's batch
 	heartbeat *model.Event // or a heartbeat
-}
-
-type dateKey struct {
-	pipeline string
-	date     model.Date
 }
 
 // batch is one open batch: its folded state, its timer and the records of
@@ -214,7 +207,6 @@ func New(cfg Config) (*Detector, error) {
 		retain:    cfg.Retain,
 		open:      make(map[model.BatchKey]*batch),
 		closed:    make(map[model.BatchKey]closedBatch),
-		dates:     make(map[dateKey][]string),
 		first:     make(map[string]model.Date),
 		calendar:  make(map[string]model.Date),
 	}
@@ -306,11 +298,7 @@ func (d *Detector) step(b *batch, e *model.Event) {
 	}
 	if !had {
 		k := b.state.Key()
-		dk := dateKey{k.Pipeline, k.BusinessDate}
-		ids := d.dates[dk]
-		if i, found := slices.BinarySearch(ids, k.BatchID); !found {
-			d.dates[dk] = slices.Insert(ids, i, k.BatchID)
-		}
+		d.reruns.Add(d.contracts.For(k.Pipeline), k)
 		if f, ok := d.first[k.Pipeline]; !ok || k.BusinessDate.Compare(f) < 0 {
 			d.first[k.Pipeline] = k.BusinessDate
 		}
@@ -334,12 +322,9 @@ func (d *Detector) touch(b *batch) {
 			d.markDirty(o)
 		}
 	}
-	for _, id := range d.dates[dateKey{k.Pipeline, k.BusinessDate}] {
-		if id == k.BatchID || !strings.Contains(id, base.BatchID) {
-			continue
-		}
-		sib := model.BatchKey{Pipeline: k.Pipeline, BusinessDate: k.BusinessDate, BatchID: id}
-		if ob, _, isRerun := c.AttemptOf(sib); sib == base || (isRerun && ob == base) {
+	sib := base
+	for _, id := range d.reruns.Ids(base) {
+		if sib.BatchID = id; id != k.BatchID {
 			if o := d.open[sib]; o != nil {
 				d.markDirty(o)
 			}
@@ -468,13 +453,7 @@ func (d *Detector) Release(pred func(model.BatchKey) bool) int {
 }
 
 func (d *Detector) forgetDate(k model.BatchKey) {
-	dk := dateKey{k.Pipeline, k.BusinessDate}
-	ids := slices.DeleteFunc(d.dates[dk], func(id string) bool { return id == k.BatchID })
-	if len(ids) == 0 {
-		delete(d.dates, dk)
-	} else {
-		d.dates[dk] = ids
-	}
+	d.reruns.Remove(d.contracts.For(k.Pipeline), k)
 }
 
 // Stats counts what the detector holds, for metrics.
@@ -647,14 +626,7 @@ func (n neighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
 	return 0, false
 }
 
-func (n neighbours) SameDate(k model.BatchKey) []model.BatchKey {
-	ids := n.d.dates[dateKey{k.Pipeline, k.BusinessDate}]
-	out := make([]model.BatchKey, len(ids))
-	for i, id := range ids {
-		out[i] = model.BatchKey{Pipeline: k.Pipeline, BusinessDate: k.BusinessDate, BatchID: id}
-	}
-	return out
-}
+func (n neighbours) Reruns(base model.BatchKey) []model.BatchKey { return n.d.reruns.Of(base) }
 
 // Diagnosis returns the diagnosis of open batch k as of the safe time of
 // the last Advance, with the context the detector evaluates it with (what
