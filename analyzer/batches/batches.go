@@ -45,6 +45,8 @@ type Set struct {
 	// the set knows, before which no batch is expected. Kept up to date by
 	// Add, so that diagnosing one batch never scans them all.
 	first map[string]model.Date
+	// reruns lists the declared re-runs of each scheduled batch.
+	reruns RerunIndex
 	// alive holds the latest heartbeat of each process, by pipeline.
 	alive Processes
 	// covers is the range of business dates the set was told it holds
@@ -93,6 +95,7 @@ func (s *Set) Add(e *model.Event) {
 			key = model.BatchKey{Pipeline: strings.Clone(k.Pipeline), BusinessDate: k.BusinessDate, BatchID: strings.Clone(k.BatchID)}
 		}
 		s.states[key] = b
+		s.reruns.Add(s.contracts.For(key.Pipeline), key)
 		if d, ok := s.first[k.Pipeline]; !ok || k.BusinessDate.Compare(d) < 0 {
 			s.first[key.Pipeline] = k.BusinessDate
 		}
@@ -170,7 +173,7 @@ func (s *Set) Keys() []model.BatchKey {
 // have no event and are absent as of the set's time.
 func (s *Set) absent() []model.BatchKey {
 	var out []model.BatchKey
-	n := setNeighbours{s, map[model.BatchKey]model.Hypothesis{}}
+	n := setNeighbours{s, map[model.BatchKey]outcome{}}
 	for p, first := range s.first {
 		from, to, ok := s.calendar(p, first)
 		if !ok {
@@ -200,7 +203,7 @@ func (s *Set) calendar(p string, first model.Date) (model.Date, model.Date, bool
 
 // absentOne diagnoses k, which has no event, if it is an absent expected
 // batch.
-func (s *Set) absentOne(k model.BatchKey, c *contract.Contract, verdicts map[model.BatchKey]model.Hypothesis) (replay.Diagnosis, bool) {
+func (s *Set) absentOne(k model.BatchKey, c *contract.Contract, verdicts map[model.BatchKey]outcome) (replay.Diagnosis, bool) {
 	first, known := s.first[k.Pipeline]
 	if !known {
 		return replay.Diagnosis{}, false
@@ -231,7 +234,7 @@ func (s *Set) Diagnose(keep func(model.BatchKey) bool) []replay.Diagnosis {
 // run concurrently with each other, not with Add.
 func (s *Set) DiagnoseKeys(keys []model.BatchKey) []replay.Diagnosis {
 	out := make([]replay.Diagnosis, 0, len(keys))
-	verdicts := make(map[model.BatchKey]model.Hypothesis)
+	verdicts := make(map[model.BatchKey]outcome)
 	for _, k := range keys {
 		c := s.contracts.For(k.Pipeline)
 		b := s.states[k]
@@ -241,7 +244,7 @@ func (s *Set) DiagnoseKeys(keys []model.BatchKey) []replay.Diagnosis {
 			}
 			continue
 		}
-		ctx := replay.Context{Previous: s.previous(k, c, verdicts), Alive: s.aliveFor(k.Pipeline)}
+		ctx := s.context(k, c, verdicts)
 		out = append(out, b.st.Evaluate(c, s.asOf, ctx))
 	}
 	return out
@@ -254,22 +257,29 @@ func (s *Set) DiagnoseOne(k model.BatchKey) (replay.Diagnosis, bool) {
 	c := s.contracts.For(k.Pipeline)
 	b := s.states[k]
 	if b == nil {
-		return s.absentOne(k, c, map[model.BatchKey]model.Hypothesis{})
+		return s.absentOne(k, c, map[model.BatchKey]outcome{})
 	}
-	ctx := replay.Context{Previous: s.previous(k, c, map[model.BatchKey]model.Hypothesis{}), Alive: s.aliveFor(k.Pipeline)}
-	return b.st.Evaluate(c, s.asOf, ctx), true
+	return b.st.Evaluate(c, s.asOf, s.context(k, c, map[model.BatchKey]outcome{})), true
 }
 
-// previous builds the continuity context of batch k (PreviousOf), with
-// the neighbours' verdicts cached in verdicts.
-func (s *Set) previous(k model.BatchKey, c *contract.Contract, verdicts map[model.BatchKey]model.Hypothesis) replay.Previous {
-	return PreviousOf(k, c, setNeighbours{s, verdicts})
+// context builds the context of batch k: continuity (PreviousOf), the
+// attempts of its date (AttemptContext) and the heartbeats, with the
+// neighbours' verdicts cached in verdicts.
+func (s *Set) context(k model.BatchKey, c *contract.Contract, verdicts map[model.BatchKey]outcome) replay.Context {
+	n := setNeighbours{s, verdicts}
+	return replay.Context{Previous: PreviousOf(k, c, n), Attempt: AttemptContext(k, c, n), Alive: s.aliveFor(k.Pipeline)}
+}
+
+// outcome is a cached replay.State.Outcome.
+type outcome struct {
+	verdict model.Hypothesis
+	seen    bool
 }
 
 // setNeighbours answers Neighbours from a Set as of its as-of time.
 type setNeighbours struct {
 	s        *Set
-	verdicts map[model.BatchKey]model.Hypothesis
+	verdicts map[model.BatchKey]outcome
 }
 
 func (n setNeighbours) First(pipeline string) (model.Date, bool) {
@@ -282,23 +292,14 @@ func (n setNeighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
 	if b == nil {
 		return 0, false
 	}
-	v, ok := n.verdicts[k]
+	o, ok := n.verdicts[k]
 	if !ok {
-		v = b.st.Verdict(n.s.contracts.For(k.Pipeline), n.s.asOf)
-		n.verdicts[k] = v
+		o.verdict, o.seen = b.st.Outcome(n.s.contracts.For(k.Pipeline), n.s.asOf)
+		n.verdicts[k] = o
 	}
-	return v, true
+	return o.verdict, o.seen
 }
 
-func (n setNeighbours) SameDate(k model.BatchKey) []model.BatchKey {
-	var out []model.BatchKey
-	for o := range n.s.states {
-		if o.Pipeline == k.Pipeline && o.BusinessDate == k.BusinessDate {
-			out = append(out, o)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].BatchID < out[j].BatchID })
-	return out
-}
+func (n setNeighbours) Reruns(base model.BatchKey) []model.BatchKey { return n.s.reruns.Of(base) }
 
 func (s *Set) aliveFor(pipeline string) []replay.Heartbeat { return s.alive.Alive(pipeline, nil) }

@@ -1,7 +1,6 @@
 package batches
 
 import (
-	"slices"
 	"sort"
 
 	"github.com/handoff-dev/handoff/analyzer/replay"
@@ -19,17 +18,18 @@ type Neighbours interface {
 	// is expected.
 	First(pipeline string) (model.Date, bool)
 	// Verdict returns the verdict of batch k (as of the evaluation), and
-	// false when k has no events.
+	// false when k has no events as of then (replay.State.Outcome).
 	Verdict(k model.BatchKey) (model.Hypothesis, bool)
-	// SameDate returns the batches with events of k's pipeline and business
-	// date, sorted by batch id.
-	SameDate(k model.BatchKey) []model.BatchKey
+	// Reruns returns the declared re-runs of scheduled batch base
+	// (contract.AttemptOf) that have events, sorted by batch id.
+	Reruns(base model.BatchKey) []model.BatchKey
 }
 
 // PreviousOf builds the continuity context of batch k under contract c: the
 // previous batch of the schedule, if the pipeline is known from before k's
-// date. When the schedule's previous batch has no events, a re-run of its
-// date under another batch id stands in for it (see StandIn).
+// date. Continuity looks at the previous date (or slot), not at one id: its
+// attempts (the scheduled batch and its declared re-runs) speak through the
+// one Speaker picks, delivered if any attempt is delivered.
 func PreviousOf(k model.BatchKey, c *contract.Contract, n Neighbours) replay.Previous {
 	pk, ok := c.Previous(k)
 	if !ok {
@@ -39,41 +39,23 @@ func PreviousOf(k model.BatchKey, c *contract.Contract, n Neighbours) replay.Pre
 		return replay.Previous{}
 	}
 	p := replay.Previous{Checked: true, Key: pk}
-	v, seen := n.Verdict(pk)
-	if !seen {
-		if o, ok := StandIn(pk, c, n); ok {
-			pk = o
-			v, seen = n.Verdict(o)
+	var sp Attempt
+	if c.Reruns.Off() {
+		v, seen := n.Verdict(pk)
+		if !seen {
+			return p
+		}
+		sp = Attempt{Key: pk, Verdict: v}
+	} else {
+		_, attempts := AttemptsOf(pk, c, n)
+		var seen bool
+		if sp, seen = Speaker(attempts); !seen {
+			return p
 		}
 	}
-	if !seen {
-		return p
-	}
-	p.Key = pk
-	p.Seen, p.Delivered, p.Verdict = true, v == model.Delivered, v
+	p.Key = sp.Key
+	p.Seen, p.Delivered, p.Verdict = true, sp.Verdict == model.Delivered, sp.Verdict
 	return p
-}
-
-// StandIn returns the batch with events that stands in for batch k when k
-// has none: a re-run of k's date under another batch id, the first by
-// batch id. A batch of the same date that the schedule expects in its own
-// right (another hour of an hourly pipeline) is not a re-run.
-func StandIn(k model.BatchKey, c *contract.Contract, n Neighbours) (model.BatchKey, bool) {
-	var slots []model.BatchKey
-	for _, o := range n.SameDate(k) {
-		if o == k {
-			continue
-		}
-		if slots == nil {
-			if slots = c.Expected(k.BusinessDate, k.BusinessDate); slots == nil {
-				slots = []model.BatchKey{}
-			}
-		}
-		if !slices.Contains(slots, o) {
-			return o, true
-		}
-	}
-	return model.BatchKey{}, false
 }
 
 type procKey struct {

@@ -15,7 +15,8 @@ func (h hourly) For(string) *contract.Contract { return h.c }
 
 // TestStandInSkipsOtherSlots: under an hourly schedule the other hours of
 // a date are batches in their own right, not re-runs of a missing hour;
-// a batch of the date under an id the schedule does not expect is.
+// a declared re-run of the hour ({batch_id}-r{n}) is; an undeclared id is
+// nothing.
 func TestStandInSkipsOtherSlots(t *testing.T) {
 	c, err := contract.Parse("hourly.yaml", []byte("pipeline: p\nschedule: hourly\nbatch_id: \"{yyyymmdd}{hh}\"\n"))
 	if err != nil {
@@ -28,7 +29,9 @@ func TestStandInSkipsOtherSlots(t *testing.T) {
 	}{
 		{"previous hour delivered", []string{"2026100205", "2026100206", "2026100207"}, false},
 		{"previous hour missing, other hours are not re-runs", []string{"2026100205", "2026100207", "2026100208"}, true},
-		{"a re-run of the previous hour counts", []string{"2026100205", "2026100206r", "2026100207"}, false},
+		{"a declared re-run of the previous hour counts", []string{"2026100205", "2026100206-r2", "2026100207"}, false},
+		{"an undeclared id does not", []string{"2026100205", "2026100206r", "2026100207"}, true},
+		{"a re-run of another hour does not", []string{"2026100205", "2026100205-r2", "2026100207"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

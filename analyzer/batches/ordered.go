@@ -3,6 +3,7 @@ package batches
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/replay"
@@ -35,7 +36,9 @@ type Ordered struct {
 	open    map[string]*replay.State // batch id -> state, of cur
 	// past holds the verdicts of the dates already diagnosed, batch ids
 	// sorted within a date.
-	past   map[model.Date][]pastBatch
+	past map[model.Date][]pastBatch
+	// reruns lists the declared re-runs of each scheduled batch read.
+	reruns RerunIndex
 	events int
 	count  int
 	// calNext is the first date whose absent expected batches are not
@@ -105,6 +108,7 @@ func (o *Ordered) Add(e *model.Event) error {
 	if st == nil {
 		st = new(replay.State)
 		o.open[e.BatchID] = st
+		o.reruns.Add(o.c, e.Key())
 	}
 	st.Step(e)
 	o.events++
@@ -219,16 +223,18 @@ func (o *Ordered) flush() error {
 				o.count++
 				continue
 			}
-			d := st.Evaluate(o.c, o.asOf, replay.Context{Previous: PreviousOf(k, o.c, n), Alive: o.opts.Alive})
+			d := st.Evaluate(o.c, o.asOf, replay.Context{Previous: PreviousOf(k, o.c, n), Attempt: AttemptContext(k, o.c, n), Alive: o.opts.Alive})
 			if err := o.yield(&d); err != nil {
 				return err
 			}
 			o.count++
 		}
 	}
-	past := make([]pastBatch, len(ids))
-	for i, id := range ids {
-		past[i] = pastBatch{id: id, verdict: o.open[id].Verdict(o.c, o.asOf)}
+	past := make([]pastBatch, 0, len(ids))
+	for _, id := range ids {
+		if v, seen := o.open[id].Outcome(o.c, o.asOf); seen {
+			past = append(past, pastBatch{id: id, verdict: v})
+		}
 	}
 	o.past[o.cur] = past
 	clear(o.open)
@@ -254,32 +260,20 @@ func (n orderedNeighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
 		if st == nil {
 			return 0, false
 		}
-		return st.Verdict(n.o.c, n.o.asOf), true
+		return st.Outcome(n.o.c, n.o.asOf)
 	}
-	for _, b := range n.o.past[k.BusinessDate] {
-		if b.id == k.BatchID {
-			return b.verdict, true
-		}
+	past := n.o.past[k.BusinessDate]
+	if i, ok := slices.BinarySearchFunc(past, k.BatchID, func(b pastBatch, id string) int { return strings.Compare(b.id, id) }); ok {
+		return past[i].verdict, true
 	}
 	return 0, false
 }
 
-func (n orderedNeighbours) SameDate(k model.BatchKey) []model.BatchKey {
-	if k.Pipeline != n.o.pipeline {
+func (n orderedNeighbours) Reruns(base model.BatchKey) []model.BatchKey {
+	if base.Pipeline != n.o.pipeline {
 		return nil
 	}
-	var out []model.BatchKey
-	if k.BusinessDate == n.o.cur && len(n.o.open) > 0 {
-		for id := range n.o.open {
-			out = append(out, model.BatchKey{Pipeline: k.Pipeline, BusinessDate: k.BusinessDate, BatchID: id})
-		}
-		slices.SortFunc(out, func(a, b model.BatchKey) int { return a.Compare(b) })
-		return out
-	}
-	for _, b := range n.o.past[k.BusinessDate] {
-		out = append(out, model.BatchKey{Pipeline: k.Pipeline, BusinessDate: k.BusinessDate, BatchID: b.id})
-	}
-	return out
+	return n.o.reruns.Of(base)
 }
 
 // ContextStart returns the earliest business date whose batches the

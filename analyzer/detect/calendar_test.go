@@ -120,10 +120,13 @@ func TestExpectedDailyBatch(t *testing.T) {
 			{key, "missing", "not_produced", detect.Resolved, 2, time.Hour},
 			{key, "overdue", "produced", detect.Open, 1, time.Hour + 5*time.Minute},
 		}},
-		{"re-run under another id before the deadline", []model.Event{ev("rerun-1", "20261001r", "2026-10-01T17:00:00Z")}, nil},
-		{"re-run under another id after the deadline", []model.Event{ev("rerun-1", "20261001r", "2026-10-01T19:00:00Z")}, []summary{
+		{"re-run under another id before the deadline", []model.Event{ev("rerun-1", "20261001-r2", "2026-10-01T17:00:00Z")}, nil},
+		{"re-run under another id after the deadline", []model.Event{ev("rerun-1", "20261001-r2", "2026-10-01T19:00:00Z")}, []summary{
 			{key, "missing", "not_produced", detect.Open, 1, time.Millisecond},
 			{key, "missing", "not_produced", detect.Resolved, 2, time.Hour + 5*time.Minute},
+		}},
+		{"an undeclared id is not an attempt", []model.Event{ev("rerun-1", "20261001r", "2026-10-01T17:00:00Z")}, []summary{
+			{key, "missing", "not_produced", detect.Open, 1, time.Millisecond},
 		}},
 	}
 	for _, tt := range tests {

@@ -82,10 +82,9 @@ type Detector struct {
 
 	open   map[model.BatchKey]*batch
 	closed map[model.BatchKey]closedBatch
-	// dates lists the batch ids with events of each pipeline and date
-	// (open or closed): a re-run under another id stands in for the
-	// scheduled one.
-	dates map[dateKey][]string
+	// reruns lists the declared re-runs with events (open or closed) of
+	// each scheduled batch: the attempts of a date.
+	reruns batches.RerunIndex
 	// first is each pipeline's earliest business date with events: the
 	// start of what is known, as in batches.Set.
 	first map[string]model.Date
@@ -113,18 +112,19 @@ type Detector struct {
 	// floor is the earliest safe time an Advance may come with (Floor):
 	// before the first Advance, heartbeats up to it are as good as folded.
 	floor    time.Time
-	verdicts map[model.BatchKey]model.Hypothesis // per evaluation round
+	verdicts map[model.BatchKey]outcome // per evaluation round
+}
+
+// outcome is a cached replay.State.Outcome.
+type outcome struct {
+	verdict model.Hypothesis
+	seen    bool
 }
 
 type early struct {
 	ms        int64
 	b         *batch       // a batch event's batch
 	heartbeat *model.Event // or a heartbeat
-}
-
-type dateKey struct {
-	pipeline string
-	date     model.Date
 }
 
 // batch is one open batch: its folded state, its timer and the records of
@@ -211,7 +211,6 @@ func New(cfg Config) (*Detector, error) {
 		retain:    cfg.Retain,
 		open:      make(map[model.BatchKey]*batch),
 		closed:    make(map[model.BatchKey]closedBatch),
-		dates:     make(map[dateKey][]string),
 		first:     make(map[string]model.Date),
 		calendar:  make(map[string]model.Date),
 	}
@@ -331,16 +330,38 @@ func (d *Detector) step(b *batch, e *model.Event) {
 	}
 	if !had {
 		k := b.state.Key()
-		dk := dateKey{k.Pipeline, k.BusinessDate}
-		ids := d.dates[dk]
-		if i, found := slices.BinarySearch(ids, k.BatchID); !found {
-			d.dates[dk] = slices.Insert(ids, i, k.BatchID)
-		}
+		d.reruns.Add(d.contracts.For(k.Pipeline), k)
 		if f, ok := d.first[k.Pipeline]; !ok || k.BusinessDate.Compare(f) < 0 {
 			d.first[k.Pipeline] = k.BusinessDate
 		}
 	}
+	d.touch(b)
+}
+
+// touch marks b for evaluation with the other attempts of its date (its
+// scheduled batch and the declared re-runs of it): an event of one attempt
+// can supersede another, end a missing one, or hand the date back.
+func (d *Detector) touch(b *batch) {
 	d.markDirty(b)
+	k := b.state.Key()
+	c := d.contracts.For(k.Pipeline)
+	if c.Reruns.Off() {
+		return
+	}
+	base, _, _ := c.AttemptOf(k)
+	if base != k {
+		if o := d.open[base]; o != nil {
+			d.markDirty(o)
+		}
+	}
+	sib := base
+	for _, id := range d.reruns.Ids(base) {
+		if sib.BatchID = id; id != k.BatchID {
+			if o := d.open[sib]; o != nil {
+				d.markDirty(o)
+			}
+		}
+	}
 }
 
 func (d *Detector) markDirty(b *batch) {
@@ -359,7 +380,7 @@ func (d *Detector) Resume(k model.BatchKey) bool {
 		return false
 	}
 	b.suspended = false
-	d.markDirty(b)
+	d.touch(b)
 	return true
 }
 
@@ -464,13 +485,7 @@ func (d *Detector) Release(pred func(model.BatchKey) bool) int {
 }
 
 func (d *Detector) forgetDate(k model.BatchKey) {
-	dk := dateKey{k.Pipeline, k.BusinessDate}
-	ids := slices.DeleteFunc(d.dates[dk], func(id string) bool { return id == k.BatchID })
-	if len(ids) == 0 {
-		delete(d.dates, dk)
-	} else {
-		d.dates[dk] = ids
-	}
+	d.reruns.Remove(d.contracts.For(k.Pipeline), k)
 }
 
 // Stats counts what the detector holds, for metrics.
@@ -533,7 +548,7 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 	work := d.dirty
 	d.dirty = nil
 	slices.SortFunc(work, func(a, b *batch) int { return a.state.Key().Compare(b.state.Key()) })
-	d.verdicts = make(map[model.BatchKey]model.Hypothesis)
+	d.verdicts = make(map[model.BatchKey]outcome)
 	var out []Finding
 	for _, b := range work {
 		if b.suspended {
@@ -578,7 +593,7 @@ func (d *Detector) reach(safeMs int64) {
 		case x.heartbeat != nil:
 			d.procs.Add(x.heartbeat)
 		case d.open[x.b.state.Key()] == x.b:
-			d.markDirty(x.b)
+			d.touch(x.b)
 		}
 	}
 	clear(d.early[len(kept):])
@@ -634,12 +649,12 @@ func (n neighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
 	if b := d.open[k]; b != nil && b.suspended && b.delivered {
 		return model.Delivered, true
 	} else if b != nil && b.state.Len() > 0 {
-		v, ok := d.verdicts[k]
+		o, ok := d.verdicts[k]
 		if !ok {
-			v = b.state.Verdict(d.contracts.For(k.Pipeline), d.safe)
-			d.verdicts[k] = v
+			o.verdict, o.seen = b.state.Outcome(d.contracts.For(k.Pipeline), d.safe)
+			d.verdicts[k] = o
 		}
-		return v, true
+		return o.verdict, o.seen
 	}
 	if _, ok := d.closed[k]; ok {
 		return model.Delivered, true
@@ -647,14 +662,7 @@ func (n neighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
 	return 0, false
 }
 
-func (n neighbours) SameDate(k model.BatchKey) []model.BatchKey {
-	ids := n.d.dates[dateKey{k.Pipeline, k.BusinessDate}]
-	out := make([]model.BatchKey, len(ids))
-	for i, id := range ids {
-		out[i] = model.BatchKey{Pipeline: k.Pipeline, BusinessDate: k.BusinessDate, BatchID: id}
-	}
-	return out
-}
+func (n neighbours) Reruns(base model.BatchKey) []model.BatchKey { return n.d.reruns.Of(base) }
 
 // Diagnosis returns the diagnosis of open batch k as of the safe time of
 // the last Advance, with the context the detector evaluates it with (what
@@ -665,7 +673,7 @@ func (d *Detector) Diagnosis(k model.BatchKey) (replay.Diagnosis, bool) {
 	if b == nil {
 		return replay.Diagnosis{}, false
 	}
-	d.verdicts = make(map[model.BatchKey]model.Hypothesis)
+	d.verdicts = make(map[model.BatchKey]outcome)
 	defer func() { d.verdicts = nil }()
 	return d.diagnose(b, d.contracts.For(k.Pipeline), d.safe), true
 }
@@ -676,6 +684,7 @@ func (d *Detector) diagnose(b *batch, c *contract.Contract, safe time.Time) repl
 	k := b.state.Key()
 	ctx := replay.Context{
 		Previous: batches.PreviousOf(k, c, neighbours{d}),
+		Attempt:  batches.AttemptContext(k, c, neighbours{d}),
 		Alive:    d.procs.Alive(k.Pipeline, func(h replay.Heartbeat) bool { return !h.At.After(safe) }),
 	}
 	return b.state.Evaluate(c, safe, ctx)

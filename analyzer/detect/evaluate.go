@@ -1,12 +1,13 @@
 package detect
 
 import (
-	"github.com/handoff-dev/handoff/analyzer/batches"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/handoff-dev/handoff/analyzer/batches"
 	"github.com/handoff-dev/handoff/analyzer/replay"
+	"github.com/handoff-dev/handoff/model"
 )
 
 // condition is one alertable condition a diagnosis shows.
@@ -32,18 +33,43 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 	k := b.state.Key()
 	c := d.contracts.For(k.Pipeline)
 	diag := d.diagnose(b, c, safe)
-	var rerun bool
-	if b.state.Len() == 0 {
-		_, rerun = batches.StandIn(k, c, neighbours{d})
+	// A batch with no event as of safe whose date another attempt reached
+	// (a declared re-run of it, or the scheduled batch a re-run re-runs):
+	// nothing of it is missing.
+	var arrived model.BatchKey
+	if diag.Events == 0 && !c.Reruns.Off() {
+		_, atts := batches.AttemptsOf(k, c, neighbours{d})
+		for _, a := range atts {
+			if a.Key != k {
+				arrived = a.Key
+				break
+			}
+		}
 	}
+	rerun := !arrived.IsZero()
 	conds := conditions(b, &diag, rerun)
+	if diag.Superseded() {
+		// Another attempt speaks for the date: this one raises nothing,
+		// and what it had open ends, naming the attempt that replaced it.
+		conds = nil
+	}
 
-	emit := func(t *tracked, lateness time.Duration) {
+	emit := func(t *tracked, r resolution) {
 		f := Finding{
 			Fingerprint: fmtFingerprint(t.fp), State: t.state, Kind: t.kind, Name: t.name, Batch: k,
 			Status: diag.Status, Verdict: diag.Verdict.String(), Seq: int(t.seq),
-			RaisedAt: timeOf(t.raised), ResolvedAt: timeOf(t.resolved), Deadline: timeOf(t.deadline), Lateness: lateness,
-			EvidenceAsOf: safe, Diagnosis: diag,
+			RaisedAt: timeOf(t.raised), ResolvedAt: timeOf(t.resolved), Deadline: timeOf(t.deadline), Lateness: r.lateness,
+			ReportingDelay: r.delay, Resolution: r.note, EvidenceAsOf: safe, Diagnosis: diag,
+		}
+		if t.state == Resolved {
+			switch {
+			case diag.Superseded():
+				f.SupersededBy = diag.Attempt.SupersededBy
+				f.Resolution = "superseded by " + f.SupersededBy
+			case rerun:
+				f.SupersededBy = arrived.String()
+				f.Resolution = "superseded by " + f.SupersededBy + ", an attempt of the same date"
+			}
 		}
 		f.Severity, f.Owner, f.Labels = routing(c)
 		out = append(out, f)
@@ -68,11 +94,11 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 			t.kind, t.name = cd.kind, cd.name
 			t.state, t.status, t.seq = Open, diag.Status, t.seq+1
 			t.raised, t.resolved, t.deadline = msOf(now), 0, msOf(cd.deadline)
-			emit(t, lateSince(safe, t.deadline))
+			emit(t, resolution{lateness: lateSince(safe, t.deadline)})
 		case t.status != diag.Status:
 			// Still open, the batch's status changed: an update.
 			t.status, t.seq = diag.Status, t.seq+1
-			emit(t, lateSince(safe, t.deadline))
+			emit(t, resolution{lateness: lateSince(safe, t.deadline)})
 		}
 	}
 	for j := range b.findings {
@@ -98,7 +124,7 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 		}
 		b.findings = append(b.findings, tracked{fp: fp, kind: Overdue, name: bs.Name, state: Resolved,
 			status: diag.Status, seq: 1, raised: msOf(now), resolved: msOf(now), deadline: msOf(bs.Due)})
-		emit(&b.findings[len(b.findings)-1], bs.At.Sub(bs.Due))
+		emit(&b.findings[len(b.findings)-1], resolution{lateness: bs.At.Sub(bs.Due)})
 	}
 	slices.SortFunc(out[start:], func(x, y Finding) int {
 		if c := strings.Compare(string(x.Kind), string(y.Kind)); c != 0 {
@@ -149,35 +175,64 @@ func conditions(b *batch, diag *replay.Diagnosis, rerun bool) []condition {
 	return out
 }
 
+// lateSince is how late a batch is as of asOf against deadline (ms):
+// never negative.
 func lateSince(asOf time.Time, deadline int64) time.Duration {
 	if deadline == 0 {
 		return 0
 	}
-	return asOf.Sub(timeOf(deadline))
+	return max(0, asOf.Sub(timeOf(deadline)))
+}
+
+// resolution is what a resolved record says of how late the batch was.
+type resolution struct {
+	lateness time.Duration
+	// delay is the reporting delay of evidence that proved the boundary
+	// (or the batch's first event) in time but reached the detector after
+	// the deadline: the evidence time of the evaluation that folded it
+	// minus the event's own time.
+	delay time.Duration
+	note  string
 }
 
 // resolvedLateness is how late the batch was when finding t ends: until
 // the boundary was proven (overdue) or the first event came (missing);
 // until the evidence time when the condition ended otherwise (a deadline
-// that moved, a re-run under another batch id).
-func resolvedLateness(t *tracked, diag *replay.Diagnosis, safe time.Time) time.Duration {
+// that moved, a re-run under another batch id). Lateness is never
+// negative: evidence whose own time is before the deadline, observed
+// after it, was delivered on time and reported late, and the record says
+// so with the reporting delay as its own figure.
+func resolvedLateness(t *tracked, diag *replay.Diagnosis, safe time.Time) resolution {
 	if t.deadline == 0 {
-		return 0
+		return resolution{}
 	}
 	deadline := timeOf(t.deadline)
+	proven := time.Time{}
 	switch t.kind {
 	case Overdue:
 		for i := range diag.Boundaries {
 			if bs := &diag.Boundaries[i]; bs.Name == t.name && bs.Proven {
-				return bs.At.Sub(deadline)
+				proven = bs.At
 			}
 		}
 	case Missing:
 		if diag.Events > 0 {
-			return diag.FirstEventAt.Sub(deadline)
+			proven = diag.FirstEventAt
 		}
 	}
-	return safe.Sub(deadline)
+	switch {
+	case proven.IsZero():
+		return resolution{lateness: lateSince(safe, t.deadline)}
+	case proven.After(deadline):
+		return resolution{lateness: proven.Sub(deadline)}
+	}
+	delay := max(0, safe.Sub(proven))
+	what := t.name
+	if t.kind == Missing {
+		what = "first event"
+	}
+	return resolution{delay: delay, note: "on time (" + what + " at " + proven.Format(time.RFC3339) +
+		", deadline " + deadline.Format(time.RFC3339) + "), reported late by " + replay.FormatDuration(delay)}
 }
 
 // settle re-arms b's timer after an evaluation, or closes b: a delivered
@@ -187,7 +242,15 @@ func resolvedLateness(t *tracked, diag *replay.Diagnosis, safe time.Time) time.D
 func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 	openFindings := slices.ContainsFunc(b.findings, func(t tracked) bool { return t.state == Open })
 	k := b.state.Key()
-	if !openFindings && diag.Events == b.state.Len() && (diag.Delivered() || rerun) {
+	// Status, not verdict: a superseded attempt with a delivered verdict
+	// and broken evidence stays open, as diagnose shows it.
+	// An anomaly waiting for the allowed lateness keeps the batch open
+	// until it is confirmed or undone.
+	// A delivered batch with a required boundary still missing (a signal
+	// that never reached the receiver, restored by an operator) stays
+	// open too: its deadline can still pass, and diagnose will say so.
+	done := diag.Status == replay.StatusDelivered && diag.FirstMissing == ""
+	if !openFindings && diag.Events == b.state.Len() && diag.Pending.IsZero() && (done || rerun) {
 		d.timers.disarm(b)
 		b.slot = slotGone
 		delete(d.open, k)
@@ -217,6 +280,12 @@ func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 			continue
 		}
 		if ms := bs.Due.UnixMilli() + 1; next == 0 || ms < next {
+			next = ms
+		}
+	}
+	if !diag.Pending.IsZero() {
+		// An anomaly waits for the allowed lateness to pass.
+		if ms := diag.Pending.UnixMilli(); next == 0 || ms < next {
 			next = ms
 		}
 	}

@@ -76,8 +76,23 @@ type Finding struct {
 	// Lateness is how late the batch is or was: for a resolved overdue
 	// finding, proven_at - deadline of the boundary; for a resolved missing
 	// finding, first event - deadline; while open, EvidenceAsOf - deadline.
-	// Zero for the other kinds.
+	// Zero for the other kinds. Never negative: see ReportingDelay.
 	Lateness time.Duration
+	// ReportingDelay is set on a resolved overdue or missing record whose
+	// evidence was on time by its own event time but reached the detector
+	// after the deadline: how long after that event time the detector
+	// folded it (the evaluation's EvidenceAsOf minus the event time).
+	// Lateness is then 0.
+	ReportingDelay time.Duration
+	// Resolution says in words how a resolved record ended when it did not
+	// end the plain way: "on time (...), reported late by 7m", or
+	// "superseded by <batch>" when another attempt of the date speaks for
+	// it. "" otherwise, and on open records.
+	Resolution string
+	// SupersededBy is the attempt (a batch key) that replaced this one,
+	// on a record resolved because another attempt of the date speaks for
+	// it; "" otherwise.
+	SupersededBy string
 	// EvidenceAsOf is the safe time of the evaluation: every event that was
 	// in the topic at that time had been folded. The diagnosis is as of it.
 	EvidenceAsOf time.Time
@@ -155,6 +170,18 @@ func (f *Finding) AppendJSON(b []byte) []byte {
 	}
 	b = appendKey(b, "lateness_ms")
 	b = strconv.AppendInt(b, f.Lateness.Milliseconds(), 10)
+	if f.ReportingDelay != 0 {
+		b = appendKey(b, "reporting_delay_ms")
+		b = strconv.AppendInt(b, f.ReportingDelay.Milliseconds(), 10)
+	}
+	if f.Resolution != "" {
+		b = appendKey(b, "resolution")
+		b = model.AppendJSONString(b, f.Resolution)
+	}
+	if f.SupersededBy != "" {
+		b = appendKey(b, "superseded_by")
+		b = model.AppendJSONString(b, f.SupersededBy)
+	}
 	b = appendKey(b, "severity")
 	b = model.AppendJSONString(b, f.Severity)
 	b = appendKey(b, "owner")
@@ -208,6 +235,9 @@ type wireFinding struct {
 	Deadline     *string           `json:"deadline"`
 	EvidenceAsOf *string           `json:"evidence_as_of"`
 	LatenessMs   *int64            `json:"lateness_ms"`
+	DelayMs      int64             `json:"reporting_delay_ms"`
+	Resolution   string            `json:"resolution"`
+	SupersededBy string            `json:"superseded_by"`
 	Severity     string            `json:"severity"`
 	Owner        string            `json:"owner"`
 	Labels       map[string]string `json:"labels"`
@@ -352,6 +382,21 @@ func ParseFinding(data []byte) (Finding, error) {
 	f.Lateness = time.Duration(*w.LatenessMs) * time.Millisecond
 	if f.Lateness.Milliseconds() != *w.LatenessMs {
 		return f, bad("lateness_ms", "%d is out of range", *w.LatenessMs)
+	}
+	if w.DelayMs < 0 {
+		return f, bad("reporting_delay_ms", "%d: must not be negative", w.DelayMs)
+	}
+	f.ReportingDelay = time.Duration(w.DelayMs) * time.Millisecond
+	f.Resolution = w.Resolution
+	if w.SupersededBy != "" {
+		sk, err := model.ParseBatchKey(w.SupersededBy)
+		if err != nil {
+			return f, bad("superseded_by", "%q: %v", w.SupersededBy, err)
+		}
+		if sk.Pipeline != k.Pipeline || sk.BusinessDate != k.BusinessDate {
+			return f, bad("superseded_by", "%q is not an attempt of %s's date", w.SupersededBy, *w.Batch)
+		}
+		f.SupersededBy = w.SupersededBy
 	}
 	f.Status, f.Verdict = replay.Status(w.Status), w.Verdict
 	if err := checkStatus("status", f.Status, true); err != nil {

@@ -25,7 +25,7 @@ func (v *view) anomalies(d *Diagnosis, first model.Boundary, cont Previous) {
 	if cs := v.of(model.ConsumeSucceeded); len(cs) > 1 {
 		add(DuplicateConsumption, strconv.Itoa(len(cs))+" distinct consume.succeeded events for one batch: downstream may hold the data more than once", v.ids(cs))
 	}
-	if v.orphan() {
+	if v.orphan() && v.settled(v.of(model.ConsumeSucceeded)[0].ms) {
 		add(OrphanConsumption, "consumption recorded with no producer or exchange evidence at all for this batch",
 			v.ids(v.of(model.ConsumeStarted), v.of(model.ConsumeSucceeded), v.of(model.ConsumeFailed)))
 	}
@@ -37,7 +37,8 @@ func (v *view) anomalies(d *Diagnosis, first model.Boundary, cont Previous) {
 		}
 	}
 	if len(v.proven[model.Produced]) > 0 && len(v.proven[model.Finalized]) == 0 &&
-		v.c.Requires(model.Finalized) && d.Boundaries[model.Finalized-1].Overdue {
+		v.c.Requires(model.Finalized) && d.Boundaries[model.Finalized-1].Overdue &&
+		v.settled(d.Boundaries[model.Finalized-1].Due.UnixMilli()+1) {
 		detail := "the job reported SUCCESS but no final artifact was recorded by its deadline " + fmtTime(d.Boundaries[model.Finalized-1].Due)
 		if st := v.of(model.ArtifactStaged); len(st) > 0 {
 			detail += "; only the temporary file " + strconv.Quote(v.object(st[len(st)-1])) + " was staged"
@@ -83,10 +84,12 @@ func baseName(s string) string {
 // identity reports names and dates that do not derive from the batch's
 // identity under its contract.
 func (v *view) identity(add addFunc) {
-	if want, ok := v.wantBatchID, v.hasBatchID; ok && want != v.key.BatchID {
+	if want, ok := v.wantBatchID, v.hasBatchID; ok && want != v.key.BatchID && v.rerun == 0 {
 		add(IdentityMismatch, "batch_id "+strconv.Quote(v.key.BatchID)+" does not derive from business_date "+v.key.BusinessDate.String()+" (want "+strconv.Quote(want)+")", v.ids(v.recs))
 	}
-	check := func(what string, want string, ok bool, isKind func(model.EventType) bool) {
+	// alt, when not "", is a second accepted name: a declared re-run may
+	// name its files after its own id as well as after its date's.
+	check := func(what string, want string, ok bool, alt string, isKind func(model.EventType) bool) {
 		if !ok {
 			return
 		}
@@ -94,7 +97,7 @@ func (v *view) identity(add addFunc) {
 		var order []string
 		var bad map[string][]string
 		for _, r := range v.recs {
-			if !isKind(r.typ()) || v.object(r) == "" || baseName(v.object(r)) == want {
+			if !isKind(r.typ()) || v.object(r) == "" || baseName(v.object(r)) == want || (alt != "" && baseName(v.object(r)) == alt) {
 				continue
 			}
 			if bad == nil {
@@ -106,15 +109,26 @@ func (v *view) identity(add addFunc) {
 			bad[v.object(r)] = append(bad[v.object(r)], v.id(r))
 		}
 		for _, obj := range order {
-			add(IdentityMismatch, what+" "+strconv.Quote(obj)+" does not derive from "+v.key.BusinessDate.String()+"/"+v.key.BatchID+" (want "+strconv.Quote(want)+")", bad[obj])
+			wants := strconv.Quote(want)
+			if alt != "" {
+				wants += " or " + strconv.Quote(alt)
+			}
+			add(IdentityMismatch, what+" "+strconv.Quote(obj)+" does not derive from "+v.key.BusinessDate.String()+"/"+v.key.BatchID+" (want "+wants+")", bad[obj])
 		}
 	}
 	an, aok := v.wantArtifact, v.hasArtifact
 	// A staged file carries a temporary name by design (.tmp, .part,
 	// _COPYING_), so only final and transferred names must derive.
-	check("artifact", an, aok, func(t model.EventType) bool { return t.IsArtifact() && t != model.ArtifactStaged })
+	altA, altS := "", ""
+	if v.hasAltArtifact && v.altArtifact != an {
+		altA = v.altArtifact
+	}
+	if v.hasAltS && v.altSignal != v.wantSignal {
+		altS = v.altSignal
+	}
+	check("artifact", an, aok, altA, func(t model.EventType) bool { return t.IsArtifact() && t != model.ArtifactStaged })
 	sn, sok := v.wantSignal, v.hasSignal
-	check("signal", sn, sok, func(t model.EventType) bool { return t.IsSignal() })
+	check("signal", sn, sok, altS, func(t model.EventType) bool { return t.IsSignal() })
 }
 
 // rowChecks compares the finalized, declared and consumed row counts, and
@@ -230,6 +244,9 @@ func (v *view) signalBeforeFinal(add addFunc) {
 	fin := v.proven[model.Finalized]
 	for _, t := range []model.EventType{model.SignalPublished, model.SignalRestored} {
 		for _, r := range v.of(t) {
+			if !v.settled(r.ms) {
+				continue
+			}
 			switch {
 			case len(fin) == 0:
 				add(SignalBeforeFinal, string(t)+" "+strconv.Quote(v.object(r))+" at "+fmtTime(r.at())+" but no final artifact is recorded: completion declared for data that is not final", []string{v.id(r)})
@@ -251,4 +268,22 @@ func (v *view) orphan() bool {
 		}
 	}
 	return true
+}
+
+// settled reports whether an anomaly raised by evidence at ms (an event's
+// time, or the deadline it missed) still holding as of the evaluation is
+// to be reported: the allowed lateness has passed since, so an event that
+// would undo it (an earlier final artifact, upstream evidence, a file
+// finalized in time) had that long to arrive. When it has not, the
+// anomaly is withheld and the time it would be confirmed is kept in
+// v.pending.
+func (v *view) settled(ms int64) bool {
+	at := ms + v.lateness
+	if at <= v.asOf.UnixMilli() {
+		return true
+	}
+	if v.pending == 0 || at < v.pending {
+		v.pending = at
+	}
+	return false
 }

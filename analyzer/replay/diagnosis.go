@@ -98,13 +98,40 @@ type Diagnosis struct {
 	// Previous is what is known of the previous batch of the schedule; nil
 	// when continuity was not checked.
 	Previous *PreviousBatch `json:"previous,omitempty"`
+	// Attempt places the batch among the attempts of its date (a re-run,
+	// or a scheduled batch that was re-run); nil for a date's only
+	// attempt.
+	Attempt *AttemptInfo `json:"attempt,omitempty"`
 	// Alive lists the latest heartbeat of each process of the pipeline, as
 	// of the diagnosis.
 	Alive []Heartbeat `json:"alive"`
 	// FirstEventAt and LastEventAt bound the batch's timeline.
 	FirstEventAt time.Time `json:"first_event_at"`
 	LastEventAt  time.Time `json:"last_event_at"`
+	// Pending is the earliest evidence time at which an anomaly that
+	// depends on the order of events, and holds now, would be confirmed
+	// (the contract's allowed lateness after the event that raised it);
+	// zero when none waits. It is not part of the JSON: it tells the
+	// detector when to look again.
+	Pending time.Time `json:"-"`
 }
+
+// AttemptInfo is where a batch stands among the attempts of its date.
+type AttemptInfo struct {
+	// Of is the scheduled batch the attempts are of.
+	Of string `json:"of"`
+	// Rerun is the batch's re-run number: 0 for the scheduled id.
+	Rerun int `json:"rerun"`
+	// Attempts lists the attempts with events, in re-run order.
+	Attempts []string `json:"attempts"`
+	// SupersededBy is the attempt that speaks for the date when it is not
+	// this batch ("" when this batch does).
+	SupersededBy string `json:"superseded_by,omitempty"`
+}
+
+// Superseded reports whether another attempt of the batch's date speaks
+// for it.
+func (d *Diagnosis) Superseded() bool { return d.Attempt != nil && d.Attempt.SupersededBy != "" }
 
 // Hypothesis is one of the five hypotheses with what the evidence says of
 // it and the events behind it.

@@ -20,6 +20,28 @@ type Context struct {
 	// process of the pipeline. A heartbeat proves a process runs, not that
 	// it handled this batch.
 	Alive []Heartbeat
+	// Attempt is what is known of the other attempts of the batch's date
+	// (its scheduled id and its declared re-runs); the zero Attempt means
+	// the batch is its date's only attempt.
+	Attempt Attempts
+}
+
+// Attempts is what the other attempts of a batch's date say of it
+// (analyzer/batches.AttemptsOf builds it). A date's attempts are its
+// scheduled batch and the declared re-runs of it (contract.AttemptOf);
+// the one that speaks for the date is the latest delivered attempt, or,
+// when none is delivered, the latest attempt with events: every other
+// attempt is superseded by it.
+type Attempts struct {
+	// Of is the scheduled batch the attempts are of; zero when the batch
+	// has no other attempt and is not a re-run.
+	Of model.BatchKey
+	// Seen lists the attempts with events as of the evaluation, in
+	// re-run order (the scheduled id first).
+	Seen []model.BatchKey
+	// SupersededBy is the attempt that speaks for the date when it is not
+	// this batch; zero when this batch does.
+	SupersededBy model.BatchKey
 }
 
 // Previous is what is known of the batch before this one under the
@@ -85,6 +107,15 @@ type view struct {
 
 	wantBatchID, wantArtifact, wantSignal string
 	hasBatchID, hasArtifact, hasSignal    bool
+	// A declared re-run (rerun > 0) is checked against its date's names
+	// (want*) and may also carry names rendered from its own id (alt*).
+	rerun                   int
+	altArtifact, altSignal  string
+	hasAltArtifact, hasAltS bool
+	// lateness is the contract's allowed lateness in ms; pending the
+	// earliest time (ms) at which a withheld anomaly would be confirmed.
+	lateness int64
+	pending  int64
 }
 
 func (v *view) of(t model.EventType) []*record { return v.byType[t.Index()] }
@@ -102,8 +133,15 @@ func (v *view) errText(r *record) string   { return str(v.arena, r.strs[sErr]) }
 func (v *view) init(s *State, c *contract.Contract, asOf time.Time) {
 	*v = view{key: s.key, c: c, asOf: asOf, arena: s.arena}
 	v.wantBatchID, v.hasBatchID = c.ExpectedBatchID(s.key.Pipeline, s.key.BusinessDate)
-	v.wantArtifact, v.hasArtifact = c.ArtifactName(s.key)
-	v.wantSignal, v.hasSignal = c.SignalName(s.key)
+	names := s.key
+	if base, n, ok := c.AttemptOf(s.key); ok {
+		v.rerun, names = n, base
+		v.altArtifact, v.hasAltArtifact = c.ArtifactName(s.key)
+		v.altSignal, v.hasAltS = c.SignalName(s.key)
+	}
+	v.wantArtifact, v.hasArtifact = c.ArtifactName(names)
+	v.wantSignal, v.hasSignal = c.SignalName(names)
+	v.lateness = c.AllowedLatenessOf().Milliseconds()
 	limit := asOf.UnixMilli()
 	v.recs = make([]*record, 0, len(s.records))
 	for i := range s.records {
@@ -244,7 +282,15 @@ func (s *State) Evaluate(c *contract.Contract, asOf time.Time, ctx Context) Diag
 	v.anomalies(&d, first, ctx.Previous)
 	d.Status = v.status(&d, verdict, first)
 	v.context(&d, ctx)
-	d.NextStep = v.nextStep(&d, verdict, first)
+	if d.Superseded() {
+		d.NextStep = NextStep{Action: ActionNone, Checks: []Check{},
+			Summary: "superseded by " + d.Attempt.SupersededBy + ", the attempt that speaks for business date " + d.BusinessDate + ": nothing to do for this attempt"}
+	} else {
+		d.NextStep = v.nextStep(&d, verdict, first)
+	}
+	if v.pending > 0 {
+		d.Pending = time.UnixMilli(v.pending).UTC()
+	}
 	return d
 }
 
@@ -467,7 +513,11 @@ func (v *view) boundaries(d *Diagnosis) model.Boundary {
 		if !capDue.IsZero() && (bs.Due.IsZero() || capDue.Before(bs.Due)) {
 			bs.Due, v.dueBy[b] = capDue, capBy
 		}
-		if !bs.Due.IsZero() && (capDue.IsZero() || bs.Due.Before(capDue)) {
+		// Only a deadline the contract states caps the ones below it: the
+		// default rule is a fallback, not a promise, and must not pull a
+		// stated deadline earlier (start + 24h before "business_date + 1d
+		// 03:00" in a zone ahead of UTC).
+		if !bs.Due.IsZero() && v.c.Deadlines[v.dueBy[b]].Kind != contract.NoDeadline && (capDue.IsZero() || bs.Due.Before(capDue)) {
 			capDue, capBy = bs.Due, v.dueBy[b]
 		}
 	}
@@ -554,4 +604,18 @@ func FormatDuration(d time.Duration) string {
 	}
 	b.WriteString(strconv.Itoa(int(m)) + "m")
 	return b.String()
+}
+
+// Outcome returns the verdict of the state's batch as of asOf, and false
+// when it has no event as of then (its events, if any, are all later):
+// what a neighbour's verdict means to continuity and to the attempts of a
+// date, the same in every mode.
+func (s *State) Outcome(c *contract.Contract, asOf time.Time) (model.Hypothesis, bool) {
+	var v view
+	v.init(s, c, asOf.UTC().Truncate(time.Millisecond))
+	if len(v.recs) == 0 {
+		return model.NotProduced, false
+	}
+	var d Diagnosis
+	return v.hypotheses(&d), true
 }

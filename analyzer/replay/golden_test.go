@@ -131,6 +131,18 @@ var goldenScenarios = map[string][]goldenWant{
 	"contract-no-exchange": {
 		{goldenGL, replay.StatusLate, "not_identified", "identified", anomalyKinds(replay.Late), "investigate_identification"},
 	},
+	"rerun-seed": {
+		{goldenSeedPipe + "/2026-09-29/20260929", replay.StatusDelivered, "delivered", "", nil, "none"},
+		{goldenSeedPipe + "/2026-09-30/20260930", replay.StatusFailed, "not_produced", "produced", anomalyKinds(replay.Late), "none"},
+		{goldenSeedPipe + "/2026-09-30/20260930-r2", replay.StatusDelivered, "delivered", "", nil, "none"},
+		{goldenSeedPipe + "/2026-10-01/20261001", replay.StatusDelivered, "delivered", "", nil, "none"},
+	},
+	"rerun-undeclared": {
+		{goldenSeedPipe + "/2026-09-29/20260929", replay.StatusDelivered, "delivered", "", nil, "none"},
+		{goldenSeedPipe + "/2026-09-30/20260930", replay.StatusFailed, "not_produced", "produced", anomalyKinds(replay.Late), "investigate_producer"},
+		{goldenSeedPipe + "/2026-09-30/20260930-fix", replay.StatusBroken, "delivered", "", anomalyKinds(replay.IdentityMismatch, replay.IdentityMismatch, replay.IdentityMismatch), "resolve_anomaly"},
+		{goldenSeedPipe + "/2026-10-01/20261001", replay.StatusDelivered, "delivered", "", anomalyKinds(replay.ContinuityGap), "check_previous_batch"},
+	},
 	"out-of-order": {
 		{goldenGL, replay.StatusLate, "not_consumed", "signaled", anomalyKinds(replay.Late), "investigate_consumer"},
 	},

@@ -155,6 +155,25 @@ func (d *Diagnosis) AppendJSON(b []byte) []byte {
 		}
 		b = append(b, '}')
 	}
+	if a := d.Attempt; a != nil {
+		b = append(b, `,"attempt":{"of":`...)
+		b = model.AppendJSONString(b, a.Of)
+		b = append(b, `,"rerun":`...)
+		b = strconv.AppendInt(b, int64(a.Rerun), 10)
+		b = append(b, `,"attempts":[`...)
+		for i, k := range a.Attempts {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = model.AppendJSONString(b, k)
+		}
+		b = append(b, ']')
+		if a.SupersededBy != "" {
+			b = append(b, `,"superseded_by":`...)
+			b = model.AppendJSONString(b, a.SupersededBy)
+		}
+		b = append(b, '}')
+	}
 	b = append(b, `,"alive":[`...)
 	for i, h := range d.Alive {
 		if i > 0 {

@@ -29,6 +29,17 @@ func (v *view) context(d *Diagnosis, ctx Context) {
 	if p := ctx.Previous; p.Checked {
 		d.Previous = &PreviousBatch{Batch: p.Key.String(), Seen: p.Seen, Delivered: p.Delivered, Verdict: p.Verdict}
 	}
+	if a := ctx.Attempt; !a.Of.IsZero() {
+		_, n, _ := v.c.AttemptOf(v.key)
+		info := &AttemptInfo{Of: a.Of.String(), Rerun: n, Attempts: make([]string, len(a.Seen))}
+		for i, k := range a.Seen {
+			info.Attempts[i] = k.String()
+		}
+		if !a.SupersededBy.IsZero() {
+			info.SupersededBy = a.SupersededBy.String()
+		}
+		d.Attempt = info
+	}
 	d.Alive = noHeartbeats
 	for _, h := range ctx.Alive {
 		if !h.At.After(v.asOf) {

@@ -196,6 +196,19 @@ func (p *printer) symptom(d *replay.Diagnosis) {
 	} else {
 		p.para("  ", "  ", "Every boundary the contract requires is proven.")
 	}
+	if a := d.Attempt; a != nil {
+		t := "Attempt: the scheduled batch " + a.Of
+		if a.Rerun > 0 {
+			t = "Attempt: re-run " + strconv.Itoa(a.Rerun) + " of " + a.Of
+		}
+		t += "; attempts with events: " + strings.Join(a.Attempts, ", ") + "."
+		if a.SupersededBy != "" {
+			t += " Superseded by " + a.SupersededBy + ", which speaks for business date " + d.BusinessDate + "."
+		} else {
+			t += " This attempt speaks for business date " + d.BusinessDate + "."
+		}
+		p.para("  ", "  ", t)
+	}
 }
 
 func (p *printer) chain(d *replay.Diagnosis) {

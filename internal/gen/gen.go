@@ -3,7 +3,8 @@
 // (mostly delivered; missing signals as in the seed case, transfers that
 // never happened, failed jobs and consumers, row mismatches, duplicates,
 // batches still in progress), redeliveries, process heartbeats and a few bad
-// lines. deploy/bench/gen is its command; the streaming detector's
+// lines, and (when asked) dates re-run under another batch id.
+// deploy/bench/gen is its command; the streaming detector's
 // equivalence test (judge/live) generates its history with it.
 //
 // The same Options always give the same bytes. With only the options the
@@ -58,13 +59,6 @@ type Options struct {
 	// batches at least two days before End are left out, so that every
 	// one's first deadline has passed as of End + 2 days.
 	NeverProduced float64
-	// Reruns is the fraction of the daily and weekday batches (at least
-	// two days before End) that are run again under another batch id, the
-	// scheduled id with "-r1" appended (the first re-run, as contracts name
-	// re-runs by default): the scheduled run fails or sends nothing, and
-	// the re-run delivers. Result.Reruns lists the scheduled
-	// batches.
-	Reruns float64
 	// HeartbeatsAfter, when not zero, gives every pipeline's consumer one
 	// more heartbeat, stamped an hour after it, on the last business date:
 	// a heartbeat later than an evaluation at HeartbeatsAfter, which no
@@ -75,6 +69,15 @@ type Options struct {
 	// success_without_artifact, a late delivery, a restored signal) in
 	// place of part of the duplicate consumptions.
 	AllKinds bool
+	// Reruns is the fraction of the batches at least two days before End
+	// that are re-run: the first attempt failed, sent nothing, or was
+	// delivered with bad files (the consumer loaded other rows), and a
+	// re-run delivered the date under another batch id, "{batch_id}-r2"
+	// (the contracts' declared re-run) or, for Undeclared of them,
+	// "{batch_id}-redo" (an id no contract declares). Result.Reruns and
+	// Result.Undeclared list them.
+	Reruns     float64
+	Undeclared float64
 }
 
 // Result says what was generated.
@@ -84,9 +87,12 @@ type Result struct {
 	// NeverProduced are the keys (pipeline/business_date/batch_id) of the
 	// expected batches that got no event, in generation order.
 	NeverProduced []string
-	// Reruns are the keys of the scheduled batches that were re-run under
-	// another batch id, in generation order.
-	Reruns []string
+	// Reruns are the keys of the scheduled batches re-run under a declared
+	// id ("…/20260930" for "…/20260930-r2"); Undeclared those re-run under
+	// an undeclared one. FirstAttempt says how each first attempt went:
+	// "failed", "absent" or "bad_rows", by scheduled key.
+	Reruns, Undeclared []string
+	FirstAttempt       map[string]string
 }
 
 // PipelineName is the name of generated pipeline i with schedule s.
@@ -126,7 +132,8 @@ func Write(w io.Writer, o Options) (Result, error) {
 	if err := g.bw.Flush(); err != nil {
 		return Result{}, fmt.Errorf("gen: write: %w", err)
 	}
-	return Result{Lines: g.written, Batches: g.batches, Pipelines: p, First: first, Last: g.lastDate, NeverProduced: g.never, Reruns: g.reruns}, nil
+	return Result{Lines: g.written, Batches: g.batches, Pipelines: p, First: first, Last: g.lastDate, NeverProduced: g.never,
+		Reruns: g.reruns, Undeclared: g.undeclared, FirstAttempt: g.firstAttempt}, nil
 }
 
 // Schedule returns the schedule of pipeline i under o.
@@ -154,7 +161,9 @@ type gen struct {
 	lastDate  time.Time
 	day_      []event
 	never     []string
-	reruns    []string
+
+	reruns, undeclared []string
+	firstAttempt       map[string]string
 }
 
 // day writes the events of every pipeline's batches of business date d, in
@@ -233,13 +242,9 @@ func (g *gen) batch(p int, d time.Time, hh int, recent bool, last time.Time) {
 		g.never = append(g.never, pipe+"/"+date+"/"+id)
 		return
 	}
-	// A re-run: the scheduled batch fails or sends nothing; the re-run,
-	// under its own batch id (and so its own file names), delivers.
-	rerun, slotFails, slotID := false, false, id
-	if g.o.Reruns > 0 && hh < 0 && last.Sub(d) >= 48*time.Hour && r.Float64() < g.o.Reruns {
-		g.reruns = append(g.reruns, pipe+"/"+date+"/"+id)
-		rerun, slotFails = true, r.IntN(2) == 0
-		id += "-r1"
+	if g.o.Reruns > 0 && last.Sub(d) >= 48*time.Hour && r.Float64() < g.o.Reruns {
+		g.rerun(p, pipe, d, date, id, hh)
+		return
 	}
 	base := fmt.Sprintf("pipeline_%03d_%s", p, id)
 	csv, flag := base+".csv", base+".flag"
@@ -286,18 +291,9 @@ func (g *gen) batch(p int, d time.Time, hh int, recent bool, last time.Time) {
 		{typ: "consume.started", system: "consumer", component: consumer, attempt: 1},
 		{typ: "consume.succeeded", system: "consumer", component: consumer, rows: rows, attempt: 1},
 	}
-	if rerun && slotFails { // the scheduled run failed, under the scheduled id
-		saved := id
-		id = slotID
-		emit(happy[0])
-		emit(ev{typ: "job.failed", system: "producer", component: producer, attempt: 1, errText: "exit status 2"})
-		id = saved
-	}
 	extras := r.IntN(6) // 10 to 15 events
 	x := r.Float64()
 	switch {
-	case rerun:
-		steps = happy
 	case recent && x < 0.5:
 		// Still on its way: stops somewhere along the ladder.
 		steps = happy[:1+r.IntN(len(happy)-1)]
@@ -354,6 +350,65 @@ func (g *gen) batch(p int, d time.Time, hh int, recent bool, last time.Time) {
 			g.day_ = append(g.day_, event{ms: hb.UnixMilli(), line: g.heartbeat(fmt.Sprintf("hb-%s-%s-%d", pipe, id, r.IntN(1<<30)), pipe, consumer, hb)})
 		}
 	}
+}
+
+// rerun writes a date that took two attempts: a first one under the
+// scheduled id that failed, sent nothing or was delivered with bad rows,
+// and a delivered re-run under a declared ("-r2") or undeclared ("-redo")
+// id, with the date's file names, a few hours later (minutes, for an
+// hourly batch).
+func (g *gen) rerun(p int, pipe string, d time.Time, date, id string, hh int) {
+	r := g.rng
+	key := pipe + "/" + date + "/" + id
+	modes := [...]string{"failed", "absent", "bad_rows"}
+	mode := modes[r.IntN(len(modes))]
+	suffix := "-r2"
+	if r.Float64() < g.o.Undeclared {
+		suffix = "-redo"
+		g.undeclared = append(g.undeclared, key)
+	} else {
+		g.reruns = append(g.reruns, key)
+	}
+	if g.firstAttempt == nil {
+		g.firstAttempt = map[string]string{}
+	}
+	g.firstAttempt[key] = mode
+	base := fmt.Sprintf("pipeline_%03d_%s", p, id)
+	rows := int64(1000 + r.IntN(1_000_000))
+	size := rows * 80
+	sum := fmt.Sprintf("sha256:%016x", r.Uint64())
+	producer, relay, consumer := fmt.Sprintf("build-runner-%d", p%7), fmt.Sprintf("sftp-relay-%d", p%3), fmt.Sprintf("consume-runner-%d", p%5)
+	happy := []ev{
+		{typ: "job.started", system: "producer", component: producer, attempt: 1},
+		{typ: "artifact.staged", system: "producer", component: producer, object: base + ".csv.tmp"},
+		{typ: "artifact.finalized", system: "producer", component: producer, object: base + ".csv", rows: rows, bytes: size, checksum: sum},
+		{typ: "job.succeeded", system: "producer", component: producer, attempt: 1},
+		{typ: "signal.published", system: "producer", component: producer, object: base + ".flag", rows: rows, checksum: sum},
+		{typ: "artifact.transferred", system: "exchange", component: relay, object: base + ".csv", rows: rows, bytes: size, checksum: sum},
+		{typ: "signal.transferred", system: "exchange", component: relay, object: base + ".flag", rows: rows},
+		{typ: "batch.identified", system: "consumer", component: consumer, object: base + ".csv", rows: rows},
+		{typ: "consume.started", system: "consumer", component: consumer, attempt: 1},
+		{typ: "consume.succeeded", system: "consumer", component: consumer, rows: rows, attempt: 1},
+	}
+	start, gap, step := d.Add(24*time.Hour+30*time.Minute+time.Duration(r.IntN(3600))*time.Second), 3*time.Hour, 60_000
+	if hh >= 0 {
+		start, gap, step = d.Add(time.Duration(hh)*time.Hour+2*time.Minute+time.Duration(r.IntN(300))*time.Second), 15*time.Minute, 20_000
+	}
+	write := func(batch string, t time.Time, steps []ev) {
+		for i, e := range steps {
+			t = t.Add(time.Duration(1+r.IntN(step)) * time.Millisecond)
+			g.day_ = append(g.day_, event{ms: t.UnixMilli(), line: g.encode(fmt.Sprintf("%s-%s-%02d", pipe, batch, i+1), pipe, date, batch, t, e)})
+		}
+	}
+	switch mode {
+	case "failed":
+		write(id, start, []ev{happy[0], {typ: "job.failed", system: "producer", component: producer, attempt: 1, errText: "exit status 1"}})
+	case "bad_rows":
+		bad := slices.Clone(happy)
+		bad[9].rows = rows - int64(1+r.IntN(100))
+		write(id, start, bad)
+	}
+	write(id+suffix, start.Add(gap), happy)
 }
 
 // rarer picks one of the outcomes only AllKinds generates: the steps of the

@@ -94,3 +94,64 @@ func TestSchedulesAndNeverProduced(t *testing.T) {
 		t.Errorf("%d batches with events + %d never produced, want %d", len(keys), len(res.NeverProduced), res.Batches)
 	}
 }
+
+// TestReruns: with Reruns set, that fraction of the settled batches is
+// re-run: the first attempt failed, sent nothing or was delivered with bad
+// rows, and the date is delivered again under "{batch_id}-r2" (declared)
+// or "{batch_id}-redo" (undeclared), with the date's file names.
+func TestReruns(t *testing.T) {
+	o := gen.Options{Seed: 9, End: date(t, "2026-09-30"), Days: 30, Pipelines: 3, Reruns: 0.08, Undeclared: 0.2,
+		Schedules: []gen.Schedule{gen.Hourly, gen.Daily, gen.Weekdays}}
+	var b bytes.Buffer
+	res, err := gen.Write(&b, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(res.Reruns) + len(res.Undeclared)
+	if n*100 < 5*res.Batches || len(res.Undeclared) == 0 {
+		t.Fatalf("%d of %d batches re-run (%d undeclared): want at least 5%%, some undeclared", n, res.Batches, len(res.Undeclared))
+	}
+	ids := map[string]map[string]bool{} // scheduled key -> batch ids with events
+	objects := map[string]bool{}
+	var dec model.Decoder
+	for _, l := range bytes.Split(bytes.TrimSpace(b.Bytes()), []byte{'\n'}) {
+		e, err := dec.Decode(l)
+		if err != nil || !e.Type.HasBatch() {
+			continue
+		}
+		base := strings.TrimSuffix(strings.TrimSuffix(e.BatchID, "-r2"), "-redo")
+		k := e.Pipeline + "/" + e.BusinessDate.String() + "/" + base
+		if ids[k] == nil {
+			ids[k] = map[string]bool{}
+		}
+		ids[k][e.BatchID] = true
+		if e.BatchID != base && e.Object != "" && !strings.Contains(e.Object, base+".") {
+			objects[e.Object] = true
+		}
+	}
+	modes := map[string]int{}
+	for _, set := range []struct {
+		keys   []string
+		suffix string
+	}{{res.Reruns, "-r2"}, {res.Undeclared, "-redo"}} {
+		for _, k := range set.keys {
+			mode := res.FirstAttempt[k]
+			modes[mode]++
+			id := k[strings.LastIndexByte(k, '/')+1:]
+			if !ids[k][id+set.suffix] {
+				t.Errorf("%s: no re-run %s%s", k, id, set.suffix)
+			}
+			if ids[k][id] == (mode == "absent") {
+				t.Errorf("%s: first attempt %s, yet events of %s: %v", k, mode, id, ids[k][id])
+			}
+		}
+	}
+	for _, m := range []string{"failed", "absent", "bad_rows"} {
+		if modes[m] == 0 {
+			t.Errorf("no first attempt %s (%v)", m, modes)
+		}
+	}
+	if len(objects) > 0 {
+		t.Errorf("re-runs with names not of their date: %v", objects)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
+	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/model"
@@ -109,7 +110,13 @@ func (c *Config) Validate() error {
 	if err := c.ClickHouse.Check(); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := c.ExpectFromDate(time.Now()); err != nil {
+	// The calendar's start is checked against the detector's own clock
+	// (--now when set), the one it will run on.
+	now := time.Now()
+	if clock, err := c.Clock(time.Now); err == nil {
+		now = clock()
+	}
+	if _, err := c.ExpectFromDate(now); err != nil {
 		errs = append(errs, err)
 	}
 	if c.RetainDays < 1 {
@@ -131,8 +138,34 @@ func (c *Config) Validate() error {
 }
 
 // ExpectFromDate returns the first date of the expected-batch calendar as
-// of now (the zero Date when off).
+// of now (the zero Date when off). A date before the retention window
+// (--retain-days before now's date) is an error: the detector remembers
+// nothing before the window, so the calendar could only start at its
+// edge, and a user who asked for an earlier date must hear it, not find a
+// later start in a log line.
 func (c *Config) ExpectFromDate(now time.Time) (model.Date, error) {
+	dt, err := c.expectFrom(now)
+	if err != nil || dt.IsZero() {
+		return dt, err
+	}
+	retain := c.RetainDays
+	if retain <= 0 {
+		retain = detect.DefaultRetain
+	}
+	y, m, d := now.UTC().Date()
+	edge := model.Date{Year: y, Month: m, Day: d}.AddDays(-retain)
+	if dt.Compare(edge) < 0 {
+		need := retain
+		for edge.Compare(dt) > 0 {
+			edge, need = edge.AddDays(-1), need+1
+		}
+		return model.Date{}, fmt.Errorf("--expect-from %s is before the retention window: with --retain-days %d the detector remembers business dates from %s on (as of %s), so it cannot expect batches of %s; give --expect-from %s or later, or --retain-days %d to reach back to %s (HANDOFF_DETECT_EXPECT_FROM, HANDOFF_DETECT_RETAIN_DAYS)",
+			dt, retain, model.Date{Year: y, Month: m, Day: d}.AddDays(-retain), now.UTC().Format(time.DateOnly), dt, model.Date{Year: y, Month: m, Day: d}.AddDays(-retain), need, dt)
+	}
+	return dt, nil
+}
+
+func (c *Config) expectFrom(now time.Time) (model.Date, error) {
 	y, m, d := now.UTC().Date()
 	today := model.Date{Year: y, Month: m, Day: d}
 	switch strings.TrimSpace(c.ExpectFrom) {

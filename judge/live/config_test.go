@@ -87,3 +87,46 @@ func TestClockStartsAtNow(t *testing.T) {
 		t.Fatalf("90s later: %v, want %v (the clock runs at the wall clock's pace)", got, start.Add(90*time.Second))
 	}
 }
+
+// TestExpectFromBeforeRetention: a calendar start before the retention
+// window is an error that says where the window starts and what to give,
+// measured on the detector's clock (--now), not the machine's.
+func TestExpectFromBeforeRetention(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	tests := []struct {
+		from    string
+		retain  int
+		wantErr string
+	}{
+		{"2026-10-27", 35, ""},
+		{"2026-10-26", 35, "--expect-from 2026-10-26 is before the retention window: with --retain-days 35 the detector remembers business dates from 2026-10-27 on (as of 2026-12-01)"},
+		{"2026-09-29", 35, "give --expect-from 2026-10-27 or later, or --retain-days 63 to reach back to 2026-09-29"},
+		{"2026-09-29", 63, ""},
+		{"2026-09-29", 0, "--retain-days 35"}, // 0: the detector's default
+		{"yesterday", 1, ""},
+		{"off", 1, ""},
+	}
+	for _, tt := range tests {
+		c := live.Config{ExpectFrom: tt.from, RetainDays: tt.retain}
+		_, err := c.ExpectFromDate(now)
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%s, %d days: %v, want no error", tt.from, tt.retain, err)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("%s, %d days: %v, want an error saying %q", tt.from, tt.retain, err, tt.wantErr)
+		}
+	}
+	base := map[string]string{"HANDOFF_KAFKA_BROKERS": "127.0.0.1:9092", "HANDOFF_CLICKHOUSE_ADDR": "127.0.0.1:9000",
+		"HANDOFF_DETECT_EXPECT_FROM": "2026-09-29", "HANDOFF_DETECT_NOW": "2026-10-03T00:00:00Z"}
+	c, err := live.LoadConfig(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("--expect-from inside the window of --now: %v", err)
+	}
+	c.Now = "2027-01-03T00:00:00Z"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "before the retention window") {
+		t.Errorf("--expect-from before the window of --now: %v, want the retention error", err)
+	}
+}

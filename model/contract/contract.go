@@ -89,6 +89,15 @@ type Contract struct {
 	// Labels are free routing labels passed to every finding and alert.
 	// Names match [a-zA-Z_][a-zA-Z0-9_]*; nil when the contract has none.
 	Labels map[string]string
+	// Reruns says what a re-run's batch id looks like (zero:
+	// DefaultReruns): such a batch is an attempt of its date (AttemptOf).
+	Reruns Reruns
+	// AllowedLateness is how much stream time an anomaly that depends on
+	// the order of events must keep holding before it is reported, when
+	// HasAllowedLateness (else DefaultAllowedLateness; see
+	// AllowedLatenessOf). Deadlines are not delayed by it.
+	AllowedLateness    time.Duration
+	HasAllowedLateness bool
 
 	// cron is the compiled schedule of a parsed contract; a contract built
 	// in code compiles its Schedule on use (see calendar).
@@ -336,12 +345,14 @@ type dayCache struct {
 	set   bool
 }
 
-// at returns the wall-clock time tod after midnight of date in loc. On a
-// daylight-saving day midnight + 6h is not 06:00, so when the offset at
-// the result differs from midnight's, it builds the wall-clock time instead.
+// at returns the wall-clock time tod after midnight of date in loc, by
+// WallClock's rule. The fast path adds tod to midnight when the offset at
+// the result is midnight's: then the clock reads tod there, and it is the
+// first instant that does (a repeated time under the offset before the
+// change).
 func (dc *dayCache) at(date model.Date, tod time.Duration, loc *time.Location) time.Time {
 	if !dc.set || dc.date != date {
-		dc.date, dc.midnight, dc.set = date, date.In(loc), true
+		dc.date, dc.midnight, dc.set = date, WallClock(date, 0, loc), true
 		h, m, s := dc.midnight.Clock()
 		dc.exact = h == 0 && m == 0 && s == 0
 	}
@@ -353,8 +364,7 @@ func (dc *dayCache) at(date model.Date, tod time.Duration, loc *time.Location) t
 	if _, off := t.Zone(); off == off0 && dc.exact {
 		return t
 	}
-	h, m, sec := tod/time.Hour, tod%time.Hour/time.Minute, tod%time.Minute/time.Second
-	return time.Date(date.Year, date.Month, date.Day, int(h), int(m), int(sec), int(tod%time.Second), loc)
+	return WallClock(date, tod, loc)
 }
 
 // previousRequired returns the required boundary before b, or NoBoundary.

@@ -251,7 +251,7 @@ func (p *parser) str(n *yaml.Node, key string) (string, bool) {
 
 func isTemplateKey(key string) bool { return key == "batch_id" || key == "artifact" || key == "signal" }
 
-var topKeys = []string{"pipeline", "schedule", "timezone", "holidays", "batch_id", "artifact", "signal", "required", "deadlines", "rows", "owner", "severity", "labels", "signal_content", "openlineage"}
+var topKeys = []string{"pipeline", "schedule", "timezone", "holidays", "batch_id", "artifact", "signal", "required", "deadlines", "rows", "owner", "severity", "labels", "signal_content", "openlineage", "reruns", "allowed_lateness"}
 
 func (p *parser) contract(root *yaml.Node) *Contract {
 	c := Default("")
@@ -360,6 +360,8 @@ func (p *parser) contract(root *yaml.Node) *Contract {
 			deadlines = e
 		case "rows":
 			p.rows(e.v, &c.Rows)
+		case "reruns", "allowed_lateness":
+			p.attempts(e, c)
 		}
 	}
 	if !hasPipeline {

@@ -176,19 +176,55 @@ func (c *Contract) Start(key model.BatchKey) (time.Time, bool) {
 	return wallClock(key.BusinessDate, hh, mi, loc), true
 }
 
-// wallClock returns hh:mi on date d in loc. time.Date leaves the instant of
-// a skipped time unspecified (Go gives the one an hour earlier on the
-// clock); a batch due at a time that never happens runs when the clock
-// jumps over it, as cron runs it, so the time moves forward by the gap.
+// wallClock returns hh:mi on date d in loc (see WallClock).
 func wallClock(d model.Date, hh, mi int, loc *time.Location) time.Time {
-	t := time.Date(d.Year, d.Month, d.Day, hh, mi, 0, 0, loc)
-	if h, m, _ := t.Clock(); h == hh && m == mi {
-		return t
+	return WallClock(d, time.Duration(hh)*time.Hour+time.Duration(mi)*time.Minute, loc)
+}
+
+// WallClock returns the instant at which the clock in loc reads tod after
+// midnight (0 to 24h) on date d, by one rule in every zone, for batch
+// starts and deadlines alike:
+//
+//   - a time that happens twice (01:30 when the clocks go back) is its first
+//     occurrence, under the offset in force before the change;
+//   - a time that never happens (02:30 when the clocks jump from 02:00 to
+//     03:00) is taken under the offset before the change, so it falls the
+//     gap later on the clock (03:30): when the clock jumps over it, as cron
+//     runs it.
+//
+// time.Date leaves both cases unspecified (Go's choice differs between
+// zones east and west of Greenwich), so the instant is worked out from the
+// zone's offsets around the date.
+func WallClock(d model.Date, tod time.Duration, loc *time.Location) time.Time {
+	if loc == nil {
+		loc = time.UTC
 	}
-	_, before := t.Zone()
-	_, after := t.Add(3 * time.Hour).Zone()
-	if after > before {
-		t = t.Add(time.Duration(after-before) * time.Second)
+	naive := time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC).Add(tod)
+	if loc == time.UTC {
+		return naive
 	}
-	return t
+	// The offsets in force from a day before to a day after: a zone
+	// changes its offset at most once in that span in practice, and the
+	// candidates below are checked, not assumed.
+	var offs [3]int
+	for i, delta := range [...]time.Duration{-30 * time.Hour, 0, 30 * time.Hour} {
+		_, offs[i] = naive.Add(delta).In(loc).Zone()
+	}
+	var best time.Time
+	for _, off := range offs {
+		t := naive.Add(-time.Duration(off) * time.Second)
+		if _, o := t.In(loc).Zone(); o != off {
+			continue
+		}
+		if best.IsZero() || t.Before(best) {
+			best = t
+		}
+	}
+	if !best.IsZero() {
+		return best.In(loc)
+	}
+	// Skipped: the offset before the change is the smaller one (clocks
+	// jump forward), which puts the time the gap later.
+	lo := min(offs[0], offs[1], offs[2])
+	return naive.Add(-time.Duration(lo) * time.Second).In(loc)
 }
