@@ -213,6 +213,7 @@ func (w *pipeWork) learnTimes(o Options) {
 	}
 	switch {
 	case !w.schedOK:
+		w.note("timezone", "no schedule was learned, so arrival times have no regular anchor")
 	case len(firsts) < o.MinDates:
 		w.note("timezone", "%d batches with a proven boundary: too few batches to tell a time zone (need %d)", len(firsts), o.MinDates)
 	default:
@@ -406,6 +407,7 @@ func (w *pipeWork) requiredAndDeadlines(o Options, zone *time.Location) {
 	}
 	if len(delivered) < o.MinBatches {
 		w.note("required", "%d delivered batches: too few batches to tell the required boundaries (need %d)", len(delivered), o.MinBatches)
+		w.note("deadlines", "no required boundaries were learned")
 		return
 	}
 	var req model.BoundarySet
