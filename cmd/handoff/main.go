@@ -11,6 +11,7 @@
 //	handoff watch    --role R --dir DIR --contract F   files -> boundary events
 //	handoff openlineage --contract F (--kafka-brokers B | --file F)   OpenLineage run events in
 //	handoff serve    [flags]   JSON API and web pages over ClickHouse
+//	handoff contracts suggest (--from D --to D | --events F) [--out DIR | --diff DIR]   contracts learned from history
 //
 // Run "handoff COMMAND -h" for a command's flags (printed on standard
 // error, exit 0). Deployment settings (addresses, topics, tuning) also read
@@ -111,6 +112,7 @@ func commands() []command {
 		{"openlineage", "map OpenLineage run events (Kafka or a file) to delivery events", runOpenLineage},
 		{"serve", "serve the JSON API and web pages over the delivery history", runServe},
 		{"findings", "print the detector's stored findings (open ones by default)", runFindings},
+		{"contracts", "suggest delivery contracts from the stored history (contracts suggest)", runContracts},
 	}
 }
 
