@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/caarlos0/env/v11"
 
@@ -21,16 +22,16 @@ type contractsConfig struct {
 	ClickHouse clickhouseConfig
 }
 
-// runContracts is `handoff contracts SUBCOMMAND`; suggest is the one.
+// runContracts is `handoff contracts suggest`, the one subcommand; flags
+// without it (-h) are suggest's.
 func runContracts(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "suggest" {
-		fmt.Fprintln(stderr, "Usage: handoff contracts suggest [flags]   suggest contracts from stored history (docs/learned.md)")
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			return &exitError{code: exitOK}
-		}
-		return &exitError{code: exitUsage}
+	switch {
+	case len(args) > 0 && args[0] == "suggest":
+		args = args[1:]
+	case len(args) > 0 && !strings.HasPrefix(args[0], "-"):
+		return usageError("unexpected arguments: %s (want: handoff contracts suggest [flags])", strings.Join(args, " "))
 	}
-	return contractsSuggest(ctx, args[1:], stdin, stdout, stderr)
+	return contractsSuggest(ctx, args, stdin, stdout, stderr)
 }
 
 // contractsSuggest is `handoff contracts suggest`.

@@ -32,6 +32,8 @@ var commandFlags = map[string][]string{
 	"backfill": {"from", "to", "pipeline", "as-of", "contract", "publish", "dry-run", "format", "clickhouse-addr",
 		"clickhouse-database", "kafka-brokers", "diagnoses-topic", "workers", "unit-rows", "progress-interval"},
 	"serve": {"addr", "clickhouse-addr", "clickhouse-database", "clickhouse-user", "clickhouse-password", "contract", "query-timeout"},
+	"contracts": {"from", "to", "pipeline", "events", "out", "diff", "zone", "clickhouse-addr", "clickhouse-database",
+		"clickhouse-user", "clickhouse-password"},
 	"findings": {"pipeline", "from", "to", "state", "kind", "limit", "format", "fail-on-open", "as-of", "clickhouse-addr",
 		"clickhouse-database", "clickhouse-user", "clickhouse-password"},
 }
