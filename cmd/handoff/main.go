@@ -110,6 +110,7 @@ func commands() []command {
 		{"serve", "serve the JSON API and web pages over the delivery history", runServe},
 		{"findings", "print the detector's stored findings (open ones by default)", runFindings},
 		{"version", "print handoff's version and the revision it was built from", runVersion},
+		{"contracts", "suggest delivery contracts from the stored history (contracts suggest)", runContracts},
 	}
 }
 

@@ -33,6 +33,8 @@ var commandFlags = map[string][]string{
 		"clickhouse-database", "kafka-brokers", "diagnoses-topic", "workers", "unit-rows", "progress-interval"},
 	"serve":   {"addr", "clickhouse-addr", "clickhouse-database", "clickhouse-user", "clickhouse-password", "contract", "query-timeout"},
 	"version": {},
+	"contracts": {"from", "to", "pipeline", "events", "out", "diff", "zone", "clickhouse-addr", "clickhouse-database",
+		"clickhouse-user", "clickhouse-password"},
 	"findings": {"pipeline", "from", "to", "state", "kind", "limit", "format", "fail-on-open", "as-of", "clickhouse-addr",
 		"clickhouse-database", "clickhouse-user", "clickhouse-password"},
 }

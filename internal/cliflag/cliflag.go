@@ -137,3 +137,16 @@ func ParseTime(name, s string) (time.Time, error) {
 	}
 	return t, nil
 }
+
+// Items returns the items of a repeatable flag whose values may also be
+// comma lists, spaces around items trimmed. An empty item stays, for the
+// caller's check to refuse by name.
+func Items(l []string) []string {
+	var out []string
+	for _, v := range l {
+		for _, item := range strings.Split(v, ",") {
+			out = append(out, strings.TrimSpace(item))
+		}
+	}
+	return out
+}

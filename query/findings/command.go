@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/internal/exitcode"
 	"github.com/handoff-dev/handoff/model"
 )
@@ -41,7 +42,7 @@ type Command struct {
 // error, exit 2).
 func (c *Command) Prepare() error {
 	var f Filter
-	for _, p := range splitList(c.Pipelines) {
+	for _, p := range cliflag.Items(c.Pipelines) {
 		if prefix, ok := strings.CutSuffix(p, "*"); ok {
 			if prefix == "" {
 				return exitcode.Usagef("--pipeline %q: give a prefix before the * (or leave --pipeline out for every pipeline)", p)
@@ -71,7 +72,7 @@ func (c *Command) Prepare() error {
 	default:
 		return exitcode.Usagef("--state %q: want open, resolved or all", c.State)
 	}
-	f.Kinds = splitList(c.Kinds)
+	f.Kinds = cliflag.Items(c.Kinds)
 	if err := f.Check(); err != nil {
 		var fe *FieldError
 		if errors.As(err, &fe) {
@@ -122,17 +123,4 @@ func (c *Command) Run(ctx context.Context, conn Querier, db string, stdout, stde
 		}
 	}
 	return nil
-}
-
-// splitList returns the items of a repeatable flag whose values may also
-// be comma lists, spaces around items trimmed. An empty item stays, for
-// the filter's check to refuse by name.
-func splitList(l []string) []string {
-	var out []string
-	for _, v := range l {
-		for _, item := range strings.Split(v, ",") {
-			out = append(out, strings.TrimSpace(item))
-		}
-	}
-	return out
 }
