@@ -21,6 +21,10 @@ import (
 // describes one run.
 type findingsConfig struct {
 	ClickHouse clickhouseConfig
+	// Contracts and TZ choose the zone shown beside UTC: the reader's
+	// (TZ), else each pipeline's contract's.
+	Contracts string `env:"HANDOFF_CONTRACTS"`
+	TZ        string `env:"HANDOFF_TZ"`
 }
 
 // Bounds of --limit: enough for any on-call screen, and a bound on what
@@ -58,7 +62,9 @@ func findingsCmd(ctx context.Context, args []string, stdout, stderr io.Writer, n
 	fs.StringVar(&limit, "limit", limit, fmt.Sprintf("print at most this many findings (1 to %d); the output says when more match", maxFindingsLimit))
 	fs.StringVar(&format, "format", format, "text (an aligned table and a summary line), json (one object) or jsonl (one finding per line)")
 	fs.BoolVar(&failOnOpen, "fail-on-open", false, "exit 1 when an open finding is printed")
-	fs.StringVar(&asOfS, "as-of", "", "RFC 3339 time the lateness of open findings is counted to; default: now")
+	fs.StringVar(&asOfS, "as-of", "", "RFC 3339 time the lateness of open findings is counted to, in text and JSON; default: now")
+	fs.StringVar(&cfg.Contracts, "contract", cfg.Contracts, "delivery contract file, or a directory of them, whose time zones the text shows beside UTC (env HANDOFF_CONTRACTS); default: UTC alone")
+	fs.StringVar(&cfg.TZ, "tz", cfg.TZ, "time zone the text shows beside UTC instead of the contracts': an IANA name or local (env HANDOFF_TZ)")
 	cfg.ClickHouse.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: handoff findings [--pipeline P ...] [--from DATE] [--to DATE] [--state open|resolved|all] [--kind K ...]")
@@ -125,6 +131,10 @@ func findingsCmd(ctx context.Context, args []string, stdout, stderr io.Writer, n
 	if err != nil {
 		return err
 	}
+	zone, err := textZones(cfg.Contracts, cfg.TZ)
+	if err != nil {
+		return err
+	}
 	if err := cfg.ClickHouse.check(); err != nil {
 		return err
 	}
@@ -140,11 +150,11 @@ func findingsCmd(ctx context.Context, args []string, stdout, stderr io.Writer, n
 	}
 	switch format {
 	case "json":
-		err = findings.WriteJSON(stdout, res)
+		err = findings.WriteJSON(stdout, res, asOf)
 	case "jsonl":
-		err = findings.WriteJSONL(stdout, res)
+		err = findings.WriteJSONL(stdout, res, asOf)
 	default:
-		err = findings.WriteText(stdout, res, f.State, asOf)
+		err = findings.WriteText(stdout, res, f.State, findings.Times{AsOf: asOf, Zone: zone})
 	}
 	if err != nil {
 		return fmt.Errorf("write the findings: %w", err)

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"time"
 
+	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/schema"
 )
@@ -65,4 +66,22 @@ func (c *clickhouseConfig) check() error {
 // open connects to ClickHouse.
 func (c *clickhouseConfig) open(ctx context.Context) (chconn.Conn, error) {
 	return chconn.Open(ctx, chconn.Config{Addr: c.Addr, User: c.User, Password: c.Password})
+}
+
+// textZones returns the zone text output shows beside UTC for a pipeline:
+// the --tz zone when given, else the pipeline's contract's (contracts, a
+// --contract path, may be empty: UTC alone).
+func textZones(contracts, tz string) (func(pipeline string) *time.Location, error) {
+	over, err := cliflag.ParseZone(tz)
+	if err != nil {
+		return nil, usageError("--tz: %v", err)
+	}
+	if over != nil {
+		return func(string) *time.Location { return over }, nil
+	}
+	set, err := loadContracts(contracts)
+	if err != nil {
+		return nil, err
+	}
+	return set.Zone, nil
 }

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/handoff-dev/handoff/internal/cliflag"
 )
@@ -23,5 +24,29 @@ func TestList(t *testing.T) {
 	}
 	if s := (cliflag.List{}).String(); s != "" {
 		t.Fatalf("zero List String() = %q", s)
+	}
+}
+
+func TestZone(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		bad      bool
+	}{
+		{"", "", false},
+		{"local", "local", false},
+		{"Local", "local", false},
+		{"Asia/Shanghai", "Asia/Shanghai", false},
+		{" UTC ", "UTC", false},
+		{"Mars/Olympus", "", true},
+	} {
+		var loc *time.Location
+		err := (cliflag.Zone{P: &loc}).Set(tc.in)
+		if (err != nil) != tc.bad {
+			t.Errorf("Set(%q): error %v, want error %t", tc.in, err, tc.bad)
+			continue
+		}
+		if got := (cliflag.Zone{P: &loc}).String(); !tc.bad && got != tc.want {
+			t.Errorf("Set(%q): String() = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }

@@ -436,6 +436,7 @@ func (s *Server) findingsOf(ctx context.Context, f findings.Filter) ([]Finding, 
 			end = all[i].ResolvedAt
 		}
 		all[i].AgeSeconds = int64(end.Sub(all[i].RaisedAt) / time.Second)
+		all[i].AsOf = now
 	}
 	return all, nil
 }
