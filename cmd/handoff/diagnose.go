@@ -14,6 +14,8 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
+	"github.com/handoff-dev/handoff/analyzer/report"
+	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 )
@@ -25,6 +27,8 @@ type diagnoseConfig struct {
 	Contracts string `env:"HANDOFF_CONTRACTS"`
 	AsOf      string `env:"HANDOFF_AS_OF"`
 	Format    string `env:"HANDOFF_FORMAT"`
+	// TZ is the zone the text shows beside UTC instead of the contracts'.
+	TZ string `env:"HANDOFF_TZ"`
 	// ClickHouse selects ClickHouse as the source; only the flag does, so
 	// that HANDOFF_CLICKHOUSE_ADDR in the environment never overrides
 	// --events.
@@ -61,6 +65,7 @@ func diagnose(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.StringVar(&cfg.Contracts, "contract", cfg.Contracts, "delivery contract file, or a directory of them (env HANDOFF_CONTRACTS); default: the default contract")
 	fs.StringVar(&cfg.AsOf, "as-of", cfg.AsOf, "diagnose as of this RFC 3339 time (env HANDOFF_AS_OF); default: now")
 	fs.StringVar(&cfg.Format, "format", cfg.Format, "output format, text or json (env HANDOFF_FORMAT); default: text")
+	fs.StringVar(&cfg.TZ, "tz", cfg.TZ, "time zone the text shows beside UTC instead of each contract's: an IANA name or local (env HANDOFF_TZ)")
 	fs.StringVar(&cfg.Batch, "batch", "", "print only this batch, pipeline/business_date/batch_id (the others still count for continuity)")
 	fs.BoolVar(&cfg.Strict, "strict", false, "stop at the first line that fails validation (exit 2)")
 	fs.BoolVar(&cfg.Progress, "progress", false, "log progress every 5s even when standard error is a terminal")
@@ -105,6 +110,10 @@ func diagnose(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		only = k
 	}
+	zone, err := cliflag.ParseZone(cfg.TZ)
+	if err != nil {
+		return usageError("--tz: %v", err)
+	}
 	contracts, err := loadContracts(cfg.Contracts)
 	if err != nil {
 		return err
@@ -142,7 +151,7 @@ func diagnose(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	rep := &reporter{w: msgs, name: src.name(), strict: cfg.Strict, log: log, started: started, next: started.Add(progressEvery), sum: sum}
 	out := bufio.NewWriterSize(stdout, 1<<20)
-	d := &diagnoser{src: src, rep: rep, sum: sum, out: out, contracts: contracts, asOf: asOf}
+	d := &diagnoser{src: src, rep: rep, sum: sum, out: out, contracts: contracts, asOf: asOf, show: report.Options{Zone: zone}}
 	switch {
 	case cfg.Batch != "":
 		err = d.one(ctx, only, cfg.Format)
