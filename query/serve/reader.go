@@ -175,6 +175,8 @@ type Finding struct {
 	// AsOf is the request's time, to which the lateness of an open
 	// finding is counted (findings.Late), as in `handoff findings`.
 	AsOf time.Time
+	// Zone is the pipeline's contract zone, shown beside UTC on the page.
+	Zone *time.Location
 	// URL is the batch's web page.
 	URL string
 }

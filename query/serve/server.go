@@ -437,6 +437,7 @@ func (s *Server) findingsOf(ctx context.Context, f findings.Filter) ([]Finding, 
 		}
 		all[i].AgeSeconds = int64(end.Sub(all[i].RaisedAt) / time.Second)
 		all[i].AsOf = now
+		all[i].Zone = s.zone(all[i].Batch.Pipeline)
 	}
 	return all, nil
 }
