@@ -62,3 +62,63 @@ func AppendTime(b []byte, t time.Time) []byte {
 		byte('0'+h/10), byte('0'+h%10), ':', byte('0'+mi/10), byte('0'+mi%10), ':',
 		byte('0'+s/10), byte('0'+s%10), '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
 }
+
+// FormatTime returns t in TimeLayout, as AppendTime writes it: the string
+// form for JSON fields and logs.
+func FormatTime(t time.Time) string { return string(AppendTime(make([]byte, 0, 24), t)) }
+
+// HumanTime writes t for people: the date and time in UTC and, when loc is
+// a zone other than UTC, the wall clock there with the zone's name and a
+// note when its date is not the UTC date:
+//
+//	2026-09-30 22:00 UTC (06:00 Asia/Shanghai, next day)
+//	2026-10-01 01:20:05.120 UTC (21:20:05.120 America/New_York, previous day)
+//
+// The precision is the time's own: minutes when it falls on a whole
+// minute (deadlines do), seconds when on a whole second, milliseconds
+// otherwise, so nothing is rounded away. A nil loc shows UTC alone, as does
+// time.UTC. The local part is written in the same precision.
+func HumanTime(t time.Time, loc *time.Location) string {
+	t = t.UTC()
+	clock := "15:04"
+	switch {
+	case t.Nanosecond() != 0:
+		clock = "15:04:05.000"
+	case t.Second() != 0:
+		clock = "15:04:05"
+	}
+	b := make([]byte, 0, 64)
+	b = t.AppendFormat(b, "2006-01-02 "+clock)
+	b = append(b, " UTC"...)
+	if loc == nil || loc == time.UTC || loc.String() == "UTC" {
+		return string(b)
+	}
+	lt := t.In(loc)
+	b = append(b, " ("...)
+	b = lt.AppendFormat(b, clock)
+	b = append(b, ' ')
+	b = append(b, zoneName(lt, loc)...)
+	uy, um, ud := t.Date()
+	ly, lm, ld := lt.Date()
+	switch u, l := uy*10000+int(um)*100+ud, ly*10000+int(lm)*100+ld; {
+	case l > u:
+		b = append(b, ", next day"...)
+	case l < u:
+		b = append(b, ", previous day"...)
+	}
+	return string(append(b, ')'))
+}
+
+// zoneName names loc for a reader: its IANA name, or for the process's own
+// zone (whose name is just "Local") the abbreviation in force at t, or the
+// offset where the zone has no abbreviation.
+func zoneName(lt time.Time, loc *time.Location) string {
+	if name := loc.String(); name != "Local" && name != "" {
+		return name
+	}
+	abbr, _ := lt.Zone()
+	if abbr != "" && abbr[0] != '+' && abbr[0] != '-' {
+		return abbr
+	}
+	return "UTC" + lt.Format("-07:00")
+}

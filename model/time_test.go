@@ -60,3 +60,67 @@ func FuzzParseTime(f *testing.F) {
 		}
 	})
 }
+
+// TestHumanTime checks the people's form of a time: UTC first, the
+// contract's zone beside it, the day note when the dates differ, the
+// precision the time has, and UTC alone without a zone.
+func TestHumanTime(t *testing.T) {
+	load := func(name string) *time.Location {
+		loc, err := time.LoadLocation(name)
+		if err != nil {
+			t.Fatalf("load %s: %v", name, err)
+		}
+		return loc
+	}
+	shanghai, newYork, london := load("Asia/Shanghai"), load("America/New_York"), load("Europe/London")
+	at := func(s string) time.Time {
+		v, err := model.ParseTime(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name string
+		t    time.Time
+		loc  *time.Location
+		want string
+	}{
+		{"shanghai next day", at("2026-09-30T22:00:00Z"), shanghai, "2026-09-30 22:00 UTC (06:00 Asia/Shanghai, next day)"},
+		{"shanghai same day", at("2026-09-30T01:20:05.120Z"), shanghai, "2026-09-30 01:20:05.120 UTC (09:20:05.120 Asia/Shanghai)"},
+		{"new york previous day", at("2026-10-01T01:20:05Z"), newYork, "2026-10-01 01:20:05 UTC (21:20:05 America/New_York, previous day)"},
+		// New York leaves daylight saving time at 06:00 UTC on 1 November
+		// 2026: the same UTC hour is 01:30 before and after the change.
+		{"new york before the dst change", at("2026-11-01T05:30:00Z"), newYork, "2026-11-01 05:30 UTC (01:30 America/New_York)"},
+		{"new york after the dst change", at("2026-11-01T06:30:00Z"), newYork, "2026-11-01 06:30 UTC (01:30 America/New_York)"},
+		{"london summer", at("2026-06-30T23:30:00Z"), london, "2026-06-30 23:30 UTC (00:30 Europe/London, next day)"},
+		{"london winter, offset zero", at("2026-12-31T23:30:00Z"), london, "2026-12-31 23:30 UTC (23:30 Europe/London)"},
+		{"utc contract", at("2026-09-30T22:00:00Z"), time.UTC, "2026-09-30 22:00 UTC"},
+		{"no contract", at("2026-09-30T17:31:40.750Z"), nil, "2026-09-30 17:31:40.750 UTC"},
+		{"offset input is shown in utc", at("2026-10-01T06:00:00+08:00"), nil, "2026-09-30 22:00 UTC"},
+		{"local zone without a name", at("2026-09-30T22:00:00Z"), time.FixedZone("", 8*3600), "2026-09-30 22:00 UTC (06:00 UTC+08:00, next day)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := model.HumanTime(tc.t, tc.loc); got != tc.want {
+				t.Errorf("HumanTime(%s, %v) = %q, want %q", model.FormatTime(tc.t), tc.loc, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestFormatTimeMilliseconds checks that the JSON form always has three
+// fractional digits, where time.RFC3339Nano would trim them.
+func TestFormatTimeMilliseconds(t *testing.T) {
+	for _, tc := range []struct {
+		t    time.Time
+		want string
+	}{
+		{time.Date(2026, 9, 29, 17, 31, 40, 750e6, time.UTC), "2026-09-29T17:31:40.750Z"},
+		{time.Date(2026, 9, 29, 17, 31, 40, 0, time.UTC), "2026-09-29T17:31:40.000Z"},
+		{time.Date(2026, 10, 1, 9, 20, 5, 120e6, time.FixedZone("CST", 8*3600)), "2026-10-01T01:20:05.120Z"},
+	} {
+		if got := model.FormatTime(tc.t); got != tc.want {
+			t.Errorf("FormatTime(%v) = %q, want %q", tc.t, got, tc.want)
+		}
+	}
+}

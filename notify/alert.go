@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"encoding/json"
 	"net/url"
 	"strconv"
 	"strings"
@@ -21,6 +22,18 @@ type Alert struct {
 	StartsAt     time.Time         `json:"startsAt"`
 	EndsAt       time.Time         `json:"endsAt"`
 	GeneratorURL string            `json:"generatorURL,omitempty"`
+}
+
+// MarshalJSON writes a with its times as every handoff JSON time: RFC 3339
+// UTC with three fractional digits (encoding/json would trim the zeros).
+func (a Alert) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Labels       map[string]string `json:"labels"`
+		Annotations  map[string]string `json:"annotations"`
+		StartsAt     string            `json:"startsAt"`
+		EndsAt       string            `json:"endsAt"`
+		GeneratorURL string            `json:"generatorURL,omitempty"`
+	}{a.Labels, a.Annotations, fmtTime(a.StartsAt), fmtTime(a.EndsAt), a.GeneratorURL})
 }
 
 // alertnames maps the finding kinds that are not anomalies to an alertname;

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"maps"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -207,5 +208,23 @@ func TestSignature(t *testing.T) {
 		if (err == nil) != (tt.err == "") || (err != nil && !strings.Contains(err.Error(), tt.err)) {
 			t.Errorf("%s: Verify = %v, want %q", tt.name, err, tt.err)
 		}
+	}
+}
+
+// TestAlertTimesMilliseconds: startsAt and endsAt are written as every
+// handoff JSON time, with three fractional digits even on a whole second.
+func TestAlertTimesMilliseconds(t *testing.T) {
+	whole := time.Date(2026, 9, 30, 22, 15, 0, 0, time.UTC)
+	b, err := json.Marshal(Alert{Labels: map[string]string{"a": "b"}, StartsAt: whole, EndsAt: whole.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct{ StartsAt, EndsAt string }
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	ms := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
+	if !ms.MatchString(back.StartsAt) || !ms.MatchString(back.EndsAt) || back.StartsAt != "2026-09-30T22:15:00.000Z" {
+		t.Errorf("alert JSON %s: want startsAt and endsAt with milliseconds", b)
 	}
 }

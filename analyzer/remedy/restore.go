@@ -129,7 +129,7 @@ func Restore(d *replay.Diagnosis, c *contract.Contract, f Facts) Plan {
 	case len(fin) == 0:
 		add(PreArtifactFinal, false, "no artifact.finalized recorded: the producer never declared the file final")
 	default:
-		add(PreArtifactFinal, true, fmt.Sprintf("artifact.finalized %q recorded at %s", fin[len(fin)-1].Object, fin[len(fin)-1].Time.Format(time.RFC3339Nano)), ids(fin))
+		add(PreArtifactFinal, true, fmt.Sprintf("artifact.finalized %q recorded at %s", fin[len(fin)-1].Object, model.HumanTime(fin[len(fin)-1].Time, c.Location)), ids(fin))
 	}
 
 	tr := tl.ids(model.ArtifactTransferred)

@@ -125,7 +125,7 @@ func Verify(d *replay.Diagnosis, others []replay.Diagnosis, c *contract.Contract
 	case 0:
 		add(CheckConsumedOnce, false, "no consume.succeeded recorded: the consumer has not consumed "+d.Batch+" (yet)")
 	case 1:
-		add(CheckConsumedOnce, true, "one consume.succeeded at "+cs[0].Time.Format(time.RFC3339Nano), cs[0].EventID)
+		add(CheckConsumedOnce, true, "one consume.succeeded at "+model.HumanTime(cs[0].Time, c.Location), cs[0].EventID)
 	default:
 		add(CheckConsumedOnce, false, strconv.Itoa(len(cs))+" distinct consume.succeeded events: consumed more than once", ids(cs)...)
 	}

@@ -84,7 +84,11 @@ type Diagnosis struct {
 	AsOf         time.Time    `json:"as_of"`
 
 	// Contract names the contract applied ("default" or its file).
-	Contract   string          `json:"contract"`
+	Contract string `json:"contract"`
+	// Zone is the contract's time zone (UTC for the default contract),
+	// for text that shows times beside UTC. JSON keeps every time in UTC
+	// and does not carry it; nil reads as UTC.
+	Zone       *time.Location  `json:"-"`
 	Boundaries []BoundaryState `json:"boundaries"`
 	NextStep   NextStep        `json:"next_step"`
 	Events     int             `json:"events"`

@@ -271,6 +271,7 @@ func (s *State) Evaluate(c *contract.Contract, asOf time.Time, ctx Context) Diag
 		BatchID:      s.key.BatchID,
 		AsOf:         asOf,
 		Contract:     c.Name(),
+		Zone:         c.Location,
 		Events:       len(v.recs),
 	}
 	if len(v.recs) > 0 {

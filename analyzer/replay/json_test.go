@@ -191,6 +191,7 @@ func normalize(d replay.Diagnosis) replay.Diagnosis {
 		bs[i].At, bs[i].Due = fix(bs[i].At), fix(bs[i].Due)
 	}
 	d.Boundaries = bs
+	d.Zone = nil // text only: JSON keeps times in UTC
 	return d
 }
 

@@ -87,29 +87,33 @@ func ExampleText() {
 	}
 	// Output:
 	// BATCH account-balance-snapshot.daily/2026-09-30/20260930
-	//   as of 2026-10-03T00:00:00.000Z; contract account-balance-snapshot.daily.yaml; 6 events,
-	//   2026-09-30T17:00:00.000Z to 2026-09-30T17:20:05.120Z
+	//   as of 2026-10-03 00:00 UTC (08:00 Asia/Shanghai); contract
+	//   account-balance-snapshot.daily.yaml; 6 events, 2026-09-30T17:00:00.000Z to
+	//   2026-09-30T17:20:05.120Z
 	//
 	// SYMPTOM
 	//   batch account-balance-snapshot.daily/2026-09-30/20260930: status LATE -- verdict
 	//   not_identified; the job says SUCCESS, the delivery does not.
-	//   First missing boundary: signal_delivered, due 2026-09-30T22:00:00.000Z, overdue by 2d 2h 0m.
+	//   First missing boundary: signal_delivered, due 2026-09-30 22:00 UTC (06:00 Asia/Shanghai, next
+	//   day), overdue by 2d 2h 0m.
 	//
 	// CHAIN  (✓ proven, ✗ missing, - not required by the contract)
-	//   ✓ produced          2026-09-30T17:14:05.010Z  due 2026-09-30T18:00:00.000Z
-	//       evidence abs-20260930-04
-	//   ✓ finalized         2026-09-30T17:14:02.480Z  due 2026-09-30T17:44:05.010Z
-	//       evidence abs-20260930-03
-	//   ✓ signaled          2026-09-30T17:14:06.300Z  due 2026-09-30T17:29:02.480Z
-	//       evidence abs-20260930-05
-	//   ✓ transferred       2026-09-30T17:20:05.120Z  due 2026-09-30T20:00:00.000Z
-	//       evidence abs-20260930-06
-	//   ✗ signal_delivered  missing                   due 2026-09-30T22:00:00.000Z  <- first missing
-	//       overdue by 2d 2h 0m
-	//   ✗ identified        missing                   due 2026-09-30T22:30:00.000Z
-	//       overdue by 2d 1h 30m
-	//   ✗ consumed          missing                   due 2026-09-30T23:00:00.000Z
-	//       overdue by 2d 1h 0m
+	//   ✓ produced          2026-09-30 17:14:05.010 UTC (01:14:05.010 Asia/Shanghai, next day)
+	//       due 2026-09-30 18:00 UTC (02:00 Asia/Shanghai, next day); evidence abs-20260930-04
+	//   ✓ finalized         2026-09-30 17:14:02.480 UTC (01:14:02.480 Asia/Shanghai, next day)
+	//       due 2026-09-30 17:44:05.010 UTC (01:44:05.010 Asia/Shanghai, next day); evidence
+	//       abs-20260930-03
+	//   ✓ signaled          2026-09-30 17:14:06.300 UTC (01:14:06.300 Asia/Shanghai, next day)
+	//       due 2026-09-30 17:29:02.480 UTC (01:29:02.480 Asia/Shanghai, next day); evidence
+	//       abs-20260930-05
+	//   ✓ transferred       2026-09-30 17:20:05.120 UTC (01:20:05.120 Asia/Shanghai, next day)
+	//       due 2026-09-30 20:00 UTC (04:00 Asia/Shanghai, next day); evidence abs-20260930-06
+	//   ✗ signal_delivered  missing  <- first missing
+	//       due 2026-09-30 22:00 UTC (06:00 Asia/Shanghai, next day); overdue by 2d 2h 0m
+	//   ✗ identified        missing
+	//       due 2026-09-30 22:30 UTC (06:30 Asia/Shanghai, next day); overdue by 2d 1h 30m
+	//   ✗ consumed          missing
+	//       due 2026-09-30 23:00 UTC (07:00 Asia/Shanghai, next day); overdue by 2d 1h 0m
 	//
 	// EVIDENCE
 	//   producer

@@ -45,22 +45,36 @@ const (
 // silently would hide a caller's bug.
 var errNil = errors.New("report: nil diagnosis")
 
-// Text writes the human-readable report of one diagnosis to w.
-func Text(w io.Writer, d *replay.Diagnosis) error {
+// Text writes the human-readable report of one diagnosis to w, its times
+// in UTC beside the contract's zone.
+func Text(w io.Writer, d *replay.Diagnosis) error { return Options{}.Text(w, d) }
+
+// TextAll writes the report of every diagnosis, each followed by a rule
+// line, and then a summary table with one line per batch.
+func TextAll(w io.Writer, ds []replay.Diagnosis) error { return Options{}.TextAll(w, ds) }
+
+// Options change how Text and TextAll write a report.
+type Options struct {
+	// Zone, when not nil, is the zone shown beside UTC instead of each
+	// diagnosis's contract zone: the reader's own, for example.
+	Zone *time.Location
+}
+
+// Text is the package's Text with the options o.
+func (o Options) Text(w io.Writer, d *replay.Diagnosis) error {
 	if d == nil {
 		return errNil
 	}
-	var p printer
+	p := printer{zone: o.Zone}
 	p.diagnosis(d)
 	// Events' text (errors, components, objects) reaches terminals.
 	_, err := io.WriteString(w, model.EscapeText(p.b.String()))
 	return err
 }
 
-// TextAll writes the report of every diagnosis, each followed by a rule
-// line, and then a summary table with one line per batch.
-func TextAll(w io.Writer, ds []replay.Diagnosis) error {
-	var p printer
+// TextAll is the package's TextAll with the options o.
+func (o Options) TextAll(w io.Writer, ds []replay.Diagnosis) error {
+	p := printer{zone: o.Zone}
 	for i := range ds {
 		p.diagnosis(&ds[i])
 		p.blank()
@@ -117,6 +131,17 @@ func JSONOne(w io.Writer, d *replay.Diagnosis) error {
 // so the only error of a report is the final write to the caller's writer.
 type printer struct {
 	b strings.Builder
+	// zone overrides the diagnoses' own zones when not nil; loc is the
+	// zone of the diagnosis being written.
+	zone, loc *time.Location
+}
+
+// human writes t for a reader: UTC and the zone of the diagnosis.
+func (p *printer) human(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return model.HumanTime(t, p.loc)
 }
 
 func (p *printer) line(s string) {
@@ -141,6 +166,10 @@ func (p *printer) section(name string) {
 }
 
 func (p *printer) diagnosis(d *replay.Diagnosis) {
+	p.loc = d.Zone
+	if p.zone != nil {
+		p.loc = p.zone
+	}
 	p.header(d)
 	p.symptom(d)
 	p.chain(d)
@@ -154,7 +183,7 @@ func (p *printer) diagnosis(d *replay.Diagnosis) {
 
 func (p *printer) header(d *replay.Diagnosis) {
 	p.line("BATCH " + d.Batch)
-	info := "as of " + fmtTime(d.AsOf) + "; contract " + d.Contract + "; " + plural(d.Events, "event")
+	info := "as of " + p.human(d.AsOf) + "; contract " + d.Contract + "; " + plural(d.Events, "event")
 	if d.Events > 0 {
 		info += ", " + fmtTime(d.FirstEventAt) + " to " + fmtTime(d.LastEventAt)
 	}
@@ -185,7 +214,7 @@ func (p *printer) symptom(d *replay.Diagnosis) {
 	if bs, ok := boundary(d, d.FirstMissing); ok {
 		t := "First missing boundary: " + bs.Name
 		if !bs.Due.IsZero() {
-			t += ", due " + fmtTime(bs.Due)
+			t += ", due " + p.human(bs.Due)
 			if bs.Overdue {
 				t += ", overdue by " + replay.FormatDuration(d.AsOf.Sub(bs.Due))
 			} else {
@@ -213,7 +242,7 @@ func (p *printer) symptom(d *replay.Diagnosis) {
 
 func (p *printer) chain(d *replay.Diagnosis) {
 	p.section("CHAIN  (" + markProven + " proven, " + markMissing + " missing, " + markNotRequired + " not required by the contract)")
-	const nameCol, timeCol = 16, 24
+	const nameCol = 16
 	for _, bs := range d.Boundaries {
 		mark := markMissing
 		switch {
@@ -224,20 +253,22 @@ func (p *printer) chain(d *replay.Diagnosis) {
 		}
 		at := "missing"
 		if bs.Proven {
-			at = fmtTime(bs.At)
+			at = p.human(bs.At)
 		} else if !bs.Required {
 			at = "not required"
 		}
-		l := "  " + mark + " " + pad(bs.Name, nameCol) + "  " + pad(at, timeCol)
-		if !bs.Due.IsZero() {
-			l += "  due " + fmtTime(bs.Due)
-		}
+		l := "  " + mark + " " + pad(bs.Name, nameCol) + "  " + at
 		if bs.Name == d.FirstMissing {
 			l += "  <- first missing"
 		}
 		p.line(strings.TrimRight(l, " "))
 
+		// The deadline opens the notes: with the contract's zone beside
+		// UTC, the proof and the deadline do not fit one line.
 		var notes []string
+		if !bs.Due.IsZero() {
+			notes = append(notes, "due "+p.human(bs.Due))
+		}
 		if bs.Overdue {
 			if bs.Proven {
 				notes = append(notes, "proven "+replay.FormatDuration(bs.At.Sub(bs.Due))+" after its deadline")

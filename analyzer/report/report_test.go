@@ -131,11 +131,11 @@ func TestTextChain(t *testing.T) {
 			name: "seed",
 			d:    diagnose(seedEvents(), seedContract(t), replay.Context{}),
 			lines: []string{
-				"✓ produced          2026-09-30T17:14:05.000Z",
-				"✓ transferred       2026-09-30T17:20:05.000Z",
+				"✓ produced          2026-09-30 17:14:05 UTC",
+				"✓ transferred       2026-09-30 17:20:05 UTC",
 				"✗ signal_delivered  missing",
 				"✗ consumed          missing",
-				"evidence e5",
+				"due 2026-10-01 17:20:05 UTC; evidence e5",
 			},
 			absent: []string{"out of order", "- transferred"},
 		},
@@ -144,7 +144,7 @@ func TestTextChain(t *testing.T) {
 			d:    diagnose(unsignaled, seedContract(t), replay.Context{}),
 			lines: []string{
 				"✗ signaled          missing",
-				"out of order: proven although signaled below it is missing; evidence e5",
+				"due 2026-10-01 17:20:05 UTC; out of order: proven although signaled below it is missing;",
 			},
 		},
 		{
@@ -200,7 +200,7 @@ func TestTextOverdue(t *testing.T) {
 	// Default rule: due 24h after the latest boundary event (17:20:05),
 	// so 1d 6h 40m (rounded to the minute) overdue as of 2026-10-03.
 	for _, want := range []string{
-		"First missing boundary: signal_delivered, due 2026-10-01T17:20:05.000Z, overdue by 1d 6h 40m.",
+		"First missing boundary: signal_delivered, due 2026-10-01 17:20:05 UTC, overdue by 1d 6h 40m.",
 		"overdue by 1d 6h 40m",
 	} {
 		if !strings.Contains(flat(out), want) {
@@ -517,4 +517,51 @@ func BenchmarkJSON(b *testing.B) {
 		}
 	}
 	b.SetBytes(int64(buf.Len()))
+}
+
+// TestTextZone checks that the report's deadlines and proofs show the
+// contract's zone beside UTC, that a contract without a zone shows UTC
+// alone, and that Options.Zone replaces the contract's zone.
+func TestTextZone(t *testing.T) {
+	load := func(name string) *time.Location {
+		loc, err := time.LoadLocation(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return loc
+	}
+	shanghai := seedContract(t)
+	shanghai.Location = load("Asia/Shanghai")
+	for _, tc := range []struct {
+		name      string
+		c         *contract.Contract
+		opt       report.Options
+		want, not []string
+	}{
+		{"contract zone", shanghai, report.Options{},
+			[]string{"✓ transferred       2026-09-30 17:20:05 UTC (01:20:05 Asia/Shanghai, next day)", "as of 2026-10-03 00:00 UTC (08:00 Asia/Shanghai);"}, nil},
+		{"no zone", seedContract(t), report.Options{},
+			[]string{"✓ transferred       2026-09-30 17:20:05 UTC"}, []string{"Asia/Shanghai", "UTC ("}},
+		{"reader's zone", shanghai, report.Options{Zone: load("America/New_York")},
+			[]string{"✓ transferred       2026-09-30 17:20:05 UTC (13:20:05 America/New_York)", "as of 2026-10-03 00:00 UTC (20:00 America/New_York, previous day);"}, []string{"Asia/Shanghai"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := tc.opt.Text(&b, diagnose(seedEvents(), tc.c, replay.Context{})); err != nil {
+				t.Fatal(err)
+			}
+			out := b.String()
+			head := out[:strings.Index(out, "\nEVIDENCE\n")]
+			for _, w := range tc.want {
+				if !strings.Contains(head, w) {
+					t.Errorf("report lacks %q:\n%s", w, head)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(head, n) {
+					t.Errorf("report has %q:\n%s", n, head)
+				}
+			}
+		})
+	}
 }

@@ -23,10 +23,12 @@ import (
 // HANDOFF_CLICKHOUSE_ADDR set for ingest never turns a file diagnosis
 // into a database one.
 type diagnoseEnv struct {
-	Events     string `env:"HANDOFF_EVENTS"`
-	Contracts  string `env:"HANDOFF_CONTRACTS"`
-	AsOf       string `env:"HANDOFF_AS_OF"`
-	Format     string `env:"HANDOFF_FORMAT"`
+	Events    string `env:"HANDOFF_EVENTS"`
+	Contracts string `env:"HANDOFF_CONTRACTS"`
+	AsOf      string `env:"HANDOFF_AS_OF"`
+	Format    string `env:"HANDOFF_FORMAT"`
+	// TZ is the zone the text shows beside UTC instead of the contracts'.
+	TZ         string `env:"HANDOFF_TZ"`
 	ClickHouse chconfig.Service
 }
 
@@ -40,6 +42,7 @@ func diagnoseFlags(fs *flag.FlagSet, cfg *diagnoseEnv, c *diagnose.Command, cpuP
 	fs.StringVar(&cfg.Contracts, "contract", cfg.Contracts, "delivery contract file, or a directory of them (env HANDOFF_CONTRACTS); default: the default contract")
 	fs.StringVar(&cfg.AsOf, "as-of", cfg.AsOf, "diagnose as of this RFC 3339 time (env HANDOFF_AS_OF); default: now")
 	fs.StringVar(&cfg.Format, "format", cfg.Format, "output format, text or json (env HANDOFF_FORMAT); default: text")
+	fs.StringVar(&cfg.TZ, "tz", cfg.TZ, "time zone the text shows beside UTC instead of each contract's: an IANA name or local (env HANDOFF_TZ)")
 	fs.StringVar(&c.Batch, "batch", "", "print only this batch, pipeline/business_date/batch_id (the others still count for continuity)")
 	fs.BoolVar(&c.Strict, "strict", false, "stop at the first line that fails validation (exit 2)")
 	fs.BoolVar(&c.Progress, "progress", false, "log progress every 5s even when standard error is a terminal")
@@ -91,6 +94,9 @@ func diagnoseCmd(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	}
 	if c.Contracts, err = loadContracts(cfg.Contracts); err != nil {
 		return err
+	}
+	if c.Zone, err = cliflag.ParseZone(cfg.TZ); err != nil {
+		return usageError("--tz: %v", err)
 	}
 	c.Source.Events, c.Format, c.Terminal = cfg.Events, cfg.Format, isTerminal(stderr)
 	if cliflag.Given(fs, "clickhouse-addr", "clickhouse") {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ const (
 
 // clearEnv makes the tests independent of the caller's HANDOFF_* variables.
 func clearEnv(t *testing.T) {
-	for _, k := range []string{"HANDOFF_EVENTS", "HANDOFF_CONTRACTS", "HANDOFF_AS_OF", "HANDOFF_FORMAT", "HANDOFF_CLICKHOUSE"} {
+	for _, k := range []string{"HANDOFF_EVENTS", "HANDOFF_CONTRACTS", "HANDOFF_AS_OF", "HANDOFF_FORMAT", "HANDOFF_CLICKHOUSE", "HANDOFF_TZ"} {
 		t.Setenv(k, "")
 	}
 }
@@ -371,5 +372,40 @@ func TestDiagnoseWriteError(t *testing.T) {
 		if code != exitFailure || !strings.Contains(errb.String(), "writing the diagnoses: no space left on device") {
 			t.Errorf("%s: exit %d, stderr %q; want exit %d saying the write failed", format, code, errb.String(), exitFailure)
 		}
+	}
+}
+
+// TestDiagnoseZone: the text shows the seed contract's zone beside UTC,
+// --tz (or HANDOFF_TZ) shows the reader's instead, a bad zone is a usage
+// error naming --tz, and JSON stays UTC whatever the zone.
+func TestDiagnoseZone(t *testing.T) {
+	clearEnv(t)
+	args := []string{"--events", seedEvents, "--contract", seedContracts, "--as-of", seedAsOf, "--batch", seedBatch}
+	for _, tc := range []struct {
+		name, env string
+		extra     []string
+		want, not string
+	}{
+		{"contract zone", "", nil, "due 2026-09-30 22:00 UTC (06:00 Asia/Shanghai, next day)", "America/New_York"},
+		{"--tz", "", []string{"--tz", "America/New_York"}, "due 2026-09-30 22:00 UTC (18:00 America/New_York)", "Asia/Shanghai"},
+		{"HANDOFF_TZ", "UTC", nil, "due 2026-09-30 22:00 UTC;", "Asia/Shanghai"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("HANDOFF_TZ", tc.env)
+			code, out, errOut := runCmd(t, "", append(slices.Clone(args), tc.extra...)...)
+			if code != exitNotDelivered {
+				t.Fatalf("exit %d, want %d: %s", code, exitNotDelivered, errOut)
+			}
+			if !strings.Contains(out, tc.want) || strings.Contains(out, tc.not) {
+				t.Errorf("want %q and no %q in:\n%s", tc.want, tc.not, out)
+			}
+		})
+	}
+	if code, _, errOut := runCmd(t, "", append(slices.Clone(args), "--tz", "Mars/Olympus")...); code != exitUsage || !strings.Contains(errOut, "--tz") {
+		t.Errorf("--tz Mars/Olympus: exit %d, %q; want a usage error naming --tz", code, errOut)
+	}
+	code, out, _ := runCmd(t, "", append(slices.Clone(args), "--tz", "Asia/Tokyo", "--format", "json")...)
+	if code != exitNotDelivered || strings.Contains(out, "Tokyo") || !strings.Contains(out, `"as_of":"2026-10-03T00:00:00.000Z"`) {
+		t.Errorf("--format json --tz Asia/Tokyo: exit %d; want UTC times only:\n%s", code, out)
 	}
 }

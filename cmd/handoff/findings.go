@@ -19,6 +19,10 @@ import (
 // describes one run.
 type findingsConfig struct {
 	ClickHouse chconfig.Service
+	// Contracts and TZ choose the zone shown beside UTC: the reader's
+	// (TZ), else each pipeline's contract's.
+	Contracts string `env:"HANDOFF_CONTRACTS"`
+	TZ        string `env:"HANDOFF_TZ"`
 }
 
 // runFindings is `handoff findings`: the detector's stored findings, open
@@ -49,6 +53,8 @@ func findingsCmd(ctx context.Context, args []string, stdout, stderr io.Writer, n
 	fs.StringVar(&c.Format, "format", c.Format, "text (an aligned table and a summary line), json (one object) or jsonl (one finding per line)")
 	fs.BoolVar(&c.FailOnOpen, "fail-on-open", false, "exit 1 when an open finding is printed")
 	fs.StringVar(&asOfS, "as-of", "", "RFC 3339 time the lateness of open findings is counted to; default: now")
+	fs.StringVar(&cfg.Contracts, "contract", cfg.Contracts, "delivery contracts whose zones the text shows beside UTC (env HANDOFF_CONTRACTS)")
+	fs.StringVar(&cfg.TZ, "tz", cfg.TZ, "time zone the text shows beside UTC instead of each contract's: an IANA name or local (env HANDOFF_TZ)")
 	cfg.ClickHouse.RegisterFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: handoff findings [--pipeline P ...] [--from DATE] [--to DATE] [--state open|resolved|all] [--kind K ...]")
@@ -68,6 +74,9 @@ func findingsCmd(ctx context.Context, args []string, stdout, stderr io.Writer, n
 	}
 	var err error
 	if c.AsOf, err = parseAsOf(asOfS, now); err != nil {
+		return err
+	}
+	if c.Zone, err = textZones(cfg.Contracts, cfg.TZ); err != nil {
 		return err
 	}
 	if err := cfg.ClickHouse.Check(); err != nil {

@@ -108,6 +108,15 @@ func TestFindingsCommand(t *testing.T) {
 	}
 	golden(t, "findings-open.txt", text())
 	golden(t, "findings-all.txt", text("--state", "all"))
+	// The contract's zone beside UTC (the seed's is Asia/Shanghai; the
+	// other pipelines have no contract there: UTC alone), or the reader's.
+	golden(t, "findings-all-zone.txt", text("--state", "all", "--contract", "../../deploy/contracts"))
+	if out := text("--contract", "../../deploy/contracts", "--tz", "America/New_York"); !strings.Contains(out, "2026-09-30 22:00 UTC (18:00 America/New_York)") || strings.Contains(out, "Asia/Shanghai") {
+		t.Errorf("findings --tz America/New_York: want New York times instead of the contract's zone:\n%s", out)
+	}
+	if code, _, errOut := runFindingsCmd(append(slices.Clone(base), "--tz", "Mars/Olympus")...); code != exitUsage || !strings.Contains(errOut, "--tz") {
+		t.Errorf("findings --tz Mars/Olympus: exit %d, %q; want usage exit naming --tz", code, errOut)
+	}
 
 	for _, tt := range []struct {
 		args []string
@@ -157,12 +166,15 @@ func TestFindingsCommand(t *testing.T) {
 	}
 	slices.Sort(keys)
 	wantKeys := []string{"batch", "batch_id", "business_date", "deadline", "evidence_as_of", "fingerprint", "first_missing", "kind",
-		"lateness_ms", "name", "owner", "pipeline", "raised_at", "seq", "severity", "state", "status", "verdict"}
+		"lateness_as_of", "lateness_ms", "name", "owner", "pipeline", "raised_at", "seq", "severity", "state", "status", "verdict"}
 	if !slices.Equal(keys, wantKeys) {
 		t.Errorf("a finding's JSON keys: %v\nwant %v", keys, wantKeys)
 	}
-	if first["batch"] != seedBatch || first["deadline"] != "2026-09-30T22:00:00Z" || first["lateness_ms"] != float64(50*3600*1000) {
-		t.Errorf("first finding: %s; want the seed batch's, due 2026-09-30T22:00:00Z, 50h late as recorded", doc.Findings[0])
+	// Open: late as of --as-of (2026-10-03T12:00Z, 62h after the
+	// deadline), as the text's LATE says (2d 14h 0m), not the recorded 50h.
+	if first["batch"] != seedBatch || first["deadline"] != "2026-09-30T22:00:00.000Z" || first["lateness_ms"] != float64(62*3600*1000) ||
+		first["lateness_as_of"] != "2026-10-03T12:00:00.000Z" {
+		t.Errorf("first finding: %s; want the seed batch's, due 2026-09-30T22:00:00.000Z, 62h late as of 2026-10-03T12:00:00.000Z", doc.Findings[0])
 	}
 
 	// JSON lines: one finding per line, the resolved one in its latest
@@ -174,8 +186,8 @@ func TestFindingsCommand(t *testing.T) {
 		ResolvedAt string `json:"resolved_at"`
 	}
 	if code != exitOK || strings.Count(out, "\n") != 1 || json.Unmarshal([]byte(out), &f) != nil ||
-		f.State != "resolved" || f.Seq != 2 || f.ResolvedAt != "2026-09-30T03:00:00Z" {
-		t.Errorf("--format jsonl --state resolved: exit %d: %q; want one line, resolved, seq 2, at 2026-09-30T03:00:00Z", code, out)
+		f.State != "resolved" || f.Seq != 2 || f.ResolvedAt != "2026-09-30T03:00:00.000Z" {
+		t.Errorf("--format jsonl --state resolved: exit %d: %q; want one line, resolved, seq 2, at 2026-09-30T03:00:00.000Z", code, out)
 	}
 
 	// --fail-on-open: 1 when an open finding is printed, else 0.

@@ -30,3 +30,21 @@ func parseAsOf(s string, now time.Time) (time.Time, error) {
 	}
 	return t, nil
 }
+
+// textZones returns the zone text output shows beside UTC for a pipeline:
+// the --tz zone when given, else the pipeline's contract's (contracts, a
+// --contract path, may be empty: UTC alone).
+func textZones(contracts, tz string) (func(pipeline string) *time.Location, error) {
+	over, err := cliflag.ParseZone(tz)
+	if err != nil {
+		return nil, usageError("--tz: %v", err)
+	}
+	if over != nil {
+		return func(string) *time.Location { return over }, nil
+	}
+	set, err := loadContracts(contracts)
+	if err != nil {
+		return nil, err
+	}
+	return set.Zone, nil
+}

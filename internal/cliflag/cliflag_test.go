@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caarlos0/env/v11"
 
@@ -170,6 +171,30 @@ func TestParseTime(t *testing.T) {
 		got, err := cliflag.ParseTime("now", tt.in)
 		if (err == nil) != (tt.err == "") || (err != nil && (!strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), "--now"))) {
 			t.Errorf("ParseTime(%q) = %v, %v; want error with %q", tt.in, got, err, tt.err)
+		}
+	}
+}
+
+func TestZone(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		bad      bool
+	}{
+		{"", "", false},
+		{"local", "local", false},
+		{"Local", "local", false},
+		{"Asia/Shanghai", "Asia/Shanghai", false},
+		{" UTC ", "UTC", false},
+		{"Mars/Olympus", "", true},
+	} {
+		var loc *time.Location
+		err := (cliflag.Zone{P: &loc}).Set(tc.in)
+		if (err != nil) != tc.bad {
+			t.Errorf("Set(%q): error %v, want error %t", tc.in, err, tc.bad)
+			continue
+		}
+		if got := (cliflag.Zone{P: &loc}).String(); !tc.bad && got != tc.want {
+			t.Errorf("Set(%q): String() = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

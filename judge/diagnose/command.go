@@ -8,6 +8,7 @@ package diagnose
 import (
 	"bufio"
 	"context"
+	"github.com/handoff-dev/handoff/analyzer/report"
 	"io"
 	"log/slog"
 	"time"
@@ -36,6 +37,9 @@ type Command struct {
 	// Terminal says whether stderr is a terminal (no progress log then,
 	// unless Progress).
 	Terminal bool
+	// Zone, when not nil, is the zone the text shows beside UTC instead of
+	// each contract's (--tz).
+	Zone *time.Location
 }
 
 // Run diagnoses the source's batches, writing the diagnoses to stdout and
@@ -71,7 +75,7 @@ func (c *Command) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Wr
 	}
 	rep := &Reporter{w: msgs, name: src.Name(), strict: c.Strict, log: log, started: started, next: started.Add(progressEvery), sum: sum}
 	out := bufio.NewWriterSize(stdout, 1<<20)
-	d := &diagnoser{src: src, rep: rep, sum: sum, out: out, contracts: c.Contracts, asOf: c.AsOf}
+	d := &diagnoser{src: src, rep: rep, sum: sum, out: out, contracts: c.Contracts, asOf: c.AsOf, show: report.Options{Zone: c.Zone}}
 	switch {
 	case c.Batch != "":
 		err = d.one(ctx, only, c.Format)

@@ -154,6 +154,7 @@ type diagnoser struct {
 	out       io.Writer
 	contracts *contract.Set
 	asOf      time.Time
+	show      report.Options // how the text shows times
 }
 
 // feed reads the source into add, then says how many bad lines it did not
@@ -249,7 +250,7 @@ func (d *diagnoser) text(ctx context.Context) error {
 		return err
 	}
 	d.sum.count(all)
-	return writing(report.TextAll(d.out, all))
+	return writing(d.show.TextAll(d.out, all))
 }
 
 // writing says that err, if any, happened while writing the output.
@@ -289,7 +290,7 @@ func (d *diagnoser) one(ctx context.Context, k model.BatchKey, format string) er
 	if format == "json" {
 		return writing(report.JSON(d.out, ds))
 	}
-	return writing(report.TextAll(d.out, ds))
+	return writing(d.show.TextAll(d.out, ds))
 }
 
 // count writes n and the word, in the plural unless n is 1.

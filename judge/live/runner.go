@@ -382,7 +382,7 @@ func (r *Runner) Advance(ctx context.Context, now, safe time.Time) error {
 		r.caughtUp = true
 		st := r.o.Detector.Stats()
 		r.log.Info("detect: caught up: every event that was in the topic when the partitions were assigned is folded and judged",
-			"evidence_as_of", safe.UTC().Format(time.RFC3339Nano), "open_batches", st.Open, "closed_batches", st.Closed, "published", r.published)
+			"evidence_as_of", model.FormatTime(safe), "open_batches", st.Open, "closed_batches", st.Closed, "published", r.published)
 	}
 	r.publishedTotal.Store(int64(r.published))
 	r.safeMs.Store(r.o.Detector.Stats().Safe.UnixMilli())

@@ -3,6 +3,7 @@ package contract
 import (
 	"fmt"
 	"sort"
+	"time"
 )
 
 // Set holds the contracts of many pipelines. It is immutable once built, so
@@ -44,6 +45,10 @@ func (s *Set) For(pipeline string) *Contract {
 	}
 	return Default(pipeline)
 }
+
+// Zone returns the time zone of pipeline's contract (UTC for the default
+// contract): the zone text output shows beside UTC.
+func (s *Set) Zone(pipeline string) *time.Location { return s.For(pipeline).Location }
 
 // Len returns the number of contracts in the set.
 func (s *Set) Len() int {

@@ -33,6 +33,9 @@ type Command struct {
 	Format           string // text, json or jsonl
 	FailOnOpen       bool
 	AsOf             time.Time
+	// Zone gives the zone the text shows beside UTC for a pipeline (nil:
+	// UTC alone).
+	Zone func(pipeline string) *time.Location
 
 	filter Filter
 	limit  int
@@ -103,11 +106,11 @@ func (c *Command) Run(ctx context.Context, conn Querier, db string, stdout, stde
 	}
 	switch c.Format {
 	case "json":
-		err = WriteJSON(stdout, res)
+		err = WriteJSON(stdout, res, c.AsOf)
 	case "jsonl":
-		err = WriteJSONL(stdout, res)
+		err = WriteJSONL(stdout, res, c.AsOf)
 	default:
-		err = WriteText(stdout, res, c.filter.State, c.AsOf)
+		err = WriteText(stdout, res, c.filter.State, Times{AsOf: c.AsOf, Zone: c.Zone})
 	}
 	if err != nil {
 		return fmt.Errorf("write the findings: %w", err)

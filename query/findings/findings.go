@@ -52,14 +52,22 @@ func Read(ctx context.Context, conn judgements.Querier, db string, f Filter, o O
 	return judgements.Read(ctx, conn, db, f, o, limit)
 }
 
-// Late is how late f's batch is as of now: for an open finding with a
-// deadline, now - deadline; otherwise the recorded lateness (for a
-// resolved finding, how late the boundary came; while open, as of
-// EvidenceAsOf, so it grows stale). Zero or less means not late (kinds
-// without a deadline).
+// Late is how late f's batch is as of now, the one lateness the text and
+// JSON listings show: for an open finding with a deadline, now -
+// deadline, counted on past the recorded evaluation; otherwise the
+// recorded lateness (for a resolved finding, how late the boundary came).
+// A zero now keeps the recorded lateness (while open, as of EvidenceAsOf).
+// Never negative: zero means not late (as-of before the deadline, or a
+// kind without one).
 func Late(f *detect.Finding, now time.Time) time.Duration {
-	if f.State == StateOpen && !f.Deadline.IsZero() {
-		return now.Sub(f.Deadline)
+	if countedTo(f, now) {
+		return max(0, now.Sub(f.Deadline))
 	}
-	return f.Lateness
+	return max(0, f.Lateness)
+}
+
+// countedTo says whether Late counts f's lateness to now rather than
+// giving the recorded one.
+func countedTo(f *detect.Finding, now time.Time) bool {
+	return f.State == StateOpen && !f.Deadline.IsZero() && !now.IsZero()
 }

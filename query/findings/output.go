@@ -14,12 +14,31 @@ import (
 	"github.com/handoff-dev/handoff/model"
 )
 
+// Times say how a listing writes times.
+type Times struct {
+	// AsOf is the time the lateness of open findings is counted to
+	// (Late); zero keeps the recorded lateness.
+	AsOf time.Time
+	// Zone gives the zone shown beside UTC for a pipeline's times; nil,
+	// or a nil zone, shows UTC alone.
+	Zone func(pipeline string) *time.Location
+}
+
+func (t Times) zone(pipeline string) *time.Location {
+	if t.Zone == nil {
+		return nil
+	}
+	return t.Zone(pipeline)
+}
+
 // WriteText writes res for a person: a header, one aligned line per
 // finding in the order read, and a summary line (Summary). state is the
 // filter's (a STATE column only when it is "", both states; a RESOLVED
-// column only when a resolved finding is shown). Times are UTC to the
-// second; LATE is Late(now). With no finding it writes the summary only.
-func WriteText(w io.Writer, res Result, state string, now time.Time) error {
+// column only when a resolved finding is shown). Times are UTC with the
+// pipeline's zone beside them (model.HumanTime); LATE is Late(tm.AsOf),
+// the lateness WriteJSON writes. With no finding it writes the summary
+// only.
+func WriteText(w io.Writer, res Result, state string, tm Times) error {
 	bw := bufio.NewWriter(w)
 	if len(res.Findings) > 0 {
 		resolved := false
@@ -49,9 +68,10 @@ func WriteText(w io.Writer, res Result, state string, now time.Time) error {
 			if state == "" {
 				line = append(line, string(f.State))
 			}
-			line = append(line, stamp(f.RaisedAt), stamp(f.Deadline), late(Late(f, now)))
+			loc := tm.zone(f.Batch.Pipeline)
+			line = append(line, stamp(f.RaisedAt, loc), stamp(f.Deadline, loc), late(Late(f, tm.AsOf)))
 			if resolved {
-				line = append(line, stamp(f.ResolvedAt))
+				line = append(line, stamp(f.ResolvedAt, loc))
 			}
 			for i := range line {
 				line[i] = model.EscapeText(line[i]) // before the tabwriter, which aligns what is printed
@@ -104,12 +124,12 @@ func count(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// stamp is a time for the table: UTC to the second, "-" for none.
-func stamp(t time.Time) string {
+// stamp is a time for the table: UTC and the zone loc, "-" for none.
+func stamp(t time.Time, loc *time.Location) string {
 	if t.IsZero() {
 		return "-"
 	}
-	return t.UTC().Format(time.RFC3339)
+	return model.HumanTime(t, loc)
 }
 
 // late is a lateness for the table, "-" when not late.
@@ -128,12 +148,13 @@ func dash(s string) string {
 }
 
 // WriteJSON writes res as one JSON object, one finding per line:
-// {"count":N,"truncated":false,"findings":[...]}. As everywhere in
-// handoff's JSON, <, > and & are not HTML-escaped.
-func WriteJSON(w io.Writer, res Result) error {
+// {"count":N,"truncated":false,"findings":[...]}, the lateness of open
+// findings counted to asOf (AppendJSON). As everywhere in handoff's JSON,
+// <, > and & are not HTML-escaped.
+func WriteJSON(w io.Writer, res Result, asOf time.Time) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "{\"count\":%d,\"truncated\":%t,\"findings\":[", len(res.Findings), res.Truncated)
-	if err := writeLines(bw, res, ","); err != nil {
+	if err := writeLines(bw, res, ",", asOf); err != nil {
 		return err
 	}
 	if len(res.Findings) > 0 {
@@ -144,10 +165,10 @@ func WriteJSON(w io.Writer, res Result) error {
 }
 
 // WriteJSONL writes res as JSON lines, one finding per line (and nothing
-// for none).
-func WriteJSONL(w io.Writer, res Result) error {
+// for none), the lateness of open findings counted to asOf.
+func WriteJSONL(w io.Writer, res Result, asOf time.Time) error {
 	bw := bufio.NewWriter(w)
-	if err := writeLines(bw, res, ""); err != nil {
+	if err := writeLines(bw, res, "", asOf); err != nil {
 		return err
 	}
 	if len(res.Findings) > 0 {
@@ -158,10 +179,10 @@ func WriteJSONL(w io.Writer, res Result) error {
 
 // writeLines writes each finding of res as compact JSON on a line of its
 // own: sep, a newline, the finding (no newline after the last).
-func writeLines(bw *bufio.Writer, res Result, sep string) error {
+func writeLines(bw *bufio.Writer, res Result, sep string, asOf time.Time) error {
 	var buf []byte
 	for i := range res.Findings {
-		buf = AppendJSON(buf[:0], &res.Findings[i])
+		buf = AppendJSON(buf[:0], &res.Findings[i], asOf)
 		if i > 0 {
 			bw.WriteString(sep)
 			bw.WriteByte('\n')
@@ -176,9 +197,13 @@ func writeLines(bw *bufio.Writer, res Result, sep string) error {
 // AppendJSON appends f as the listings show it (`handoff findings
 // --format json`, the serve API): one compact object of the latest
 // record's fields, without labels and diagnosis (of which first_missing
-// is kept), times in RFC 3339 UTC, resolved_at and deadline left out when
-// none. As everywhere in handoff's JSON, <, > and & are not HTML-escaped.
-func AppendJSON(b []byte, f *detect.Finding) []byte {
+// is kept), times in RFC 3339 UTC with milliseconds (model.AppendTime),
+// resolved_at and deadline left out when none. lateness_ms is Late(f,
+// asOf), what the text listing shows: for an open finding with a deadline
+// counted to asOf, which lateness_as_of then gives; otherwise the recorded
+// lateness. As everywhere in handoff's JSON, <, > and & are not
+// HTML-escaped.
+func AppendJSON(b []byte, f *detect.Finding, asOf time.Time) []byte {
 	b = append(b, `{"fingerprint":`...)
 	b = model.AppendJSONString(b, f.Fingerprint)
 	for _, kv := range [...]struct{ k, v string }{
@@ -198,7 +223,10 @@ func AppendJSON(b []byte, f *detect.Finding) []byte {
 		b = appendTime(b, "deadline", f.Deadline)
 	}
 	b = appendKey(b, "lateness_ms")
-	b = strconv.AppendInt(b, f.Lateness.Milliseconds(), 10)
+	b = strconv.AppendInt(b, Late(f, asOf).Milliseconds(), 10)
+	if countedTo(f, asOf) {
+		b = appendTime(b, "lateness_as_of", asOf)
+	}
 	b = appendTime(b, "evidence_as_of", f.EvidenceAsOf)
 	for _, kv := range [...]struct{ k, v string }{
 		{"severity", f.Severity}, {"owner", f.Owner}, {"status", string(f.Status)}, {"verdict", f.Verdict},
@@ -216,11 +244,11 @@ func appendKey(b []byte, k string) []byte {
 	return append(b, '"', ':')
 }
 
-// appendTime appends "k":"t" with t as encoding/json writes a time.Time
-// (RFC 3339 with the fraction it has), in UTC.
+// appendTime appends "k":"t" with t in RFC 3339 UTC with exactly three
+// fractional digits, as every handoff JSON time.
 func appendTime(b []byte, k string, t time.Time) []byte {
 	b = appendKey(b, k)
 	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = model.AppendTime(b, t)
 	return append(b, '"')
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
+	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/query/findings"
 )
@@ -46,7 +47,7 @@ func TestJSONOutput(t *testing.T) {
 		{Fingerprint: "2", Batch: model.BatchKey{Pipeline: "d"}, State: "resolved"},
 	}, Truncated: true}
 	var b bytes.Buffer
-	if err := findings.WriteJSON(&b, res); err != nil {
+	if err := findings.WriteJSON(&b, res, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	type listed struct {
@@ -66,7 +67,7 @@ func TestJSONOutput(t *testing.T) {
 		t.Errorf("WriteJSON: %s; want the two findings one per line, truncated, & < > unescaped", b.String())
 	}
 	b.Reset()
-	if err := findings.WriteJSONL(&b, res); err != nil {
+	if err := findings.WriteJSONL(&b, res, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
@@ -75,8 +76,8 @@ func TestJSONOutput(t *testing.T) {
 		t.Errorf("WriteJSONL: %q; want two lines, the first finding 1 unescaped", b.String())
 	}
 	for want, write := range map[string]func(*bytes.Buffer) error{
-		`{"count":0,"truncated":false,"findings":[]}` + "\n": func(b *bytes.Buffer) error { return findings.WriteJSON(b, findings.Result{}) },
-		"": func(b *bytes.Buffer) error { return findings.WriteJSONL(b, findings.Result{}) },
+		`{"count":0,"truncated":false,"findings":[]}` + "\n": func(b *bytes.Buffer) error { return findings.WriteJSON(b, findings.Result{}, time.Time{}) },
+		"": func(b *bytes.Buffer) error { return findings.WriteJSONL(b, findings.Result{}, time.Time{}) },
 	} {
 		b.Reset()
 		if err := write(&b); err != nil || b.String() != want {
@@ -94,7 +95,7 @@ func TestTextEscapesControls(t *testing.T) {
 		State: detect.Open, Kind: detect.Kind("late\x1b]52;c;ZXZpbA==\x07"), Name: "signal_delivered", Verdict: "x\u202elate", Status: "late", RaisedAt: at}
 	res := findings.Result{Findings: []detect.Finding{f}}
 	var out strings.Builder
-	if err := findings.WriteText(&out, res, findings.StateOpen, at); err != nil {
+	if err := findings.WriteText(&out, res, findings.StateOpen, findings.Times{AsOf: at}); err != nil {
 		t.Fatal(err)
 	}
 	for _, bad := range []string{"\x1b", "\u009b", "\u202e", "\x07"} {
@@ -132,7 +133,7 @@ func TestTextBoundary(t *testing.T) {
 		f := detect.Finding{Kind: tt.kind, Name: tt.name, Batch: key, State: detect.Resolved}
 		f.Diagnosis.FirstMissing = tt.first
 		var b bytes.Buffer
-		if err := findings.WriteText(&b, findings.Result{Findings: []detect.Finding{f}}, "", time.Date(2026, 10, 3, 0, 0, 0, 0, time.UTC)); err != nil {
+		if err := findings.WriteText(&b, findings.Result{Findings: []detect.Finding{f}}, "", findings.Times{AsOf: time.Date(2026, 10, 3, 0, 0, 0, 0, time.UTC)}); err != nil {
 			t.Fatal(err)
 		}
 		lines := strings.Split(b.String(), "\n")
@@ -155,6 +156,7 @@ func TestLate(t *testing.T) {
 		{"open, deadline", detect.Finding{State: detect.Open, Deadline: at("2026-09-30T22:00:00Z"), Lateness: time.Hour}, 50 * time.Hour},
 		{"open, no deadline", detect.Finding{State: detect.Open, Lateness: 2 * time.Hour}, 2 * time.Hour},
 		{"resolved", detect.Finding{State: detect.Resolved, Deadline: at("2026-09-30T22:00:00Z"), Lateness: 3 * time.Hour}, 3 * time.Hour},
+		{"open, deadline after the as-of", detect.Finding{State: detect.Open, Deadline: at("2026-10-04T00:00:00Z")}, 0},
 	} {
 		if got := findings.Late(&tt.f, at("2026-10-03T00:00:00Z")); got != tt.want {
 			t.Errorf("%s: Late = %v, want %v", tt.name, got, tt.want)
@@ -173,14 +175,115 @@ func TestJSONListing(t *testing.T) {
 		Severity: "critical", Owner: "team", Labels: map[string]string{"x": "y"}}
 	f.Diagnosis.FirstMissing = ""
 	want := `{"fingerprint":"00000000000000ab","batch":"p.daily/2026-09-30/20260930","pipeline":"p.daily","business_date":"2026-09-30",` +
-		`"batch_id":"20260930","state":"resolved","kind":"overdue","name":"consumed","seq":2,"raised_at":"2026-09-30T23:00:00Z",` +
-		`"resolved_at":"2026-10-01T03:00:00.5Z","deadline":"2026-09-30T23:00:00Z","lateness_ms":14400000,` +
+		`"batch_id":"20260930","state":"resolved","kind":"overdue","name":"consumed","seq":2,"raised_at":"2026-09-30T23:00:00.000Z",` +
+		`"resolved_at":"2026-10-01T03:00:00.500Z","deadline":"2026-09-30T23:00:00.000Z","lateness_ms":14400000,` +
 		`"evidence_as_of":"2026-10-01T03:00:01.002Z","severity":"critical","owner":"team","status":"delivered","verdict":"delivered","first_missing":""}`
-	if got := string(findings.AppendJSON(nil, &f)); got != want {
+	if got := string(findings.AppendJSON(nil, &f, at("2026-10-03T00:00:00Z"))); got != want {
 		t.Errorf("AppendJSON:\n got %s\nwant %s", got, want)
 	}
 	f.State, f.ResolvedAt, f.Deadline = detect.Open, time.Time{}, time.Time{}
-	if got := string(findings.AppendJSON(nil, &f)); strings.Contains(got, "resolved_at") || strings.Contains(got, "deadline") {
+	if got := string(findings.AppendJSON(nil, &f, time.Time{})); strings.Contains(got, "resolved_at") || strings.Contains(got, "deadline") {
 		t.Errorf("open, no deadline: %s; want neither resolved_at nor deadline", got)
+	}
+}
+
+// TestTextAndJSONLatenessAgree checks that the text listing's LATE and the
+// JSON's lateness_ms say the same for open and resolved findings, as of
+// the same time, and that the JSON names the as-of of a counted lateness.
+func TestTextAndJSONLatenessAgree(t *testing.T) {
+	at := func(s string) time.Time { v, _ := time.Parse(time.RFC3339Nano, s); return v }
+	k := model.BatchKey{Pipeline: "p.daily", BusinessDate: model.MustParseDate("2026-09-30"), BatchID: "20260930"}
+	asOf := at("2026-10-03T00:00:00Z")
+	for _, tc := range []struct {
+		name   string
+		f      detect.Finding
+		late   string // the LATE column
+		ms     int64
+		stated bool // lateness_as_of present
+	}{
+		{"open, counted to the as-of", detect.Finding{State: detect.Open, Kind: detect.Overdue, Name: "signal_delivered", Batch: k,
+			RaisedAt: at("2026-09-30T22:00:05Z"), Deadline: at("2026-09-30T22:00:00Z"), Lateness: 2 * time.Hour, EvidenceAsOf: at("2026-10-01T00:00:00Z")},
+			"2d 2h 0m", (50 * time.Hour).Milliseconds(), true},
+		{"resolved, recorded", detect.Finding{State: detect.Resolved, Kind: detect.Overdue, Name: "signal_delivered", Batch: k,
+			RaisedAt: at("2026-09-30T22:00:05Z"), ResolvedAt: at("2026-10-01T01:00:00Z"), Deadline: at("2026-09-30T22:00:00Z"), Lateness: 3 * time.Hour, EvidenceAsOf: at("2026-10-01T01:00:00Z")},
+			"3h 0m", (3 * time.Hour).Milliseconds(), false},
+		{"open anomaly, no deadline", detect.Finding{State: detect.Open, Kind: "row_mismatch", Batch: k, RaisedAt: at("2026-09-30T22:00:05Z"), EvidenceAsOf: at("2026-10-01T00:00:00Z")},
+			"-", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := findings.Result{Findings: []detect.Finding{tc.f}}
+			var text, js bytes.Buffer
+			if err := findings.WriteText(&text, res, "", findings.Times{AsOf: asOf}); err != nil {
+				t.Fatal(err)
+			}
+			if err := findings.WriteJSON(&js, res, asOf); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(text.String(), "\n")
+			header, row := lines[0], lines[1]
+			col := strings.Index(header, "LATE")
+			if col < 0 || col >= len(row) {
+				t.Fatalf("no LATE column:\n%s", text.String())
+			}
+			// The column ends at the gap of two spaces before the next
+			// (a lateness holds single spaces: "2d 2h 0m").
+			lateText, _, _ := strings.Cut(strings.TrimRight(row[col:], " "), "  ")
+			if lateText != tc.late {
+				t.Errorf("LATE %q, want %q:\n%s", lateText, tc.late, text.String())
+			}
+			var out struct {
+				Findings []struct {
+					LatenessMs   int64   `json:"lateness_ms"`
+					LatenessAsOf *string `json:"lateness_as_of"`
+				} `json:"findings"`
+			}
+			if err := json.Unmarshal(js.Bytes(), &out); err != nil || len(out.Findings) != 1 {
+				t.Fatalf("decode %s: %v", js.String(), err)
+			}
+			got := out.Findings[0]
+			if got.LatenessMs != tc.ms {
+				t.Errorf("lateness_ms %d, want %d", got.LatenessMs, tc.ms)
+			}
+			if late := time.Duration(got.LatenessMs) * time.Millisecond; (late > 0 && replay.FormatDuration(late) != tc.late) || (late == 0 && tc.late != "-") {
+				t.Errorf("JSON lateness %v reads %q in text, text says %q", late, replay.FormatDuration(late), tc.late)
+			}
+			if (got.LatenessAsOf != nil) != tc.stated || (got.LatenessAsOf != nil && *got.LatenessAsOf != "2026-10-03T00:00:00.000Z") {
+				t.Errorf("lateness_as_of %v, want present %t (2026-10-03T00:00:00.000Z)", got.LatenessAsOf, tc.stated)
+			}
+		})
+	}
+}
+
+// TestTextZone checks that OPENED, DUE and RESOLVED show the pipeline's
+// zone beside UTC, and UTC alone for a pipeline without one.
+func TestTextZone(t *testing.T) {
+	shanghai, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(s string) time.Time { v, _ := time.Parse(time.RFC3339Nano, s); return v }
+	f := detect.Finding{State: detect.Resolved, Kind: detect.Overdue, Name: "signal_delivered",
+		Batch:    model.BatchKey{Pipeline: "abs.daily", BusinessDate: model.MustParseDate("2026-09-30"), BatchID: "20260930"},
+		RaisedAt: at("2026-09-30T22:00:05Z"), Deadline: at("2026-09-30T22:00:00Z"), ResolvedAt: at("2026-10-01T01:20:05.120Z")}
+	g := f
+	g.Batch.Pipeline = "other.daily"
+	zone := func(p string) *time.Location {
+		if p == "abs.daily" {
+			return shanghai
+		}
+		return nil
+	}
+	var b bytes.Buffer
+	if err := findings.WriteText(&b, findings.Result{Findings: []detect.Finding{f, g}}, "", findings.Times{Zone: zone}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	for _, want := range []string{"2026-09-30 22:00:05 UTC (06:00:05 Asia/Shanghai, next day)", "2026-09-30 22:00 UTC (06:00 Asia/Shanghai, next day)", "2026-10-01 01:20:05.120 UTC (09:20:05.120 Asia/Shanghai)"} {
+		if !strings.Contains(lines[1], want) {
+			t.Errorf("abs.daily line lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(lines[2], "Asia/Shanghai") || !strings.Contains(lines[2], "2026-10-01 01:20:05.120 UTC") {
+		t.Errorf("other.daily line: want UTC alone:\n%s", b.String())
 	}
 }

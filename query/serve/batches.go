@@ -40,6 +40,18 @@ type Batch struct {
 	Absent bool `json:"absent"`
 }
 
+// MarshalJSON writes b with its times as every handoff JSON time: RFC 3339
+// UTC with three fractional digits (encoding/json would trim the zeros).
+func (b Batch) MarshalJSON() ([]byte, error) {
+	type plain Batch
+	return json.Marshal(struct {
+		plain
+		AsOf         string `json:"as_of"`
+		FirstEventAt string `json:"first_event_at"`
+		LastEventAt  string `json:"last_event_at"`
+	}{plain(b), model.FormatTime(b.AsOf), model.FormatTime(b.FirstEventAt), model.FormatTime(b.LastEventAt)})
+}
+
 // batchFilter selects batches; zero fields select all.
 type batchFilter struct {
 	pipeline        string
@@ -289,6 +301,7 @@ func (s *Server) batch(ctx context.Context, k model.BatchKey) (*BatchDetail, err
 		if err := json.Unmarshal(stored.b, &d); err != nil {
 			return nil, fmt.Errorf("the stored diagnosis of %s in %s.diagnoses_v2 does not decode: %w", k, s.rd.db, err)
 		}
+		d.Zone = s.zone(k.Pipeline) // JSON does not carry it
 		return &BatchDetail{Source: "stored", Diagnosis: &d, Sides: replay.Narrate(&d)}, nil
 	}
 	if readErr != nil {

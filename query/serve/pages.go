@@ -23,7 +23,9 @@ import (
 var webFS embed.FS
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"fmtTime": func(v any) string {
+	// fmtTime shows a time in UTC with the zone given (the contract's)
+	// beside it, as the text reports do (model.HumanTime); none: UTC alone.
+	"fmtTime": func(v any, zone ...*time.Location) string {
 		var t time.Time
 		switch v := v.(type) {
 		case time.Time:
@@ -36,7 +38,11 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 		if t.IsZero() {
 			return ""
 		}
-		return t.UTC().Format("2006-01-02 15:04:05Z")
+		var loc *time.Location
+		if len(zone) > 0 {
+			loc = zone[0]
+		}
+		return model.HumanTime(t, loc)
 	},
 	"age": func(secs int64) string { return replay.FormatDuration(time.Duration(secs) * time.Second) },
 }).ParseFS(webFS, "web/*.html"))
@@ -162,7 +168,7 @@ func (s *Server) gridPage(w http.ResponseWriter, r *http.Request) error {
 	return render(w, http.StatusOK, "grid.html", map[string]any{
 		"Filter": map[string]string{"pipeline": f.pipeline, "from": f.dates.from.String(), "to": f.dates.to.String(), "status": f.status, "verdict": f.verdict},
 		"Days":   days, "Rows": rows, "Total": len(all), "Counts": counts,
-		"Statuses": statusNames, "Verdicts": verdictNames, "Now": s.now(),
+		"Statuses": statusNames, "Verdicts": verdictNames, "Now": s.now(), "Zone": s.zone(f.pipeline),
 	})
 }
 
@@ -209,6 +215,15 @@ func (s *Server) notDue(row *gridRow, dr dateRange, listed map[string]bool) {
 	}
 }
 
+// zone is the zone the pages show beside UTC for pipeline: its
+// contract's; UTC alone for none (every pipeline, as on the landing grid).
+func (s *Server) zone(pipeline string) *time.Location {
+	if pipeline == "" {
+		return nil
+	}
+	return s.contracts.For(pipeline).Location
+}
+
 // ladderStep is one boundary of the batch page's ladder, with its evidence
 // events resolved from the timeline.
 type ladderStep struct {
@@ -241,7 +256,7 @@ func (s *Server) batchPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return render(w, http.StatusOK, "batch.html", map[string]any{
-		"Key": k.String(), "D": d, "APIURL": "/api/v1" + batchPath(k), "Source": b.Source, "Ladder": ladder, "Report": text.String(), "Sides": b.Sides,
+		"Key": k.String(), "D": d, "Zone": d.Zone, "APIURL": "/api/v1" + batchPath(k), "Source": b.Source, "Ladder": ladder, "Report": text.String(), "Sides": b.Sides,
 		"Absent":  expectedOf(s.contracts.For(k.Pipeline), k, d),
 		"GridURL": "/?pipeline=" + pathEscape(k.Pipeline) + "&from=" + k.BusinessDate.AddDays(-13).String() + "&to=" + k.BusinessDate.String(),
 	})

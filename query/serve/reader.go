@@ -172,6 +172,11 @@ type Finding struct {
 	// AgeSeconds is how long the finding has been open (until it was
 	// resolved, for a resolved one), as of the request.
 	AgeSeconds int64
+	// AsOf is the request's time, to which the lateness of an open
+	// finding is counted (findings.Late), as in `handoff findings`.
+	AsOf time.Time
+	// Zone is the pipeline's contract zone, shown beside UTC on the page.
+	Zone *time.Location
 	// URL is the batch's web page.
 	URL string
 }
@@ -179,7 +184,7 @@ type Finding struct {
 // MarshalJSON writes the finding as the listings do (findings.AppendJSON)
 // with age_seconds and url added.
 func (f Finding) MarshalJSON() ([]byte, error) {
-	b := findings.AppendJSON(nil, &f.Finding)
+	b := findings.AppendJSON(nil, &f.Finding, f.AsOf)
 	b = append(b[:len(b)-1], `,"age_seconds":`...)
 	b = strconv.AppendInt(b, f.AgeSeconds, 10)
 	b = append(b, `,"url":`...)

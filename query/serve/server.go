@@ -465,6 +465,8 @@ func (s *Server) findingsOf(ctx context.Context, f findings.Filter) ([]Finding, 
 			end = all[i].ResolvedAt
 		}
 		all[i].AgeSeconds = int64(end.Sub(all[i].RaisedAt) / time.Second)
+		all[i].AsOf = now
+		all[i].Zone = s.zone(all[i].Batch.Pipeline)
 	}
 	return all, nil
 }
