@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	ol "github.com/handoff-dev/handoff/model/openlineage"
 	"io"
 	"log/slog"
 	"os"
@@ -53,9 +54,13 @@ func (c *Command) Prepare() error {
 	return nil
 }
 
-// Claimed checks that some contract has an openlineage block: without
-// one, no job maps to a pipeline and every run event would be dropped.
+// Claimed checks that some contract has an openlineage block (without
+// one, no job maps to a pipeline and every run event would be dropped)
+// and that no two claim the same job.
 func (c *Command) Claimed() error {
+	if err := ol.CheckClaims(c.Contracts); err != nil {
+		return exitcode.Usagef("--contract %s: %v", c.ContractsPath, err)
+	}
 	for _, p := range c.Contracts.Pipelines() {
 		if c.Contracts.For(p).OpenLineage != nil {
 			return nil
@@ -87,7 +92,7 @@ func (c *Command) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Wr
 		}
 		err = b.Run(ctx)
 		st := b.Stats()
-		log.Info("openlineage: stopped", "read", st.Read, "mapped_events", st.Mapped, "rejected", st.Rejected, "unmapped_jobs", st.Unmapped)
+		log.Info("openlineage: stopped", "read", st.Read, "mapped_events", st.Mapped, "rejected", st.Rejected, "unmapped_jobs", st.Unmapped, "proving_nothing", st.Nothing)
 		return err
 	}
 	return c.file(ctx, em, stdin, stdout, stderr)
@@ -121,7 +126,7 @@ func (c *Command) file(ctx context.Context, em *emit.Emitter, stdin io.Reader, s
 	if ferr := out.Flush(); err == nil && ferr != nil {
 		err = fmt.Errorf("writing the mapped events: %w", ferr)
 	}
-	fmt.Fprintf(stderr, "openlineage: %d run events read, %d handoff events mapped, %d rejected, %d of jobs no contract claims\n", st.Read, st.Mapped, st.Rejected, st.Unmapped)
+	fmt.Fprintf(stderr, "openlineage: %d run events read, %d handoff events mapped, %d rejected, %d of jobs no contract claims, %d proving no boundary\n", st.Read, st.Mapped, st.Rejected, st.Unmapped, st.Nothing)
 	if err != nil {
 		return err
 	}
