@@ -323,7 +323,7 @@ func TestDetectEqualsDiagnoseAtScale(t *testing.T) {
 			t.Errorf("%s: re-run under another batch id, yet diagnose lists it as absent", k)
 		}
 		rk := bk
-		rk.BatchID += "-r1"
+		rk.BatchID += "-r2" // internal/gen re-runs a date under the declared "{batch_id}-r2"
 		if _, ok := want[rk]; !ok {
 			t.Errorf("%s: its re-run %s is not diagnosed", k, rk)
 		}
