@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -308,11 +309,16 @@ func TestDocsExamples(t *testing.T) {
 		t.Fatalf("the demo, which the examples build on: %v\n%s", err, out)
 	}
 
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("HANDOFF_CLICKHOUSE_ADDR %q: %v", addr, err)
+	}
 	dbName := regexp.MustCompile(`\bhandoff_demo\b`)
 	sub := func(s string) string {
 		s = dbName.ReplaceAllString(s, db)
 		s = strings.ReplaceAll(s, "handoff.demo.", topic+".")
 		s = strings.ReplaceAll(s, "127.0.0.1:19000", addr)
+		s = strings.ReplaceAll(s, "--port 19000", "--host "+host+" --port "+port)
 		return strings.ReplaceAll(s, "127.0.0.1:19092", brokers)
 	}
 	dir := t.TempDir()

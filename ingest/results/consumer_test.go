@@ -26,6 +26,8 @@ type testEnv struct {
 	brokers []string
 	conn    driver.Conn
 	cfg     Config
+	// last is the consumer the latest run started.
+	last *Consumer
 }
 
 func newEnv(t *testing.T, name string) *testEnv {
@@ -86,6 +88,7 @@ func (e *testEnv) runOn(t *testing.T, conn driver.Conn, cfg Config, beforeCommit
 		t.Fatal(err)
 	}
 	c.beforeCommit = beforeCommit
+	e.last = c
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
 	stopped := false
@@ -358,7 +361,16 @@ func TestBatchBytes(t *testing.T) {
 		e.publish(t, cfg.DiagnosesTopic, m)
 	}
 	c, stop := e.run(t, cfg, nil)
+	consumer := e.last
 	e.waitCount(t, 8, "SELECT count() FROM {db}.diagnoses_v2")
+	// The last two stay in the open batch until shutdown: stop only once
+	// the reader has handed all ten over (its counts are since the last
+	// Stats call), or the shutdown flush has fewer to store.
+	var fetched int64
+	testenv.Eventually(t, time.Minute, "the consumer read all ten diagnoses", func() (bool, string) {
+		fetched += consumer.reader.Stats().Messages
+		return fetched >= 10, fmt.Sprintf("%d read", fetched)
+	})
 	if got := value(t, c, "handoff_ingest_results_flushes_total", "trigger", "bytes"); got != 2 {
 		t.Errorf("flushes by bytes = %v, want 2 (4 records of ~1 MiB each)", got)
 	}
