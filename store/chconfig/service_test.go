@@ -37,7 +37,13 @@ func TestServiceEnvThenFlags(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var c struct{ ClickHouse chconfig.Service }
-			if err := env.ParseWithOptions(&c, env.Options{Environment: tt.environ}); err != nil {
+			// A nil Environment would read the process's: the test's own
+			// HANDOFF_CLICKHOUSE_ADDR must not decide the defaults.
+			environ := tt.environ
+			if environ == nil {
+				environ = map[string]string{}
+			}
+			if err := env.ParseWithOptions(&c, env.Options{Environment: environ}); err != nil {
 				t.Fatal(err)
 			}
 			var warn strings.Builder
