@@ -242,6 +242,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 
 // add decodes one message into the batch, as a row or a dead letter.
 func (c *Consumer) add(b *batch, m *kafka.Message, nowMS int64) {
+	c.m.Read.WithLabelValues(m.Topic).Inc()
 	b.n++
 	b.bytes += len(m.Key) + len(m.Value)
 	b.last = lastOffsets(b.last, m)

@@ -6,6 +6,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // with handoff_ingest_results_, beside the events ingester's handoff_ingest_.
 type Metrics struct {
 	Stored       *prometheus.CounterVec // by topic
+	Read         *prometheus.CounterVec // by topic
 	Rejected     *prometheus.CounterVec // by topic, reason
 	Lag          *prometheus.GaugeVec   // by topic
 	Flushes      *prometheus.CounterVec // by trigger
@@ -16,6 +17,9 @@ type Metrics struct {
 // NewMetrics creates the metrics and registers them on reg (when not nil).
 func NewMetrics(reg prometheus.Registerer, topics []string) *Metrics {
 	m := &Metrics{
+		Read: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "handoff_ingest_results_read_total", Help: "Findings and diagnoses read from Kafka into the open batch, by topic (stored or dead-lettered at its next flush).",
+		}, []string{"topic"}),
 		Stored: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "handoff_ingest_results_stored_total", Help: "Findings and diagnoses acknowledged by ClickHouse, by topic (redeliveries count again).",
 		}, []string{"topic"}),
@@ -37,6 +41,7 @@ func NewMetrics(reg prometheus.Registerer, topics []string) *Metrics {
 	}
 	for _, t := range topics {
 		m.Stored.WithLabelValues(t)
+		m.Read.WithLabelValues(t)
 		m.Lag.WithLabelValues(t)
 	}
 	for _, s := range []string{"fetch", "insert", "dead_letter_insert", "dlq_write", "commit"} {
@@ -46,7 +51,7 @@ func NewMetrics(reg prometheus.Registerer, topics []string) *Metrics {
 		m.Flushes.WithLabelValues(s)
 	}
 	if reg != nil {
-		reg.MustRegister(m.Stored, m.Rejected, m.Lag, m.Flushes, m.Errors, m.LastCommitTS)
+		reg.MustRegister(m.Read, m.Stored, m.Rejected, m.Lag, m.Flushes, m.Errors, m.LastCommitTS)
 	}
 	return m
 }
