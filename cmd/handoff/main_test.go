@@ -35,7 +35,7 @@ var commandFlags = map[string][]string{
 	"version": {},
 	"contracts": {"from", "to", "pipeline", "events", "out", "diff", "zone", "clickhouse-addr", "clickhouse-database",
 		"clickhouse-user", "clickhouse-password"},
-	"findings": {"pipeline", "from", "to", "state", "kind", "limit", "format", "fail-on-open", "as-of", "clickhouse-addr",
+	"findings": {"pipeline", "from", "to", "state", "kind", "limit", "format", "fail-on-open", "group-by", "as-of", "clickhouse-addr",
 		"clickhouse-database", "clickhouse-user", "clickhouse-password"},
 }
 
