@@ -35,7 +35,7 @@ type Command struct {
 	// GroupBy, when set, prints the groups of the findings (Groups)
 	// instead of the findings: pipeline or owner.
 	GroupBy string
-	AsOf             time.Time
+	AsOf    time.Time
 	// Zone gives the zone the text shows beside UTC for a pipeline (nil:
 	// UTC alone).
 	Zone func(pipeline string) *time.Location
