@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/analyzer/replay"
@@ -386,15 +385,18 @@ func (l *logLines) lines(t testing.TB) []map[string]any {
 	return out
 }
 
-// value reads a gauge's or a counter's value.
-func value(t testing.TB, m prometheus.Metric) float64 {
+// value reads a gauge's or a counter's value (gathered through a registry
+// of its own).
+func value(t testing.TB, m prometheus.Collector) float64 {
 	t.Helper()
-	var d dto.Metric
-	if err := m.Write(&d); err != nil {
-		t.Fatal(err)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	mfs, err := reg.Gather()
+	if err != nil || len(mfs) != 1 || len(mfs[0].GetMetric()) != 1 {
+		t.Fatalf("gather: %v (%d families)", err, len(mfs))
 	}
-	if d.Gauge != nil {
-		return d.Gauge.GetValue()
+	if g := mfs[0].GetMetric()[0].GetGauge(); g != nil {
+		return g.GetValue()
 	}
-	return d.Counter.GetValue()
+	return mfs[0].GetMetric()[0].GetCounter().GetValue()
 }
