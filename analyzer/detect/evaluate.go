@@ -72,6 +72,7 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 			}
 		}
 		f.Severity, f.Owner, f.Labels = routing(c)
+		f.For, f.HasFor = c.For, c.HasFor
 		out = append(out, f)
 	}
 	start := len(out)

@@ -100,6 +100,10 @@ type Finding struct {
 	Severity string
 	Owner    string
 	Labels   map[string]string
+	// For is the contract's hold before paging (its for), when HasFor:
+	// notify pages for the finding only once it has been open that long.
+	For    time.Duration
+	HasFor bool
 	// Diagnosis is the batch's diagnosis as of EvidenceAsOf.
 	Diagnosis replay.Diagnosis
 }
@@ -186,6 +190,10 @@ func (f *Finding) AppendJSON(b []byte) []byte {
 	b = model.AppendJSONString(b, f.Severity)
 	b = appendKey(b, "owner")
 	b = model.AppendJSONString(b, f.Owner)
+	if f.HasFor {
+		b = appendKey(b, "for_ms")
+		b = strconv.AppendInt(b, f.For.Milliseconds(), 10)
+	}
 	b = appendKey(b, "labels")
 	b = append(b, '{')
 	names := make([]string, 0, len(f.Labels))
@@ -241,6 +249,7 @@ type wireFinding struct {
 	Severity     string            `json:"severity"`
 	Owner        string            `json:"owner"`
 	Labels       map[string]string `json:"labels"`
+	ForMs        *int64            `json:"for_ms"`
 	Diagnosis    json.RawMessage   `json:"diagnosis"`
 }
 
@@ -410,6 +419,12 @@ func ParseFinding(data []byte) (Finding, error) {
 	f.Severity, f.Owner = w.Severity, w.Owner
 	if len(w.Labels) > 0 {
 		f.Labels = w.Labels
+	}
+	if w.ForMs != nil {
+		if *w.ForMs < 0 || *w.ForMs > (24*time.Hour).Milliseconds() {
+			return f, bad("for_ms", "%d: want 0 to 86400000 (a day)", *w.ForMs)
+		}
+		f.For, f.HasFor = time.Duration(*w.ForMs)*time.Millisecond, true
 	}
 	if err := json.Unmarshal(w.Diagnosis, &f.Diagnosis); err != nil {
 		return f, decodeError("diagnosis.", err)

@@ -89,6 +89,12 @@ type Contract struct {
 	// Labels are free routing labels passed to every finding and alert.
 	// Names match [a-zA-Z_][a-zA-Z0-9_]*; nil when the contract has none.
 	Labels map[string]string
+	// For is how long a finding of the pipeline must stay open before
+	// notify pages for it, when HasFor (else notify's hold for the
+	// severity applies; see docs/contracts.md, Routing). A finding
+	// resolved within it never pages.
+	For    time.Duration
+	HasFor bool
 	// Reruns says what a re-run's batch id looks like (zero:
 	// DefaultReruns): such a batch is an attempt of its date (AttemptOf).
 	Reruns Reruns
