@@ -87,7 +87,9 @@ func TestLifecycleGolden(t *testing.T) {
 		name  string
 		write func(*bytes.Buffer) error
 	}{
-		{"lifecycle.txt", func(b *bytes.Buffer) error { return findings.WriteText(b, res, "", findings.Times{AsOf: lifecycleAsOf}) }},
+		{"lifecycle.txt", func(b *bytes.Buffer) error {
+			return findings.WriteText(b, res, "", findings.Times{AsOf: lifecycleAsOf})
+		}},
 		{"lifecycle-open.txt", func(b *bytes.Buffer) error {
 			return findings.WriteText(b, findings.Result{Findings: res.Findings[3:]}, findings.StateOpen, findings.Times{AsOf: lifecycleAsOf})
 		}},
