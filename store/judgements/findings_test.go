@@ -385,7 +385,7 @@ func TestLifecycleRoundTrip(t *testing.T) {
 			RaisedAt: at("2026-09-20T06:00:30Z"), ResolvedAt: at("2026-09-20T06:02:00Z"), Deadline: at("2026-09-20T06:00:00Z"),
 			ReportingDelay: 3 * time.Minute, EvidenceAsOf: at("2026-09-20T06:02:00Z"),
 			Resolution: "on time (signal_delivered at 2026-09-20T05:59:00Z, deadline 2026-09-20T06:00:00Z), reported late by 3m",
-			Severity: "warning", Diagnosis: summary(onTime, "delivered", model.Delivered, "")},
+			Severity:   "warning", Diagnosis: summary(onTime, "delivered", model.Delivered, "")},
 		{Fingerprint: detect.Fingerprint(rerun, detect.Overdue, "consumed"), State: detect.Open, Kind: detect.Overdue, Name: "consumed",
 			Batch: rerun, Status: "late", Verdict: "not_consumed", Seq: 1, RaisedAt: at("2026-09-20T07:00:00Z"),
 			Deadline: at("2026-09-20T07:00:00Z"), Lateness: time.Minute, EvidenceAsOf: at("2026-09-20T07:01:00Z"),
