@@ -243,6 +243,15 @@ func TestParseFinding(t *testing.T) {
 		t.Fatalf("got  %+v\nwant %+v", f, want)
 	}
 
+	// How it ended, when not the plain way: stored as the record says.
+	k0, _ := model.ParseBatchKey(d.Batch)
+	rerun := k0.String() + "-r2"
+	ended := withField(t, withField(t, withField(t, rec, "reporting_delay_ms", "180000"), "resolution", `"superseded by `+rerun+`"`),
+		"superseded_by", `"`+rerun+`"`)
+	if f, err := ParseFinding(ended); err != nil || f.ReportingDelayMS != 180_000 || f.Resolution != "superseded by "+rerun || f.SupersededBy != rerun {
+		t.Errorf("resolution fields stored as %d %q %q (%v), want 180000, superseded by %s, %s", f.ReportingDelayMS, f.Resolution, f.SupersededBy, err, rerun, rerun)
+	}
+
 	// Optional fields absent or null: still valid, zero values; status
 	// and verdict then come from the diagnosis.
 	k, err := model.ParseBatchKey(d.Batch)

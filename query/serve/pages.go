@@ -255,7 +255,12 @@ func (s *Server) batchPage(w http.ResponseWriter, r *http.Request) error {
 	if err := report.Text(&text, d); err != nil {
 		return err
 	}
+	fs, err := s.dateFindings(r.Context(), k)
+	if err != nil {
+		return err
+	}
 	return render(w, http.StatusOK, "batch.html", map[string]any{
+		"Findings": fs, "BatchID": k.BatchID,
 		"Key": k.String(), "D": d, "Zone": d.Zone, "APIURL": "/api/v1" + batchPath(k), "Source": b.Source, "Ladder": ladder, "Report": text.String(), "Sides": b.Sides,
 		"Absent":  expectedOf(s.contracts.For(k.Pipeline), k, d),
 		"GridURL": "/?pipeline=" + pathEscape(k.Pipeline) + "&from=" + k.BusinessDate.AddDays(-13).String() + "&to=" + k.BusinessDate.String(),

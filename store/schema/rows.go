@@ -477,6 +477,13 @@ type FindingRow struct {
 	FirstMissing   string
 	// Diagnosis is the embedded diagnosis JSON ("" when none).
 	Diagnosis string
+
+	// ReportingDelayMS, Resolution and SupersededBy say how a resolved
+	// record ended when not the plain way (detect.Finding's fields of the
+	// same names); 0, "" and "" otherwise.
+	ReportingDelayMS int64
+	Resolution       string
+	SupersededBy     string
 }
 
 // FindingRows holds findings as the columns of FindingColumns.
@@ -500,6 +507,10 @@ type FindingRows struct {
 	verdict        []string
 	firstMissing   []string
 	diagnosis      []string
+
+	delayMS      []int64
+	resolution   []string
+	supersededBy []string
 }
 
 // Len returns the number of rows.
@@ -530,11 +541,14 @@ func (r *FindingRows) Add(f FindingRow, src Source, ingestedMS int64) {
 	r.verdict = append(r.verdict, f.Verdict)
 	r.firstMissing = append(r.firstMissing, f.FirstMissing)
 	r.diagnosis = append(r.diagnosis, f.Diagnosis)
+	r.delayMS = append(r.delayMS, f.ReportingDelayMS)
+	r.resolution = append(r.resolution, f.Resolution)
+	r.supersededBy = append(r.supersededBy, f.SupersededBy)
 }
 
 // Columns returns the rows' columns in the order of FindingColumns.
 func (r *FindingRows) Columns() []any {
 	return []any{r.pipeline, r.businessDate, r.batchID, r.batch, r.fingerprint, r.seq, r.state, r.kind, r.name,
-		r.raisedMS, r.resolvedMS, r.deadlineMS, r.latenessMS, r.severity, r.owner, r.labelKeys, r.labelValues,
-		r.evidenceAsOfMS, r.status, r.verdict, r.firstMissing, r.diagnosis, r.ingestedMS, r.topic, r.partition, r.offset}
+		r.raisedMS, r.resolvedMS, r.deadlineMS, r.latenessMS, r.delayMS, r.resolution, r.supersededBy, r.severity, r.owner,
+		r.labelKeys, r.labelValues, r.evidenceAsOfMS, r.status, r.verdict, r.firstMissing, r.diagnosis, r.ingestedMS, r.topic, r.partition, r.offset}
 }
