@@ -3,9 +3,6 @@ package findings_test
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +13,6 @@ import (
 	"github.com/handoff-dev/handoff/query/findings"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // lifecycle is a seed-style listing: the ledger's first attempt of
 // 2026-09-19 failed and was superseded by its re-run 20260919-r2; the
@@ -60,24 +56,6 @@ func lifecycle() findings.Result {
 
 var lifecycleAsOf = time.Date(2026, 9, 21, 7, 30, 0, 0, time.UTC)
 
-// golden compares got with testdata/name (-update rewrites it).
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (rerun with -update and review the diff):\n%s", path, got)
-	}
-}
-
 // TestLifecycleGolden: the text and JSON listings of findings that ended
 // superseded, reported late, plainly, and one open, as reviewed under
 // testdata/.
@@ -99,7 +77,7 @@ func TestLifecycleGolden(t *testing.T) {
 		if err := tt.write(&b); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, tt.name, b.String())
+		golden(t, tt.name, b.Bytes())
 	}
 }
 
