@@ -13,7 +13,6 @@ import (
 	"github.com/handoff-dev/handoff/query/findings"
 )
 
-
 // lifecycle is a seed-style listing: the ledger's first attempt of
 // 2026-09-19 failed and was superseded by its re-run 20260919-r2; the
 // balance's signal of 2026-09-20 was on time by its event time but
