@@ -506,6 +506,10 @@ func (d *Detector) Stats() Stats {
 	return s
 }
 
+// Safe returns the safe time of the last Advance (zero before the first):
+// Stats().Safe without counting what the detector holds.
+func (d *Detector) Safe() time.Time { return d.safe }
+
 // Advance moves the detector's time to now, with evidence complete up to
 // safe, and returns the findings to publish, in batch key order.
 //

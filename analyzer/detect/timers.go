@@ -1,5 +1,7 @@
 package detect
 
+import "time"
+
 // timers is a min-heap of open batches by their next deadline (Unix ms).
 // Each batch is in it at most once; batch.slot is its position, -1 when
 // not armed. A heap rather than a wheel: deadlines spread over days, a
@@ -86,4 +88,16 @@ func (h *timers) pop(ms int64) *batch {
 	b := (*h)[0]
 	h.disarm(b)
 	return b
+}
+
+// NextDue returns the earliest time at which a timer falls due (the zero
+// time when none is armed): an Advance with a safe time at or after it
+// evaluates the batch whose deadline (or allowed lateness, or event folded
+// ahead) it is. The wiring reads the evidence's safe time right then
+// rather than waiting for its next regular Advance.
+func (d *Detector) NextDue() time.Time {
+	if len(d.timers) == 0 {
+		return time.Time{}
+	}
+	return timeOf(d.timers[0].due)
 }
