@@ -97,6 +97,7 @@ type Detector struct {
 	early []early
 
 	timers timers
+	wakes  wakes
 	dirty  []*batch
 	// evaluated lists the batches evaluated at the last Advance; those
 	// that got no event since have gone quiet, and the next Advance
@@ -568,6 +569,8 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 		d.evaluated = append(d.evaluated, b)
 	}
 	d.verdicts = nil
+	// After the evaluations, which add the instants they armed.
+	d.wakes.drop(safe.UnixMilli())
 	return out
 }
 
