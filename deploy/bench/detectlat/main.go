@@ -196,6 +196,9 @@ func run(args []string) error {
 			msgs = appendBatch(msgs, batch, now)
 			batch++
 		}
+		if len(msgs) == 0 {
+			continue // -rate 0: an idle detector, deadlines only
+		}
 		if err := w.WriteMessages(ctx, msgs...); err != nil {
 			return fmt.Errorf("run: send load: %w", err)
 		}
