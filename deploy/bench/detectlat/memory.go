@@ -163,4 +163,3 @@ func loadAvg() string {
 	}
 	return f[0]
 }
-
