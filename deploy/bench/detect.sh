@@ -123,12 +123,13 @@ bin/handoff detect --contract "$dir/contracts" --expect-from today --tick "$TICK
 	--metrics-addr "$detect_metrics" --instance "bench-$id" >"$dir/detect.log" 2>&1 &
 pids+=($!)
 detect_pid=$!
+status=0 # detectlat's: a probe whose finding never came fails the run, after the figures
 
 hz=$(getconf CLK_TCK)
 cpu() { awk -v hz="$hz" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }
 cpu_d0=$(cpu "$detect_pid") cpu_i0=$(cpu "$ingest_pid") t0=$(date +%s.%N)
 bin/bench-detectlat run -topic "$pre.events" -findings-topic "$pre.findings" -partitions "$PARTITIONS" \
-	-rate "$RATE" -duration "$DURATION" -probes "$PROBES" | tee "$dir/result.txt"
+	-rate "$RATE" -duration "$DURATION" -probes "$PROBES" | tee "$dir/result.txt" || status=$?
 
 cpu_d1=$(cpu "$detect_pid") cpu_i1=$(cpu "$ingest_pid") t1=$(date +%s.%N)
 metric() { curl -s "http://$1/metrics" | awk -v m="$2" '$1 ~ "^"m {s += $2} END {print s + 0}'; }
@@ -149,3 +150,4 @@ metric() { curl -s "http://$1/metrics" | awk -v m="$2" '$1 ~ "^"m {s += $2} END 
 } | tee -a "$dir/result.txt"
 printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$RATE" "$DURATION" "$PROBES" "$TICK" \
 	"$(grep 'on the topic' "$dir/result.txt" | sed 's/  */ /g')" >>.data/bench/detect-results.tsv
+exit "$status"
