@@ -97,7 +97,12 @@ type Detector struct {
 	early []early
 
 	timers timers
+	wakes  wakes
 	dirty  []*batch
+	// waiting lists the batches suspended since the last Suspended call
+	// (some may have been resumed or released since): Suspended and Stats
+	// run at every Advance and must not walk every open batch.
+	waiting []*batch
 	// evaluated lists the batches evaluated at the last Advance; those
 	// that got no event since have gone quiet, and the next Advance
 	// compacts their state (their records and arena grew for events that
@@ -269,7 +274,7 @@ func (d *Detector) Observe(e *model.Event) bool {
 	}
 	b := d.newBatch(k)
 	if !d.horizon.IsZero() && k.BusinessDate.Compare(d.horizon) < 0 {
-		b.suspended = true
+		d.suspend(b)
 	}
 	d.step(b, e)
 	return !b.suspended
@@ -303,7 +308,8 @@ func (d *Detector) Floor(t time.Time) {
 func (d *Detector) reopen(k model.BatchKey, cb closedBatch) *batch {
 	delete(d.closed, k)
 	b := d.newBatch(k)
-	b.suspended, b.delivered = true, true
+	d.suspend(b)
+	b.delivered = true
 	for _, f := range cb.done {
 		b.findings = append(b.findings, tracked{fp: f.fp, state: Resolved, seq: f.seq})
 	}
@@ -387,14 +393,38 @@ func (d *Detector) Resume(k model.BatchKey) bool {
 // Suspended lists the batches waiting for their history (see Observe), in
 // key order.
 func (d *Detector) Suspended() []model.BatchKey {
-	var out []model.BatchKey
-	for k, b := range d.open {
-		if b.suspended {
-			out = append(out, k)
+	d.pruneWaiting()
+	if len(d.waiting) == 0 {
+		return nil
+	}
+	out := make([]model.BatchKey, len(d.waiting))
+	for i, b := range d.waiting {
+		out[i] = b.state.Key()
+	}
+	return out
+}
+
+func (d *Detector) suspend(b *batch) {
+	if !b.suspended {
+		b.suspended = true
+		d.waiting = append(d.waiting, b)
+	}
+}
+
+// pruneWaiting keeps in waiting only the batches still open and
+// suspended, once each.
+func (d *Detector) pruneWaiting() {
+	kept := d.waiting[:0]
+	for _, b := range d.waiting {
+		if b.suspended && b.slot != slotGone && d.open[b.state.Key()] == b {
+			kept = append(kept, b)
 		}
 	}
-	slices.SortFunc(out, model.BatchKey.Compare)
-	return out
+	clear(d.waiting[len(kept):])
+	// In key order, once each (a batch resumed and suspended again is
+	// listed twice).
+	slices.SortFunc(kept, func(a, b *batch) int { return a.state.Key().Compare(b.state.Key()) })
+	d.waiting = slices.Compact(kept)
 }
 
 // Restore loads findings published before a restart (or by the instance
@@ -432,7 +462,7 @@ func (d *Detector) Restore(fs ...Finding) error {
 			} else if b = d.newBatch(f.Batch); f.Kind == Missing {
 				b.expected = true
 			} else {
-				b.suspended = true
+				d.suspend(b)
 			}
 		}
 		t := tracked{fp: fp, kind: f.Kind, name: f.Name, state: f.State, status: f.Status, seq: int32(f.Seq),
@@ -497,14 +527,13 @@ type Stats struct {
 
 // Stats returns the current counts.
 func (d *Detector) Stats() Stats {
-	s := Stats{Open: len(d.open), Closed: len(d.closed), Armed: len(d.timers), Safe: d.safe}
-	for _, b := range d.open {
-		if b.suspended {
-			s.Suspended++
-		}
-	}
-	return s
+	d.pruneWaiting()
+	return Stats{Open: len(d.open), Closed: len(d.closed), Armed: len(d.timers), Suspended: len(d.waiting), Safe: d.safe}
 }
+
+// Safe returns the safe time of the last Advance (zero before the first):
+// Stats().Safe without counting what the detector holds.
+func (d *Detector) Safe() time.Time { return d.safe }
 
 // Advance moves the detector's time to now, with evidence complete up to
 // safe, and returns the findings to publish, in batch key order.
@@ -564,6 +593,8 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 		d.evaluated = append(d.evaluated, b)
 	}
 	d.verdicts = nil
+	// After the evaluations, which add the instants they armed.
+	d.wakes.drop(safe.UnixMilli())
 	return out
 }
 

@@ -290,6 +290,7 @@ func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 			next = ms
 		}
 	}
+	d.wakes.add(next)
 	if diag.Events < b.state.Len() {
 		if ms := b.state.LastEventAt().UnixMilli(); next == 0 || ms < next {
 			next = ms
