@@ -213,6 +213,14 @@ profile_report() { # profile_report LEG
 	echo "  profile $f: CPU samples by command, then by shared object:"
 	perf report -i "$f" --stdio --no-children -g none --sort comm 2>/dev/null | grep -E '^ +[0-9]' | head -n 8 | sed 's/^/   /' || true
 	perf report -i "$f" --stdio --no-children -g none --sort comm,dso 2>/dev/null | grep -E '^ +[0-9]' | head -n 12 | sed 's/^/   /' || true
+	if [ "$1" = handoff ]; then
+		# The handoff process alone, by function: where its CPU per event
+		# goes (the command is the binary's name, cut to 15 bytes).
+		local comm
+		comm=$(basename "$HANDOFF_BIN" | cut -c1-15)
+		echo "  profile of $comm by function (share of its samples):"
+		perf report -i "$f" --stdio --no-children -g none --comms "$comm" --sort sym 2>/dev/null | grep -E '^ +[0-9]' | head -n 30 | sed 's/^/   /' || true
+	fi
 }
 
 rate() { awk -v n="$EVENTS" -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", n / (b - a) }'; }
