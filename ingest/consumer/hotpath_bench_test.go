@@ -13,9 +13,22 @@ import (
 )
 
 // hotPathChunk is a chunk of typical events as the fetch loop hands it to
-// a decode worker (testenv's mix of types, attrs on some).
-func hotPathChunk(b *testing.B) ([]kafka.Message, int64) {
+// a decode worker: testenv's mix of types, attrs on some, and (unless
+// plain) errors and attrs with escapes and non-ASCII text; plain events
+// have none, as most producers write them.
+func hotPathChunk(b *testing.B, plain bool) ([]kafka.Message, int64) {
 	events := testenv.Events(chunkSize, "pipe.bench", 11)
+	if plain {
+		for i := range events {
+			e := &events[i]
+			if e.Error != "" {
+				e.Error = "exit status 2"
+			}
+			if _, ok := e.Attrs["z"]; ok {
+				e.Attrs["z"] = "nested"
+			}
+		}
+	}
 	msgs := make([]kafka.Message, len(events))
 	var n int64
 	for i := range events {
@@ -34,7 +47,17 @@ func hotPathChunk(b *testing.B) ([]kafka.Message, int64) {
 //
 //	go test ./ingest/consumer -run '^$' -bench DecodeChunk -benchmem
 func BenchmarkDecodeChunk(b *testing.B) {
-	msgs, size := hotPathChunk(b)
+	for _, plain := range []bool{false, true} {
+		name := "mixed"
+		if plain {
+			name = "plain"
+		}
+		b.Run(name, func(b *testing.B) { benchmarkDecodeChunk(b, plain) })
+	}
+}
+
+func benchmarkDecodeChunk(b *testing.B, plain bool) {
+	msgs, size := hotPathChunk(b, plain)
 	c := &Consumer{dec: make([]model.Decoder, 1)}
 	d := &decoded{evb: make([]schema.EventBatch, 1), dead: make([][]schema.DeadLetter, 1), last: []kafka.Message{}}
 	var buf schema.ColumnBuffers
@@ -55,7 +78,7 @@ func BenchmarkDecodeChunk(b *testing.B) {
 // BenchmarkDecodeViewChunk is BenchmarkDecodeChunk's decode and validate
 // alone (model.Decoder.DecodeView), without the column appends.
 func BenchmarkDecodeViewChunk(b *testing.B) {
-	msgs, size := hotPathChunk(b)
+	msgs, size := hotPathChunk(b, false)
 	var dec model.Decoder
 	b.SetBytes(size)
 	b.ReportAllocs()
