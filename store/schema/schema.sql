@@ -139,6 +139,8 @@ CREATE TABLE IF NOT EXISTS {db}.findings_v2 (
     lateness_ms       Int64,
     severity          String,
     owner             String,
+    -- the incident: the fingerprint of the root batch that blocks this one, or of its own batch
+    root              String,
     labels            Nested(key String, value String),
     evidence_as_of_ms Int64,
     status            String,

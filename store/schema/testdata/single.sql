@@ -86,6 +86,7 @@ CREATE TABLE IF NOT EXISTS handoff.findings_v2 (
     lateness_ms       Int64,
     severity          String,
     owner             String,
+    root              String,
     labels            Nested(key String, value String),
     evidence_as_of_ms Int64,
     status            String,
