@@ -78,7 +78,10 @@ func (s *openSet) apply(f *detect.Finding, serveURL string, now time.Time, lease
 	switch {
 	case f.State == detect.Resolved:
 		delete(s.open, f.Fingerprint)
-		if prev != nil || touched == nil {
+		// A record born resolved (seq 1: a boundary proven after its
+		// deadline, the lateness on record) never fired: Alertmanager
+		// has nothing to end.
+		if prev != nil || (touched == nil && f.Seq > 1) {
 			a := AlertOf(f, serveURL, now, lease)
 			if prev != nil {
 				a.Labels = prev.labels

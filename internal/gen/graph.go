@@ -21,6 +21,9 @@ type GraphOptions struct {
 	// Date is the break date (midnight UTC).
 	Date time.Time
 	Seed uint64
+	// Prefix starts every pipeline name ("graph" when empty), so that
+	// tests sharing one Alertmanager tell their pipelines apart.
+	Prefix string
 }
 
 // Graph is a generated delivery graph: its contracts, its events until the
@@ -61,11 +64,14 @@ func GenerateGraph(o GraphOptions) (*Graph, error) {
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
 	g := &Graph{Contracts: map[string]string{}, Roots: map[string]string{}, Blocked: map[string][]string{}}
+	if o.Prefix == "" {
+		o.Prefix = "graph"
+	}
 	levels := make([][]string, o.Levels)
 	ups := map[string][]string{}
 	for i := range o.Pipelines {
 		l := i * o.Levels / o.Pipelines
-		name := fmt.Sprintf("graph-l%d-%03d.daily", l, i)
+		name := fmt.Sprintf("%s-l%d-%03d.daily", o.Prefix, l, i)
 		levels[l] = append(levels[l], name)
 		g.Pipelines = append(g.Pipelines, name)
 		if l == 0 {
@@ -73,6 +79,10 @@ func GenerateGraph(o GraphOptions) (*Graph, error) {
 		}
 		prev := levels[l-1]
 		u := []string{prev[rng.IntN(len(prev))]}
+		if j := len(levels[l]) - 1; l == 1 && j < 3 {
+			// Each root break has a blast radius.
+			u[0] = prev[j]
+		}
 		if rng.IntN(2) == 0 {
 			if v := prev[rng.IntN(len(prev))]; v != u[0] {
 				u = append(u, v)
