@@ -194,7 +194,7 @@ func (n *Notifier) Run(ctx context.Context) error {
 		return err
 	}
 	close(n.ready)
-	n.log.Info("notify running", "topic", n.cfg.FindingsTopic, "group", n.cfg.Group, "open", n.set.len(),
+	n.log.Info("notify running", "topic", n.cfg.FindingsTopic, "group", n.cfg.Group, "open", n.set.len(), "blocked", n.set.blockedLen(),
 		"alertmanagers", n.cfg.AlertmanagerURLs, "webhooks", len(n.cfg.WebhookURLs))
 	// The loop runs without Alertmanagers too: a round then renews nothing
 	// and succeeds, so handoff_notify_last_resend_timestamp_seconds stays
@@ -386,7 +386,10 @@ func (n *Notifier) handle(ctx context.Context, m *kafka.Message) error {
 	var jobs []job
 	for _, u := range n.cfg.AlertmanagerURLs {
 		if len(alerts) == 0 {
-			break // held, or resolved within its hold: nothing for Alertmanager
+			// Held, resolved within its hold, or a blocked finding with no
+			// root alert open to update (it pages through its root):
+			// nothing for Alertmanager.
+			break
 		}
 		jobs = append(jobs, job{receiver{"alertmanager", u}, func(ctx context.Context) error {
 			mu := n.amLocks[u]

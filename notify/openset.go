@@ -3,24 +3,30 @@ package notify
 import (
 	"maps"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
+	"github.com/handoff-dev/handoff/model"
 )
 
 // openSet is what notify remembers of the findings topic: the latest
 // record of every open finding (whose alert it keeps firing, once its hold
-// ran out) and the highest seq seen of every fingerprint (so a record seen
-// before is not delivered twice). It is rebuilt on start by folding the
-// records already delivered (read from the topic up to the group's
-// committed offsets); everything it decides follows from those records,
-// the hold of each and the group's skip time, so a rebuilt set decides as
-// the one before the restart did.
+// ran out), the open findings that are blocked by an upstream batch (which
+// page through their root's alert, never their own: docs/incidents.md),
+// and the highest seq seen of every fingerprint (so a record seen before
+// is not delivered twice). It is rebuilt on start by folding the records
+// already delivered (read from the topic up to the group's committed
+// offsets); everything it decides follows from those records, the hold of
+// each and the group's skip time, so a rebuilt set decides as the one
+// before the restart did.
 type openSet struct {
-	mu   sync.Mutex
-	open map[string]*openFinding
-	seqs map[string]int
+	mu      sync.Mutex
+	open    map[string]*openFinding
+	blocked map[string]*blockedFinding
+	seqs    map[string]int
 	// skipBefore: a record of a finding raised before it is seen but not
 	// delivered (the group's first start found it too old to page); zero:
 	// none is.
@@ -43,8 +49,19 @@ type openFinding struct {
 // pending reports whether o still waits out its hold at now.
 func (o *openFinding) pending(now time.Time) bool { return !o.sent && now.Before(o.due) }
 
+// blockedFinding is an open blocked finding: its batch and the incidents
+// (the roots' fingerprints) whose blast radius it is part of.
+type blockedFinding struct {
+	batch     string
+	incidents []string
+}
+
+// BlastRadiusShown is how many downstream batches an alert names; the
+// count covers them all.
+const BlastRadiusShown = 10
+
 func newOpenSet() *openSet {
-	return &openSet{open: map[string]*openFinding{}, seqs: map[string]int{}}
+	return &openSet{open: map[string]*openFinding{}, blocked: map[string]*blockedFinding{}, seqs: map[string]int{}}
 }
 
 // outcome is what apply decided about a record.
@@ -61,7 +78,7 @@ const (
 	// record, Alertmanager nothing yet.
 	held
 	// deliver: deliver the record (the alerts may be none: the resolution
-	// of a finding that never paged).
+	// of a finding that never paged, or a blocked finding).
 	deliver
 )
 
@@ -74,7 +91,13 @@ const (
 //   - open, within its hold: none (held); the hold timer sends it;
 //   - resolved: its alert under the labels it fired with (the resolved
 //     record's status is usually another), ending at resolved_at; none
-//     when it was resolved within its hold and never fired.
+//     when it was resolved within its hold and never fired, or was born
+//     resolved;
+//   - blocked (its diagnosis names an upstream cause): no alert of its
+//     own (an alert it fired before it was blocked ends now); the alerts
+//     of its roots' open findings are sent again with the blast radius;
+//     the same when a blocked finding resolves or falls back to its own
+//     cause.
 func (s *openSet) apply(f *detect.Finding, serveURL string, now time.Time, lease time.Duration) ([]Alert, outcome) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -85,32 +108,139 @@ func (s *openSet) apply(f *detect.Finding, serveURL string, now time.Time, lease
 	prev := s.open[f.Fingerprint]
 	if f.RaisedAt.Before(s.skipBefore) {
 		delete(s.open, f.Fingerprint)
+		delete(s.blocked, f.Fingerprint)
 		return nil, skipped
 	}
-	a := AlertOf(f, serveURL, now, lease)
-	if f.State == detect.Resolved {
+	var touched []string // incidents whose blast radius changed
+	if pb := s.blocked[f.Fingerprint]; pb != nil {
+		touched = append(touched, pb.incidents...)
+		delete(s.blocked, f.Fingerprint)
+	}
+	var out []Alert
+	res := deliver
+	switch {
+	case f.State == detect.Resolved:
 		delete(s.open, f.Fingerprint)
-		if prev != nil && prev.pending(now) {
-			return nil, deliver // resolved within its hold: it never paged
+		switch {
+		case prev != nil && prev.pending(now):
+			// Resolved within its hold: it never paged.
+		case prev != nil || (touched == nil && f.Seq > 1):
+			// A record born resolved (seq 1: a boundary proven after
+			// its deadline, the lateness on record) never fired:
+			// Alertmanager has nothing to end.
+			a := AlertOf(f, serveURL, now, lease)
+			if prev != nil {
+				a.Labels = prev.labels
+			}
+			out = append(out, a)
 		}
+	case f.IsBlocked():
+		bf := &blockedFinding{batch: f.Batch.String()}
+		for _, r := range f.Diagnosis.Blocked.Roots {
+			if k, err := model.ParseBatchKey(r.Batch); err == nil {
+				bf.incidents = append(bf.incidents, detect.RootFingerprint(k))
+			}
+		}
+		s.blocked[f.Fingerprint] = bf
+		touched = append(touched, bf.incidents...)
 		if prev != nil {
-			a.Labels = prev.labels
+			// It paged on its own cause (or waited to); now its root
+			// speaks for it.
+			delete(s.open, f.Fingerprint)
+			if prev.sent {
+				old := AlertOf(&prev.f, serveURL, now, 0)
+				old.Labels, old.EndsAt = prev.labels, now.UTC().Truncate(time.Millisecond)
+				out = append(out, old)
+			}
 		}
-		return []Alert{a}, deliver
+	default:
+		a := AlertOf(f, serveURL, now, lease)
+		// A finding that paged keeps paging whatever its hold says now.
+		o := &openFinding{f: *f, labels: a.Labels, due: f.RaisedAt.Add(s.holdOf(f)), sent: prev != nil && prev.sent}
+		s.open[f.Fingerprint] = o
+		if o.pending(now) {
+			res = held
+			break
+		}
+		o.sent = true
+		if prev != nil && prev.sent && !maps.Equal(prev.labels, a.Labels) {
+			old := AlertOf(&prev.f, serveURL, now, 0)
+			old.Labels, old.EndsAt = prev.labels, now.UTC().Truncate(time.Millisecond)
+			out = append(out, old)
+		}
+		s.radius(&a, f)
+		out = append(out, a)
 	}
-	// A finding that paged keeps paging whatever its hold says now.
-	o := &openFinding{f: *f, labels: a.Labels, due: f.RaisedAt.Add(s.holdOf(f)), sent: prev != nil && prev.sent}
-	s.open[f.Fingerprint] = o
-	if o.pending(now) {
-		return nil, held
+	out = append(out, s.rootAlerts(touched, f.Fingerprint, serveURL, now, lease)...)
+	if res == held && len(out) > 0 {
+		// Held itself, but the root alerts it was part of change.
+		res = deliver
 	}
-	o.sent = true
-	if prev != nil && prev.sent && !maps.Equal(prev.labels, a.Labels) {
-		old := AlertOf(&prev.f, serveURL, now, 0)
-		old.Labels, old.EndsAt = prev.labels, now.UTC().Truncate(time.Millisecond)
-		return []Alert{old, a}, deliver
+	return out, res
+}
+
+// rootAlerts returns the alerts of the open findings of incidents (but
+// the one of fingerprint skip, already in the request) that have paged,
+// with their blast radius as it stands now.
+func (s *openSet) rootAlerts(incidents []string, skip, serveURL string, now time.Time, lease time.Duration) []Alert {
+	if len(incidents) == 0 {
+		return nil
 	}
-	return []Alert{a}, deliver
+	want := map[string]bool{}
+	for _, i := range incidents {
+		want[i] = true
+	}
+	var fps []string
+	for fp, o := range s.open {
+		if fp != skip && want[o.f.Root] && !o.pending(now) {
+			fps = append(fps, fp)
+		}
+	}
+	sort.Strings(fps)
+	out := make([]Alert, 0, len(fps))
+	for _, fp := range fps {
+		o := s.open[fp]
+		o.sent = true
+		a := AlertOf(&o.f, serveURL, now, lease)
+		a.Labels = o.labels
+		s.radius(&a, &o.f)
+		out = append(out, a)
+	}
+	return out
+}
+
+// radius adds the blast radius of f's incident to its alert: how many
+// batches its blocked findings are of, and the first of them in key
+// order. An incident nothing waits on gets nothing added.
+func (s *openSet) radius(a *Alert, f *detect.Finding) {
+	if f.Root == "" {
+		return
+	}
+	seen := map[string]bool{}
+	for _, b := range s.blocked {
+		for _, i := range b.incidents {
+			if i == f.Root {
+				seen[b.batch] = true
+			}
+		}
+	}
+	if len(seen) == 0 {
+		return
+	}
+	batches := make([]string, 0, len(seen))
+	for b := range seen {
+		batches = append(batches, b)
+	}
+	sort.Strings(batches)
+	shown := batches[:min(len(batches), BlastRadiusShown)]
+	a.Annotations["incident"] = f.Root
+	a.Annotations["blast_radius"] = strconv.Itoa(len(batches))
+	list := strings.Join(shown, ", ")
+	if len(batches) > len(shown) {
+		list += ", and " + strconv.Itoa(len(batches)-len(shown)) + " more"
+	}
+	a.Annotations["blast_radius_batches"] = list
+	a.Annotations["description"] += " Blast radius: " + strconv.Itoa(len(batches)) + " downstream batches wait on this one (" + list + ")."
 }
 
 func (s *openSet) holdOf(f *detect.Finding) time.Duration {
@@ -139,6 +269,7 @@ func (s *openSet) firing(serveURL string, now time.Time, lease time.Duration) []
 		o.sent = true
 		a := AlertOf(&o.f, serveURL, now, lease)
 		a.Labels = o.labels
+		s.radius(&a, &o.f)
 		out = append(out, a)
 	}
 	return out
@@ -170,9 +301,17 @@ func (s *openSet) counts(now time.Time) (open, pending int) {
 	return len(s.open), pending
 }
 
-// len returns the number of open findings.
+// len returns the number of open findings that page (blocked ones are
+// not counted: they page through their root).
 func (s *openSet) len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.open)
+}
+
+// blockedLen returns the number of open blocked findings.
+func (s *openSet) blockedLen() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.blocked)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
 	"github.com/handoff-dev/handoff/analyzer/replay"
+	"github.com/handoff-dev/handoff/analyzer/upstream"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 )
@@ -118,6 +119,10 @@ type Detector struct {
 	// before the first Advance, heartbeats up to it are as good as folded.
 	floor    time.Time
 	verdicts map[model.BatchKey]outcome // per evaluation round
+	// graph is the reverse of the contracts' upstreams (nil: none listed);
+	// upstreams answers the blocked rule for one evaluation round.
+	graph     *upstream.Graph
+	upstreams *upstream.Resolver
 }
 
 // outcome is a cached replay.State.Outcome.
@@ -168,6 +173,10 @@ type tracked struct {
 	resolved int64
 	deadline int64
 	seq      int32
+	// root is the incident the finding was last published under
+	// (RootFingerprint of its root batch, hashed): a change of cause is
+	// an update of an open finding.
+	root uint64
 }
 
 // msOf is t in Unix milliseconds, 0 for the zero time.
@@ -221,6 +230,9 @@ func New(cfg Config) (*Detector, error) {
 	}
 	if d.retain == 0 {
 		d.retain = DefaultRetain
+	}
+	if g := upstream.NewGraph(cfg.Contracts); !g.Empty() {
+		d.graph = g
 	}
 	return d, nil
 }
@@ -350,6 +362,12 @@ func (d *Detector) step(b *batch, e *model.Event) {
 func (d *Detector) touch(b *batch) {
 	d.markDirty(b)
 	k := b.state.Key()
+	// The batches waiting on this one: their blocked cause may change.
+	for _, dk := range d.graph.Downstream(k) {
+		if o := d.open[dk]; o != nil {
+			d.markDirty(o)
+		}
+	}
 	c := d.contracts.For(k.Pipeline)
 	if c.Reruns.Off() {
 		return
@@ -578,6 +596,7 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 	d.dirty = nil
 	slices.SortFunc(work, func(a, b *batch) int { return a.state.Key().Compare(b.state.Key()) })
 	d.verdicts = make(map[model.BatchKey]outcome)
+	d.round()
 	var out []Finding
 	for _, b := range work {
 		if b.suspended {
@@ -592,10 +611,18 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 		out = d.evaluate(b, now, safe, out)
 		d.evaluated = append(d.evaluated, b)
 	}
-	d.verdicts = nil
+	d.verdicts, d.upstreams = nil, nil
 	// After the evaluations, which add the instants they armed.
 	d.wakes.drop(safe.UnixMilli())
 	return out
+}
+
+// round starts an evaluation round of the upstream rule: one resolver,
+// so a chain's root is worked out once per round.
+func (d *Detector) round() {
+	if d.graph != nil {
+		d.upstreams = upstream.New(d.contracts, neighbours{d})
+	}
 }
 
 // compactQuiet compacts the state of every batch evaluated at the last
@@ -693,6 +720,27 @@ func (n neighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
 	return 0, false
 }
 
+// Brief answers upstream.Batches: a closed batch was delivered; an open
+// one is replayed as of the round's safe time.
+func (n neighbours) Brief(k model.BatchKey) (model.Hypothesis, model.Boundary, bool) {
+	d := n.d
+	if !d.horizon.IsZero() && k.BusinessDate.Compare(d.horizon) < 0 {
+		// Forgotten with the closed batches past retention: not known to
+		// block anything, as diagnose over that window would not know it.
+		return model.Delivered, model.NoBoundary, true
+	}
+	if b := d.open[k]; b != nil && b.suspended && b.delivered {
+		return model.Delivered, model.NoBoundary, true
+	} else if b != nil && b.state.Len() > 0 {
+		v, fm, seen := b.state.Brief(d.contracts.For(k.Pipeline), d.safe)
+		return v, fm, seen
+	}
+	if _, ok := d.closed[k]; ok {
+		return model.Delivered, model.NoBoundary, true
+	}
+	return model.NotProduced, model.NoBoundary, false
+}
+
 func (n neighbours) Reruns(base model.BatchKey) []model.BatchKey { return n.d.reruns.Of(base) }
 
 // Diagnosis returns the diagnosis of open batch k as of the safe time of
@@ -705,7 +753,8 @@ func (d *Detector) Diagnosis(k model.BatchKey) (replay.Diagnosis, bool) {
 		return replay.Diagnosis{}, false
 	}
 	d.verdicts = make(map[model.BatchKey]outcome)
-	defer func() { d.verdicts = nil }()
+	d.round()
+	defer func() { d.verdicts, d.upstreams = nil, nil }()
 	return d.diagnose(b, d.contracts.For(k.Pipeline), d.safe), true
 }
 
@@ -717,6 +766,9 @@ func (d *Detector) diagnose(b *batch, c *contract.Contract, safe time.Time) repl
 		Previous: batches.PreviousOf(k, c, neighbours{d}),
 		Attempt:  batches.AttemptContext(k, c, neighbours{d}),
 		Alive:    d.procs.Alive(k.Pipeline, func(h replay.Heartbeat) bool { return !h.At.After(safe) }),
+	}
+	if d.upstreams != nil {
+		ctx.Blocked = d.upstreams.Blocked(k)
 	}
 	return b.state.Evaluate(c, safe, ctx)
 }

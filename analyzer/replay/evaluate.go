@@ -24,6 +24,10 @@ type Context struct {
 	// (its scheduled id and its declared re-runs); the zero Attempt means
 	// the batch is its date's only attempt.
 	Attempt Attempts
+	// Blocked is what analyzer/upstream found of the batch's upstreams
+	// (nil: none listed, or all delivered); the diagnosis carries it when
+	// the batch itself is not delivered.
+	Blocked *Blocked
 }
 
 // Attempts is what the other attempts of a batch's date say of it
@@ -283,6 +287,9 @@ func (s *State) Evaluate(c *contract.Contract, asOf time.Time, ctx Context) Diag
 	v.anomalies(&d, first, ctx.Previous)
 	d.Status = v.status(&d, verdict, first)
 	v.context(&d, ctx)
+	if ctx.Blocked != nil && verdict != model.Delivered {
+		d.Blocked = ctx.Blocked
+	}
 	if d.Superseded() {
 		d.NextStep = NextStep{Action: ActionNone, Checks: []Check{},
 			Summary: "superseded by " + d.Attempt.SupersededBy + ", the attempt that speaks for business date " + d.BusinessDate + ": nothing to do for this attempt"}

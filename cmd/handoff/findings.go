@@ -60,7 +60,7 @@ func findingsCmd(ctx context.Context, args []string, stdout, stderr io.Writer, n
 	cfg.ClickHouse.RegisterFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: handoff findings [--pipeline P ...] [--from DATE] [--to DATE] [--state open|resolved|all] [--kind K ...]")
-		fmt.Fprintln(stderr, "                        [--limit N] [--format text|json|jsonl] [--fail-on-open] [--group-by pipeline|owner]")
+		fmt.Fprintln(stderr, "                        [--limit N] [--format text|json|jsonl] [--fail-on-open] [--group-by pipeline|owner|root]")
 		fmt.Fprintln(stderr, "\nPrint the streaming detector's findings stored in ClickHouse (findings_v2), each in its latest state,")
 		fmt.Fprintln(stderr, "sorted by business date, pipeline, batch and kind. Exit status: 0 done, 1 an open finding printed with")
 		fmt.Fprintln(stderr, "--fail-on-open, 2 bad usage, 3 failure. See docs/findings.md.\n\nFlags:")

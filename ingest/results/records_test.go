@@ -235,6 +235,9 @@ func TestParseFinding(t *testing.T) {
 		LabelKeys: []string{"team", "tier"}, LabelValues: []string{"ledger", "1"},
 		EvidenceAsOfMS: raised.Add(90*time.Minute + time.Second).UnixMilli(),
 	}
+	if k, err := model.ParseBatchKey(d.Batch); err == nil {
+		want.Root = detect.RootFingerprint(k) // not blocked: its own incident
+	}
 	if f.Key.String() != d.Batch || f.Status != d.Status || f.Diagnosis != string(diag) {
 		t.Fatalf("identity/diagnosis: got %s %s, want %s %s; diagnosis kept: %v", f.Key, f.Status, d.Batch, d.Status, f.Diagnosis == string(diag))
 	}

@@ -34,6 +34,7 @@ import (
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
 	"github.com/handoff-dev/handoff/analyzer/replay"
+	"github.com/handoff-dev/handoff/analyzer/upstream"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/store/history"
 )
@@ -195,6 +196,12 @@ func Run(ctx context.Context, r Reader, cfg Config, hooks Hooks) (*Summary, erro
 	for i := range cx.Heartbeats {
 		procs.Add(&cx.Heartbeats[i])
 	}
+	// The pipelines these wait for, read first: the upstream rule's input
+	// (nil when no contract lists an upstream).
+	ups, err := history.ReadUpstreams(ctx, r, history.ContextRequest{Pipelines: cfg.Pipelines, From: cfg.From, To: cfg.To, AsOf: asOf, Contracts: cfg.Contracts})
+	if err != nil {
+		return nil, err
+	}
 
 	units := cut(census, uint64(cfg.UnitRows))
 	ctx, cancel := context.WithCancel(ctx)
@@ -209,6 +216,9 @@ func Run(ctx context.Context, r Reader, cfg Config, hooks Hooks) (*Summary, erro
 		wg.Wait()
 	}()
 	w := &worker{cfg: cfg, asOf: asOf, readFrom: readFrom, r: r, procs: &procs, read: hooks.Read}
+	if ups != nil {
+		w.ups = ups
+	}
 	for range min(cfg.Workers, len(units)) {
 		wg.Add(1)
 		go func() {
@@ -291,6 +301,7 @@ type worker struct {
 	readFrom model.Date
 	r        Reader
 	procs    *batches.Processes
+	ups      upstream.Batches // nil: no contract lists an upstream
 	read     func(int64)
 	events   atomic.Int64
 }
@@ -344,7 +355,7 @@ func (w *worker) fold(ctx context.Context, u *unit) error {
 	start := func(i int) {
 		cur, pi = u.pipelines[i].Pipeline, i
 		ord = batches.NewOrdered(w.cfg.Contracts, cur, w.asOf, batches.OrderedOptions{
-			First: u.pipelines[i].First, From: w.cfg.From, To: w.cfg.To, Alive: w.procs.Alive(cur, nil),
+			First: u.pipelines[i].First, From: w.cfg.From, To: w.cfg.To, Alive: w.procs.Alive(cur, nil), Upstreams: w.ups,
 		}, yield)
 	}
 	finish := func(next int) error {

@@ -104,6 +104,9 @@ type Contract struct {
 	// AllowedLatenessOf). Deadlines are not delayed by it.
 	AllowedLateness    time.Duration
 	HasAllowedLateness bool
+	// Upstreams are the pipelines whose batches this one waits for
+	// (upstreams:, and openlineage.inputs once in a Set); nil when none.
+	Upstreams []Upstream
 
 	// cron is the compiled schedule of a parsed contract; a contract built
 	// in code compiles its Schedule on use (see calendar).

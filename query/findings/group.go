@@ -22,15 +22,17 @@ type GroupBy string
 const (
 	GroupPipeline GroupBy = "pipeline"
 	GroupOwner    GroupBy = "owner"
+	// GroupRoot groups by incident: the batch at the root of the chain of
+	// upstream batches that blocks a finding's batch (its own batch when
+	// nothing upstream blocks it).
+	GroupRoot GroupBy = "root"
 )
 
-// groupKeys gives each grouping the key of a finding's group. A grouping
-// by the root cause of a chain of missing deliveries is one more entry
-// here: the key is the finding's root fingerprint, and nothing else in
-// this file changes.
+// groupKeys gives each grouping the key of a finding's group.
 var groupKeys = map[GroupBy]func(f *detect.Finding) string{
 	GroupPipeline: func(f *detect.Finding) string { return f.Batch.Pipeline },
 	GroupOwner:    func(f *detect.Finding) string { return f.Owner },
+	GroupRoot:     rootOf,
 }
 
 // Groupings returns the names --group-by takes, sorted.
@@ -213,4 +215,17 @@ func WriteGroupsJSON(w io.Writer, res Result, g GroupBy, asOf time.Time) error {
 	}
 	bw.WriteString("]}\n")
 	return bw.Flush()
+}
+
+// rootOf is the key of f's incident: its root batch when the record names
+// it, else the incident's fingerprint (a stored blocked finding keeps the
+// fingerprint only), else its own batch.
+func rootOf(f *detect.Finding) string {
+	switch {
+	case f.RootBatch != "":
+		return f.RootBatch
+	case f.Root != "":
+		return f.Root
+	}
+	return f.Batch.String()
 }

@@ -307,6 +307,15 @@ func (s *Server) batch(ctx context.Context, k model.BatchKey) (*BatchDetail, err
 	if readErr != nil {
 		return nil, readErr
 	}
+	// The upstream rule's input: the outcomes of the batches k waits for
+	// (nil when no contract lists an upstream).
+	ups, err := history.ReadUpstreams(ctx, s.store, history.ContextRequest{Pipelines: []string{k.Pipeline}, From: k.BusinessDate, To: k.BusinessDate, AsOf: s.now(), Contracts: s.contracts})
+	if err != nil {
+		return nil, err
+	}
+	if ups != nil {
+		set.Upstreams(ups)
+	}
 	d, ok := set.DiagnoseOne(k)
 	if !ok {
 		return nil, s.noBatch(k)

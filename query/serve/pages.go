@@ -23,6 +23,15 @@ import (
 var webFS embed.FS
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
+	// batchLink is the page of a batch named by its key ("" when the key
+	// does not parse): the links of a blocked batch to its upstreams.
+	"batchLink": func(batch string) string {
+		k, err := model.ParseBatchKey(batch)
+		if err != nil {
+			return ""
+		}
+		return batchPath(k)
+	},
 	// fmtTime shows a time in UTC with the zone given (the contract's)
 	// beside it, as the text reports do (model.HumanTime); none: UTC alone.
 	"fmtTime": func(v any, zone ...*time.Location) string {

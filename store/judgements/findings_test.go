@@ -280,6 +280,8 @@ func TestLatestRecord(t *testing.T) {
 		RaisedAt: at("2026-09-29T23:00:00Z"), ResolvedAt: at("2026-09-30T03:00:00Z"), Deadline: at("2026-09-29T22:00:00Z"),
 		Lateness: 2 * time.Hour, EvidenceAsOf: at("2026-09-29T23:00:00Z").Add(2 * time.Millisecond), Severity: "warning", Owner: "team-fin",
 		Status: "delivered", Verdict: "not_identified",
+		// Not blocked: the finding is its own batch's incident.
+		Root: detect.RootFingerprint(key), RootBatch: key.String(),
 		// Read without the diagnosis: of it, what the table copies out.
 		Diagnosis: replay.Diagnosis{Batch: key.String(), Pipeline: balance, BusinessDate: "2026-09-29", BatchID: "20260929",
 			Status: "delivered", Verdict: model.NotIdentified, FirstMissing: "consumed"}}

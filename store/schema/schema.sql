@@ -148,6 +148,8 @@ CREATE TABLE IF NOT EXISTS {db}.findings_v2 (
     superseded_by     String DEFAULT '',
     severity          String,
     owner             String,
+    -- the incident: the fingerprint of the root batch that blocks this one, or of its own batch
+    root              String DEFAULT '',
     labels            Nested(key String, value String),
     evidence_as_of_ms Int64,
     status            String,

@@ -16,7 +16,7 @@ import (
 
 // addedToFindings are the columns findings_v2 gained after its first
 // release: a findings_v2 made before has every other column.
-var addedToFindings = []string{"reporting_delay_ms", "resolution", "superseded_by"}
+var addedToFindings = []string{"reporting_delay_ms", "resolution", "superseded_by", "root"}
 
 // previousFindings returns the CREATE TABLE of findings_v2 in database db
 // as the earlier release made it (schema.sql's, less addedToFindings),
@@ -172,7 +172,7 @@ func TestUpgradeStatements(t *testing.T) {
 	full := append(schema.InsertColumns(schema.Findings), "raised")
 	noRaised := schema.InsertColumns(schema.Findings)
 	const adds = "ADD COLUMN reporting_delay_ms Int64 DEFAULT 0 AFTER lateness_ms, ADD COLUMN resolution String DEFAULT '' AFTER reporting_delay_ms, " +
-		"ADD COLUMN superseded_by String DEFAULT '' AFTER resolution"
+		"ADD COLUMN superseded_by String DEFAULT '' AFTER resolution, ADD COLUMN root String DEFAULT '' AFTER owner"
 	for _, tt := range []struct {
 		name   string
 		layout schema.Layout

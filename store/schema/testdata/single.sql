@@ -89,6 +89,7 @@ CREATE TABLE IF NOT EXISTS handoff.findings_v2 (
     superseded_by     String DEFAULT '',
     severity          String,
     owner             String,
+    root              String DEFAULT '',
     labels            Nested(key String, value String),
     evidence_as_of_ms Int64,
     status            String,
