@@ -234,6 +234,11 @@ func (o *Ordered) flush() error {
 	all := append(slices.Clone(ids), absent...)
 	slices.Sort(all)
 	slices.Sort(ids)
+	// The verdicts kept for the dates after this one: an evaluated batch's
+	// are its diagnosis' (Outcome is the same view of the same state as of
+	// the same time), so only the batches folded for context alone are
+	// looked at again.
+	past := make([]pastBatch, 0, len(ids))
 	if emit {
 		n := orderedNeighbours{o}
 		for _, id := range all {
@@ -252,16 +257,19 @@ func (o *Ordered) flush() error {
 				continue
 			}
 			d := st.Evaluate(o.c, o.asOf, replay.Context{Previous: PreviousOf(k, o.c, n), Attempt: AttemptContext(k, o.c, n), Alive: o.opts.Alive, Blocked: o.blocked(k)})
+			if d.Events > 0 {
+				past = append(past, pastBatch{id: id, verdict: d.Verdict})
+			}
 			if err := o.yield(&d); err != nil {
 				return err
 			}
 			o.count++
 		}
-	}
-	past := make([]pastBatch, 0, len(ids))
-	for _, id := range ids {
-		if v, seen := o.open[id].Outcome(o.c, o.asOf); seen {
-			past = append(past, pastBatch{id: id, verdict: v})
+	} else {
+		for _, id := range ids {
+			if v, seen := o.open[id].Outcome(o.c, o.asOf); seen {
+				past = append(past, pastBatch{id: id, verdict: v})
+			}
 		}
 	}
 	o.past[o.cur] = past

@@ -138,6 +138,14 @@ func (c *Chunk) Diagnosis(i int) []byte {
 // the chunks waiting for an earlier unit stay a few MiB.
 const chunkBytes = 256 << 10
 
+// newChunk returns an empty chunk with room for chunkBytes of JSON and a
+// diagnosis more: grown by appends from nothing, a chunk's JSON was
+// copied a dozen times over (a tenth of a backfill's CPU, in growslice).
+func newChunk() *Chunk {
+	const guess = chunkBytes / 2048 // diagnoses of 2 KiB or more
+	return &Chunk{JSON: make([]byte, 0, chunkBytes+32<<10), Ends: make([]int, 0, guess), Keys: make([]string, 0, guess)}
+}
+
 // queuedChunks is how many chunks a unit may have waiting for the
 // collector: with Workers units in flight it bounds the memory of
 // output computed ahead of the unit being written.
@@ -320,7 +328,7 @@ func (w *worker) fold(ctx context.Context, u *unit) error {
 		ord    *batches.Ordered
 		cur    string
 		pi     int // index in u.pipelines of cur
-		chunk  = &Chunk{}
+		chunk  = newChunk()
 		unread int64
 	)
 	send := func() error {
@@ -336,7 +344,7 @@ func (w *worker) fold(ctx context.Context, u *unit) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		chunk = &Chunk{}
+		chunk = newChunk()
 		return nil
 	}
 	yield := func(d *replay.Diagnosis) error {
