@@ -244,7 +244,7 @@ func (s *Server) readHistory(ctx context.Context, pipeline string, from, to mode
 	go func() {
 		qctx, cancel := s.rd.ctx(rctx)
 		defer cancel()
-		cx, err := history.ReadContext(qctx, s.store, req)
+		cx, err := history.ReadContext(qctx, s.context, req)
 		if err != nil {
 			err = s.rd.wrap(rctx, qctx, "the history context", err)
 		}
