@@ -179,6 +179,55 @@ func (c *FirstDateCache) Census(ctx context.Context, f CensusFilter) ([]Pipeline
 	return mergeCensus(inRange, dr.dates, f), nil
 }
 
+// CensusOf is Census from the rows of [f.ReadFrom, f.To] the caller
+// counted itself while it read them (RangeCount), with the cached first
+// dates: a read of the range's events then needs no census query of its
+// own. Its Rows count events read, not stored rows.
+func (c *FirstDateCache) CensusOf(ctx context.Context, seen *RangeCount, f CensusFilter) ([]PipelineRows, error) {
+	dates, err := c.Dates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]PipelineRows, 0, len(seen.rows))
+	for _, p := range seen.rows {
+		rows = append(rows, *p)
+	}
+	return mergeCensus(rows, dates, f), nil
+}
+
+// RangeCount counts, per pipeline, the batch events of a read of [ReadFrom,
+// To] as Census does: for FirstDateCache.CensusOf.
+type RangeCount struct {
+	from model.Date
+	rows map[string]*PipelineRows
+	last *PipelineRows
+}
+
+// NewRangeCount counts the events of a read whose range asked starts at
+// from (PipelineRows.InRange counts those from there on).
+func NewRangeCount(from model.Date) *RangeCount {
+	return &RangeCount{from: from, rows: make(map[string]*PipelineRows)}
+}
+
+// Add counts e, a batch event read.
+func (r *RangeCount) Add(e *model.Event) {
+	p := r.last
+	if p == nil || p.Pipeline != e.Pipeline {
+		if p = r.rows[e.Pipeline]; p == nil {
+			p = &PipelineRows{Pipeline: e.Pipeline, First: e.BusinessDate}
+			r.rows[p.Pipeline] = p
+		}
+		r.last = p
+	}
+	p.Rows++
+	if e.BusinessDate.Compare(r.from) >= 0 {
+		p.InRange++
+	}
+	if e.BusinessDate.Compare(p.First) < 0 {
+		p.First = e.BusinessDate
+	}
+}
+
 // mergeCensus is Census's answer from the pipelines with rows in
 // [ReadFrom, To] (First: the earliest date there) and the first dates
 // over the whole table: the pipelines with rows in [From, To], and the

@@ -73,6 +73,29 @@ func TestFirstDateCache(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("%s, %s: cached census\n%+v\nwant the store's\n%+v", when, tt.name, got, want)
 			}
+			// The same counted from the events of the range, as serve
+			// reads them (no copies stored here: Rows agree too).
+			seen := history.NewRangeCount(tt.f.From)
+			read := tt.f.Pipelines
+			if read == nil {
+				read = []string{"fd.a", "fd.b", "fd.c"}
+			}
+			for _, p := range read {
+				evs, err := st.Events(ctx, history.Filter{Pipeline: p, From: tt.f.ReadFrom, To: tt.f.To})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range evs {
+					seen.Add(&evs[i])
+				}
+			}
+			counted, err := cache.CensusOf(ctx, seen, tt.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(counted, want) {
+				t.Errorf("%s, %s: census counted from the events\n%+v\nwant the store's\n%+v", when, tt.name, counted, want)
+			}
 		}
 	}
 	same("fresh")
