@@ -136,16 +136,16 @@ func (l *Learner) Baselines(asOf time.Time, days int, o Options) []Baseline {
 // baselines learns p's schedule and zone from its window, then sketches
 // every boundary's arrivals.
 func (p *pipe) baselines(o Options, from, to model.Date, days int) []Baseline {
-	out, _ := p.baselinesWork(o, from, to, days)
+	out, _, _ := p.baselinesWork(o, from, to, days)
 	return out
 }
 
 // baselinesWork is baselines with what was learned of p's window (nil
-// when no schedule).
-func (p *pipe) baselinesWork(o Options, from, to model.Date, days int) ([]Baseline, *pipeWork) {
+// when no schedule) and how regular each candidate zone made it.
+func (p *pipe) baselinesWork(o Options, from, to model.Date, days int) ([]Baseline, *pipeWork, []zoneFit) {
 	w := p.learnOwn(Options{Zones: o.Zones, MinBatches: o.MinBatches, MinDates: min(o.MinDates, days)})
 	if !w.schedOK {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var firsts []batchAt
 	for _, b := range w.batches {
@@ -155,7 +155,7 @@ func (p *pipe) baselinesWork(o Options, from, to model.Date, days int) ([]Baseli
 			}
 		}
 	}
-	best, _ := chooseZone(firsts, w.timed, o.Zones)
+	best, fits := chooseZone(firsts, w.timed, o.Zones)
 	var out []Baseline
 	for _, bd := range model.Ladder {
 		bl := Baseline{Pipeline: p.name, Boundary: bd, Timed: w.timed, Zone: best.loc, From: from, To: to, Days: days}
@@ -168,5 +168,5 @@ func (p *pipe) baselinesWork(o Options, from, to model.Date, days int) ([]Baseli
 			out = append(out, bl)
 		}
 	}
-	return out, w
+	return out, w, fits
 }

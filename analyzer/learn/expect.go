@@ -2,6 +2,7 @@ package learn
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -71,6 +72,48 @@ type Expected struct {
 	last    model.Date // the window's last business date with a batch
 	by      [model.Consumed + 1]float64
 	n       [model.Consumed + 1]int
+	// gap[b] is the warning quantile of the minutes from the habitual
+	// boundary below b (prev[b]) to b; hasGap[b] when there is one.
+	gap    [model.Consumed + 1]float64
+	hasGap [model.Consumed + 1]bool
+	prev   [model.Consumed + 1]model.Boundary
+	// ties are the other zones that made the window's arrivals as regular
+	// as Zone, with how far their clocks were ahead of it at the window's last arrival.
+	ties []tie
+}
+
+// tie is a zone as regular as the chosen one over the window.
+type tie struct {
+	loc   *time.Location
+	ahead float64 // minutes
+}
+
+// ties lists the zones whose fit equals best's: over a window without a
+// daylight-saving change, UTC and Europe/London, say, are equally
+// regular, and which the jobs follow shows only once the clocks change.
+// By takes the latest of their predictions, so that a change the window
+// has not seen delays a warning rather than raising a false one.
+func ties(best *time.Location, fits []zoneFit, timed bool, last time.Time) []tie {
+	eps := zoneTie
+	if timed {
+		eps = timedTie
+	}
+	bestDev := 0.0
+	for _, f := range fits {
+		if f.loc == best {
+			bestDev = f.dev
+		}
+	}
+	_, bo := last.In(best).Zone()
+	var out []tie
+	for _, f := range fits {
+		if f.loc == best || f.dev > bestDev+eps {
+			continue
+		}
+		_, zo := last.In(f.loc).Zone()
+		out = append(out, tie{loc: f.loc, ahead: float64(zo-bo) / 60})
+	}
+	return out
 }
 
 // Expect learns the Expectations as of asOf from the days business dates
@@ -130,12 +173,19 @@ func (p *pipe) asOf(from, to model.Date, cut int64) *pipe {
 // expected learns p's schedule, zone and the warning quantile of each
 // habitual boundary; nil when the window supports no schedule.
 func (p *pipe) expected(o Options, from, to model.Date, days int) *Expected {
-	bls, w := p.baselinesWork(o, from, to, days)
+	bls, w, fits := p.baselinesWork(o, from, to, days)
 	if len(bls) == 0 {
 		return nil
 	}
 	x := &Expected{Pipeline: p.name, Timed: w.timed, Zone: bls[0].Zone, Days: days, Batches: len(w.batches),
 		id: w.id, days: w.sched.days, slots: w.sched.slots, last: w.sched.last}
+	var lastProof int64
+	for _, b := range w.batches {
+		if ms, ok := b.firstProof(); ok && ms > lastProof {
+			lastProof = ms
+		}
+	}
+	x.ties = ties(bls[0].Zone, fits, w.timed, time.UnixMilli(lastProof))
 	for _, bl := range bls {
 		n := bl.Arrivals.N()
 		if n < MinArrivals || float64(n) < habitShare*float64(x.Batches) {
@@ -143,7 +193,35 @@ func (p *pipe) expected(o Options, from, to model.Date, days int) *Expected {
 		}
 		x.by[bl.Boundary], x.n[bl.Boundary] = bl.Arrivals.Habit(WarnQuantile)
 	}
+	x.learnGaps(w.batches)
 	return x
+}
+
+// learnGaps sketches, for every habitual boundary above another, the
+// minutes from the one below to it: once the boundary below arrived (late,
+// say), the next is expected that long after it, not at its own usual
+// time, so that one slow step warns once, not at every boundary after it.
+func (x *Expected) learnGaps(batches []*batch) {
+	var below model.Boundary
+	has := false
+	for _, b := range model.Ladder {
+		if x.n[b] == 0 {
+			continue
+		}
+		if has {
+			var g Sketch
+			for _, bt := range batches {
+				if bt.proven[b] != 0 && bt.proven[below] != 0 {
+					g.Add(float64(bt.proven[b]-bt.proven[below]) / 60000)
+				}
+			}
+			if g.N() >= MinArrivals {
+				x.gap[b], _ = g.Habit(WarnQuantile)
+				x.hasGap[b], x.prev[b] = true, below
+			}
+		}
+		below, has = b, true
+	}
 }
 
 // Of returns the expectations of pipeline, nil when its history as of the
@@ -180,22 +258,29 @@ func (x *Expected) By(k model.BatchKey, bd model.Boundary) (time.Time, bool) {
 	if x == nil || !bd.Valid() || x.n[bd] == 0 {
 		return time.Time{}, false
 	}
-	m := x.by[bd]
-	d := k.BusinessDate
+	slot := 0
 	if x.Timed {
-		slot, ok := x.id.slot(k)
-		if !ok {
+		var ok bool
+		if slot, ok = x.id.slot(k); !ok {
 			return time.Time{}, false
 		}
-		return wallClock(d, slot/60, slot%60, x.Zone).Add(time.Duration(m * float64(time.Minute))).UTC(), true
 	}
-	mm := int(m)
-	days := mm / 1440
-	if mm < 0 && mm%1440 != 0 {
-		days--
+	t := x.at(k.BusinessDate, slot, x.by[bd], x.Zone)
+	for _, z := range x.ties {
+		if u := x.at(k.BusinessDate, slot, x.by[bd]+z.ahead, z.loc); u.After(t) {
+			t = u
+		}
 	}
-	tod := mm - days*1440
-	return time.Date(d.Year, d.Month, d.Day+days, tod/60, tod%60, 0, 0, x.Zone).UTC(), true
+	return t, true
+}
+
+// at is the instant m minutes after the anchor of date d (and slot) in loc.
+func (x *Expected) at(d model.Date, slot int, m float64, loc *time.Location) time.Time {
+	if x.Timed {
+		return wallClock(d, slot/60, slot%60, loc).Add(time.Duration(m * float64(time.Minute))).UTC()
+	}
+	mm := int(math.Floor(m))
+	return time.Date(d.Year, d.Month, d.Day, 0, mm, 0, 0, loc).UTC()
 }
 
 // Warns reports whether some boundary of x has a baseline that warns.
@@ -248,8 +333,10 @@ func (t idTemplate) render(d model.Date, slot int) string {
 }
 
 // Annotate writes the baseline into diagnosis d of batch k: each
-// boundary's UsuallyBy and the diagnosis's Baseline label. A diagnosis of
-// a pipeline without expectations is left as it is.
+// boundary's UsuallyBy and the diagnosis's Baseline label. UsuallyBy is
+// the boundary's own usual time (By) or, when the habitual boundary below
+// it is proven, that proof plus the usual gap between them if later. A
+// diagnosis of a pipeline without expectations is left as it is.
 func (x *Expected) Annotate(d *replay.Diagnosis, k model.BatchKey) {
 	if !x.Warns() {
 		return
@@ -261,13 +348,41 @@ func (x *Expected) Annotate(d *replay.Diagnosis, k model.BatchKey) {
 		if err != nil {
 			continue
 		}
-		if t, ok := x.By(k, bd); ok {
+		if t, ok := x.usual(k, bd, func(b model.Boundary) time.Time { return provenAt(d, b) }); ok {
 			bs.UsuallyBy, shown = t, true
 		}
 	}
 	if shown {
 		d.Baseline = x.Label()
 	}
+}
+
+// usual is the UsuallyBy of boundary bd of batch k, given when its
+// boundaries were proven (zero: not).
+func (x *Expected) usual(k model.BatchKey, bd model.Boundary, proven func(model.Boundary) time.Time) (time.Time, bool) {
+	t, ok := x.By(k, bd)
+	if !ok {
+		return t, false
+	}
+	if x.hasGap[bd] {
+		if at := proven(x.prev[bd]); !at.IsZero() {
+			if g := at.Add(time.Duration(x.gap[bd] * float64(time.Minute))); g.After(t) {
+				t = g
+			}
+		}
+	}
+	return t.UTC(), true
+}
+
+// provenAt is when d proved boundary b, zero when not.
+func provenAt(d *replay.Diagnosis, b model.Boundary) time.Time {
+	name := b.String()
+	for i := range d.Boundaries {
+		if bs := &d.Boundaries[i]; bs.Name == name && bs.Proven {
+			return bs.At
+		}
+	}
+	return time.Time{}
 }
 
 // Forget drops the batches of business dates before d: a learner kept
