@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
-	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/model/contract"
 )
 
 // Alert is one alert of Alertmanager's v2 API (POST /api/v2/alerts takes a
