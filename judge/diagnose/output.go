@@ -155,6 +155,9 @@ type diagnoser struct {
 	contracts *contract.Set
 	asOf      time.Time
 	show      report.Options // how the text shows times
+	// base learns the baselines the text and --batch output show; nil:
+	// none (the streamed JSON of every batch).
+	base *baselines
 }
 
 // feed reads the source into add, then says how many bad lines it did not
@@ -173,7 +176,11 @@ func foldAll[T any](ctx context.Context, d *diagnoser, render func([]replay.Diag
 	written := func(p T) error { return writing(yield(p)) }
 	sc := d.src.Scope()
 	f := fold.New(ctx, batches.Contracts(d.contracts), d.asOf, fold.Options{Grouped: d.src.Grouped(), From: sc.From, To: sc.To, First: sc.FirstOf}, render, written)
-	if err := d.feed(ctx, f.Add); err != nil {
+	add := f.Add
+	if d.base != nil {
+		add = d.base.add(add)
+	}
+	if err := d.feed(ctx, add); err != nil {
 		return err
 	}
 	err := f.Finish()
@@ -249,6 +256,9 @@ func (d *diagnoser) text(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	if d.base != nil {
+		d.base.annotate(all)
+	}
 	d.sum.count(all)
 	return writing(d.show.TextAll(d.out, all))
 }
@@ -275,6 +285,9 @@ func (d *diagnoser) one(ctx context.Context, k model.BatchKey, format string) er
 	if err := d.feed(ctx, func(e *model.Event) error {
 		if e.Pipeline == k.Pipeline {
 			set.Add(e)
+			if d.base != nil {
+				d.base.l.Add(e)
+			}
 		}
 		return nil
 	}); err != nil {
@@ -286,6 +299,9 @@ func (d *diagnoser) one(ctx context.Context, k model.BatchKey, format string) er
 		return exitcode.Usagef("--batch %s: no events of that batch in %s", k, d.src.Name())
 	}
 	ds := []replay.Diagnosis{dg}
+	if d.base != nil {
+		d.base.annotate(ds)
+	}
 	d.sum.count(ds)
 	if format == "json" {
 		return writing(report.JSON(d.out, ds))
