@@ -155,8 +155,7 @@ type diagnoser struct {
 	contracts *contract.Set
 	asOf      time.Time
 	show      report.Options // how the text shows times
-	// base learns the baselines the text and --batch output show; nil:
-	// none (the streamed JSON of every batch).
+	// base learns the baselines every diagnosis shows.
 	base *baselines
 }
 
@@ -204,6 +203,7 @@ func (d *diagnoser) json(ctx context.Context) error {
 	// and left up to half of every waiting piece unused.
 	var scratch sync.Pool
 	render := func(ds []replay.Diagnosis) jsonPiece {
+		d.base.annotate(ds)
 		var p jsonPiece
 		bp, _ := scratch.Get().(*[]byte)
 		if bp == nil {
@@ -286,7 +286,7 @@ func (d *diagnoser) one(ctx context.Context, k model.BatchKey, format string) er
 		if e.Pipeline == k.Pipeline {
 			set.Add(e)
 			if d.base != nil {
-				d.base.l.Add(e)
+				d.base.learn(e)
 			}
 		}
 		return nil
