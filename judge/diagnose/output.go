@@ -159,9 +159,20 @@ type diagnoser struct {
 	base *baselines
 }
 
+// windowLearner is a source that reads the baselines' window apart from
+// the range it feeds (ClickHouse); a file's events are all fed anyway.
+type windowLearner interface {
+	LearnWindow(ctx context.Context, asOf time.Time, learn func(*model.Event)) error
+}
+
 // feed reads the source into add, then says how many bad lines it did not
 // show.
 func (d *diagnoser) feed(ctx context.Context, add func(*model.Event) error) error {
+	if w, ok := d.src.(windowLearner); ok && d.base != nil {
+		if err := w.LearnWindow(ctx, d.asOf, d.base.learn); err != nil {
+			return err
+		}
+	}
 	err := d.src.Feed(ctx, add, d.rep)
 	d.rep.HiddenBad()
 	return err
