@@ -185,7 +185,12 @@ func (p *pipe) expected(o Options, from, to model.Date, days int) *Expected {
 			lastProof = ms
 		}
 	}
-	x.ties = ties(bls[0].Zone, fits, w.timed, time.UnixMilli(lastProof))
+	if !w.timed {
+		// Within the day the offsets count from the firing's start in
+		// the zone itself; only once-a-day anchors (midnight on the
+		// zone's wall clock) move with a clock change the window missed.
+		x.ties = ties(bls[0].Zone, fits, w.timed, time.UnixMilli(lastProof))
+	}
 	for _, bl := range bls {
 		n := bl.Arrivals.N()
 		if n < MinArrivals || float64(n) < habitShare*float64(x.Batches) {
