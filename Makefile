@@ -77,8 +77,12 @@ demo: build
 bench-replay:
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./analyzer/replay/ ./model/
 
+# Every benchmark of deploy/bench in sequence with its defaults, then one
+# table of their figures (deploy/bench/README.md); BENCH= runs some only:
+#   make bench BENCH=serve
+#   make bench BENCH="replay openbatch"
 bench: build
-	bash deploy/bench/diagnose.sh
+	BENCH="$(BENCH)" bash deploy/bench/all.sh
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 60s ./model/

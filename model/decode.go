@@ -1,9 +1,12 @@
 package model
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 	"unsafe"
 
@@ -79,8 +82,9 @@ func (d *Decoder) DecodeWith(data []byte, fill func(*Event)) (Event, error) {
 }
 
 // EventView is an event decoded and validated in place: the strings of
-// Event point into the Decoder's buffers and stay valid only until its next
-// call, Event.Attrs is nil, and the attrs are AttrKeys and AttrValues
+// Event point into the Decoder's buffers or into the decoded message, and
+// stay valid only until the Decoder's next call (and while the message is
+// unchanged), Event.Attrs is nil, and the attrs are AttrKeys and AttrValues
 // instead, sorted by key. A consumer that copies the fields it keeps (into
 // column buffers) saves the decoder's copies and the attrs map.
 type EventView struct {
@@ -118,18 +122,28 @@ func b2s(b []byte) string {
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
-// parse decodes data into d.ev, every string borrowed from the parser's
-// buffer (or d.scratch) except the type and system, which are constants or
-// copies, and the attrs into d.attrKeys/d.attrVs; it checks what the wire
-// format needs beyond Validate (size, JSON, duplicate keys, the type, time
-// and date values) in the order Decode always has.
+// parse decodes data into d.ev, every string borrowed from data, the
+// parser's buffer or d.scratch except the type and system, which are
+// constants or copies, and the attrs into d.attrKeys/d.attrVs; it checks
+// what the wire format needs beyond Validate (size, JSON, duplicate keys,
+// the type, time and date values) in the order Decode always has. The
+// messages producers write take a fast path (parseFast), the rest the
+// general one.
 func (d *Decoder) parse(data []byte) error {
-	d.ev = Event{}
-	e := &d.ev
-	d.attrKeys, d.attrVs, d.scratch = d.attrKeys[:0], d.attrVs[:0], d.scratch[:0]
+	d.reset()
 	if len(data) > MaxEventSize {
 		return &ValidationError{Reason: fmt.Sprintf("message of %d bytes is over the %d-byte limit", len(data), MaxEventSize), Kind: RejectTooLarge}
 	}
+	if d.parseFast(data) {
+		return nil
+	}
+	d.reset()
+	return d.parseGeneral(data)
+}
+
+// parseGeneral is parse for any message, with fastjson's parser.
+func (d *Decoder) parseGeneral(data []byte) error {
+	e := &d.ev
 	v, err := d.p.ParseBytes(data)
 	if err != nil {
 		return &ValidationError{Reason: "not valid JSON: " + err.Error(), Kind: RejectBadJSON}
@@ -239,6 +253,19 @@ func (d *Decoder) parse(data []byte) error {
 		d.attrKeys = append(d.attrKeys, k)
 		d.attrVs = append(d.attrVs, s)
 	}
+	return d.finish(rawTime, rawDate)
+}
+
+// reset empties the event being decoded and its attrs.
+func (d *Decoder) reset() {
+	d.ev = Event{}
+	d.attrKeys, d.attrVs, d.scratch = d.attrKeys[:0], d.attrVs[:0], d.scratch[:0]
+}
+
+// finish checks the type and decodes the time and the business date, the
+// last steps of parse once every member is read.
+func (d *Decoder) finish(rawTime, rawDate []byte) error {
+	e := &d.ev
 	// Check the type before the other fields: an unknown type is the most
 	// telling reason for a rejection.
 	if e.Spec != "" && e.Type != "" && !e.Type.Known() {
@@ -247,9 +274,12 @@ func (d *Decoder) parse(data []byte) error {
 	if rawTime != nil {
 		// The parse reads the parser's buffer in place; only an error keeps
 		// (a copy of) the value.
-		t, err := ParseTime(b2s(rawTime))
-		if err != nil {
-			return badValue("time", string(rawTime), err.Error())
+		t, ok := parseTimeFast(rawTime)
+		if !ok {
+			var err error
+			if t, err = ParseTime(b2s(rawTime)); err != nil {
+				return badValue("time", string(rawTime), err.Error())
+			}
 		}
 		if !timeStorable(t) {
 			return badValue("time", string(rawTime), timeRangeReason)
@@ -257,7 +287,11 @@ func (d *Decoder) parse(data []byte) error {
 		e.Time = t
 	}
 	if rawDate != nil {
-		bd, err := ParseDate(b2s(rawDate))
+		bd, ok := parseDateFast(rawDate)
+		var err error
+		if !ok {
+			bd, err = ParseDate(b2s(rawDate))
+		}
 		if err != nil {
 			return badValue("business_date", string(rawDate), err.Error())
 		}
@@ -620,4 +654,326 @@ func viewUTF8(b []byte) string {
 		return b2s(b)
 	}
 	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// parseFast is parse for the messages producers and AppendJSON write: one
+// compact object (no white space) of the v1 fields and an attrs object,
+// strings without escapes or control characters, whole numbers that fit,
+// attrs values that are strings, numbers, true, false or null, and a valid
+// event time and date. It decodes such a message in one pass over data,
+// without the parser's tree or the string checks (there is nothing for
+// them to find), into the same d.ev and attrs as parse, every string
+// borrowed from data. For anything else, errors included, it returns false
+// with d partly filled: parse then resets d and decodes data the general
+// way, so that what is accepted and rejected, and every error, are those
+// of the general way (FuzzDecodeFast).
+func (d *Decoder) parseFast(data []byte) bool {
+	n := len(data)
+	if n < 2 || data[0] != '{' || data[n-1] != '}' {
+		return false
+	}
+	e := &d.ev
+	var rawTime, rawDate []byte
+	var seen uint32
+	i := 1
+	if data[i] == '}' {
+		return i == n-1 && d.finish(nil, nil) == nil
+	}
+	for {
+		if data[i] != '"' {
+			return false
+		}
+		k, j, ok := scanPlain(data, i+1)
+		if !ok || j+1 >= n || data[j+1] != ':' {
+			return false
+		}
+		i = j + 2
+		f := wireField(k)
+		if f < 0 || seen&(1<<f) != 0 {
+			return false
+		}
+		seen |= 1 << f
+		switch c := data[i]; {
+		case c == '"':
+			v, j, ok := scanPlain(data, i+1)
+			if !ok {
+				return false
+			}
+			i = j + 1
+			switch f {
+			case fSpec:
+				e.Spec = SpecV1
+				if string(v) != SpecV1 {
+					e.Spec = b2s(v)
+				}
+			case fEventID:
+				e.ID = b2s(v)
+			case fType:
+				e.Type = internType(v)
+			case fTime:
+				rawTime = v
+			case fPipeline:
+				e.Pipeline = b2s(v)
+			case fBusinessDate:
+				rawDate = v
+			case fBatchID:
+				e.BatchID = b2s(v)
+			case fSystem:
+				e.System = internSystem(v)
+			case fComponent:
+				e.Component = b2s(v)
+			case fObject:
+				e.Object = b2s(v)
+			case fChecksum:
+				e.Checksum = b2s(v)
+			case fError:
+				e.Error = b2s(v)
+			default: // a number or attrs written as a string
+				return false
+			}
+		case c == 'n':
+			if n-i < 4 || string(data[i:i+4]) != "null" {
+				return false
+			}
+			i += 4
+		case c == '-' || c >= '0' && c <= '9':
+			v, j, ok := scanInt(data, i)
+			if !ok {
+				return false
+			}
+			i = j
+			switch f {
+			case fRows:
+				e.Rows, e.HasRows = v, true
+			case fBytes:
+				e.Bytes, e.HasBytes = v, true
+			case fAttempt:
+				e.Attempt, e.HasAttempt = v, true
+			default:
+				return false
+			}
+		case c == '{' && f == fAttrs:
+			if i, ok = d.scanAttrs(data, i+1); !ok {
+				return false
+			}
+		default:
+			return false
+		}
+		if i >= n { // the attrs object took the closing '}'
+			return false
+		}
+		switch data[i] {
+		case ',':
+			i++
+		case '}':
+			return i == n-1 && d.finish(rawTime, rawDate) == nil
+		default:
+			return false
+		}
+	}
+}
+
+// scanAttrs is parseFast for the members of an attrs object, from data[i]
+// after its '{': it returns the index after the closing '}'. More than
+// smallAttrs attrs are left to parse.
+func (d *Decoder) scanAttrs(data []byte, i int) (int, bool) {
+	n := len(data)
+	if data[i] == '}' {
+		return i + 1, true
+	}
+	for count := 0; ; count++ {
+		if count == smallAttrs || data[i] != '"' {
+			return 0, false
+		}
+		k, j, ok := scanPlain(data, i+1)
+		if !ok || j+1 >= n || data[j+1] != ':' {
+			return 0, false
+		}
+		i = j + 2
+		key := b2s(k)
+		if d.hasAttr(key, len(d.attrKeys)) {
+			return 0, false
+		}
+		var v []byte
+		switch c := data[i]; {
+		case c == '"':
+			if v, j, ok = scanPlain(data, i+1); !ok {
+				return 0, false
+			}
+			i = j + 1
+		case c == '-' || c >= '0' && c <= '9':
+			// Kept as written, as parse keeps a number: its JSON text.
+			j = i + 1
+			for j < n && (data[j] >= '0' && data[j] <= '9' || data[j] == '.' || data[j] == 'e' || data[j] == 'E' || data[j] == '+' || data[j] == '-') {
+				j++
+			}
+			if v = data[i:j]; !isJSONNumber(b2s(v)) {
+				return 0, false
+			}
+			i = j
+		default:
+			for _, lit := range [...]string{"true", "false", "null"} {
+				if n-i >= len(lit) && string(data[i:i+len(lit)]) == lit {
+					v = data[i : i+len(lit)]
+					break
+				}
+			}
+			if v == nil {
+				return 0, false
+			}
+			i += len(v)
+		}
+		d.attrKeys = append(d.attrKeys, key)
+		d.attrVs = append(d.attrVs, b2s(v))
+		if i >= n {
+			return 0, false
+		}
+		switch data[i] {
+		case ',':
+			i++
+		case '}':
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+// plainByte marks the bytes a string may hold in parseFast: not '"',
+// '\\' or a control character, and below 0x80 (longer UTF-8 sequences are
+// checked as a whole).
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// scanPlain returns the string that starts at data[i] (after its opening
+// quote) and the index of its closing quote, if the string has no escape
+// or control character and is valid UTF-8: the string as parse would
+// decode it.
+func scanPlain(data []byte, i int) ([]byte, int, bool) {
+	start, ascii := i, true
+	for i < len(data) {
+		// Eight bytes at a time up to the first that is not plain: for
+		// bytes below 0x80, (x - 0x20 in every byte) &^ x has a byte's top
+		// bit set where x is below 0x20, and so does (y - 1) &^ y where y
+		// (x with '"' or '\\' xored away) is zero; bytes of 0x80 and above
+		// show as their own top bit. Only the lowest flag is exact, which
+		// is the one taken.
+		for i+8 <= len(data) {
+			const ones, tops = 0x0101010101010101, 0x8080808080808080
+			x := binary.LittleEndian.Uint64(data[i:])
+			q, bs := x^(ones*'"'), x^(ones*'\\')
+			m := (x | (x-ones*0x20)&^x | (q-ones)&^q | (bs-ones)&^bs) & tops
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) / 8
+			break
+		}
+		if i >= len(data) {
+			break
+		}
+		c := data[i]
+		if plainByte[c] {
+			i++
+			continue
+		}
+		if c == '"' {
+			s := data[start:i]
+			return s, i, ascii || utf8.Valid(s)
+		}
+		if c < 0x80 { // '\\' or a control character
+			return nil, 0, false
+		}
+		ascii = false
+		i++
+	}
+	return nil, 0, false
+}
+
+// scanInt decodes the JSON integer at data[i] (at most 18 digits, so that
+// it fits an int64) and returns the index after it; what follows is for
+// the caller to check (a fraction or an exponent is not ',' or '}').
+func scanInt(data []byte, i int) (int64, int, bool) {
+	neg := data[i] == '-'
+	if neg {
+		i++
+	}
+	start := i
+	var v int64
+	for i < len(data) && data[i] >= '0' && data[i] <= '9' {
+		v = v*10 + int64(data[i]-'0')
+		i++
+	}
+	digits := i - start
+	if digits == 0 || digits > 18 || digits > 1 && data[start] == '0' {
+		return 0, 0, false
+	}
+	if neg {
+		v = -v
+	}
+	return v, i, true
+}
+
+// parseTimeFast is ParseTime for the form AppendTime writes,
+// 2026-10-01T01:20:05.120Z, and the same without the fraction, from 1970
+// on: the same time without time.Parse. ok false: use ParseTime (another
+// form, or a value out of range, which ParseTime explains).
+func parseTimeFast(b []byte) (t time.Time, ok bool) {
+	if len(b) != 20 && len(b) != 24 || b[len(b)-1] != 'Z' || b[10] != 'T' || b[13] != ':' || b[16] != ':' {
+		return time.Time{}, false
+	}
+	d, ok := parseDateFast(b[:10])
+	if !ok || d.Year < 1970 {
+		return time.Time{}, false
+	}
+	h, ok1 := digits(b2s(b[11:13]))
+	mi, ok2 := digits(b2s(b[14:16]))
+	sec, ok3 := digits(b2s(b[17:19]))
+	ms, ok4 := 0, true
+	if len(b) == 24 {
+		if b[19] != '.' {
+			return time.Time{}, false
+		}
+		ms, ok4 = digits(b2s(b[20:23]))
+	}
+	if !ok1 || !ok2 || !ok3 || !ok4 || h > 23 || mi > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	// Days since 1970-01-01 of the civil date (the inverse of AppendTime's).
+	y, m := int64(d.Year), int64(d.Month)
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	yoe := y - era*400
+	doy := (153*((m+9)%12)+2)/5 + int64(d.Day) - 1
+	days := era*146097 + yoe*365 + yoe/4 - yoe/100 + doy - 719468
+	return time.UnixMilli(((days*24+int64(h))*60+int64(mi))*60000 + int64(sec)*1000 + int64(ms)).UTC(), true
+}
+
+// parseDateFast is ParseDate for a valid date: ok false for anything
+// ParseDate rejects (which then says why).
+func parseDateFast(b []byte) (Date, bool) {
+	if len(b) != 10 || b[4] != '-' || b[7] != '-' {
+		return Date{}, false
+	}
+	y, ok1 := digits(b2s(b[0:4]))
+	m, ok2 := digits(b2s(b[5:7]))
+	d, ok3 := digits(b2s(b[8:10]))
+	if !ok1 || !ok2 || !ok3 || m < 1 || m > 12 || d < 1 {
+		return Date{}, false
+	}
+	days := [...]int{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}[m-1]
+	if m == 2 && y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+		days = 29
+	}
+	if d > days {
+		return Date{}, false
+	}
+	return Date{Year: y, Month: time.Month(m), Day: d}, true
 }

@@ -104,6 +104,22 @@ func checkName(field, s string) error {
 	if len(s) > maxNameLen {
 		return badValue(field, s, fmt.Sprintf("longer than %d bytes", maxNameLen))
 	}
+	// Names are ASCII nearly always: byte by byte, the checks below are
+	// c > ' ' (no space, no C0 control), c != '/' and c != DEL.
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+		if c <= ' ' || c == '/' || c == 0x7f {
+			return badValue(field, s, "must not contain '/', spaces or control characters")
+		}
+	}
+	if ascii {
+		return nil
+	}
 	if !utf8.ValidString(s) {
 		return badValue(field, s, "not valid UTF-8")
 	}
@@ -119,7 +135,17 @@ func checkName(field, s string) error {
 // object): no C0 or C1 control characters and no bidirectional controls,
 // which a terminal or a page would act on instead of showing.
 func checkText(field, s string) error {
-	for _, r := range s {
+	// ASCII byte by byte (the common case): only C0 controls and DEL.
+	i := 0
+	for ; i < len(s) && s[i] < utf8.RuneSelf; i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return badValue(field, s, "must not contain control characters")
+		}
+	}
+	if i == len(s) {
+		return nil
+	}
+	for _, r := range s[i:] {
 		if IsControl(r) || IsBidiControl(r) {
 			return badValue(field, s, "must not contain control characters")
 		}

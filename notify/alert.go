@@ -114,8 +114,9 @@ func BatchURL(base string, k model.BatchKey) string {
 // Annotations returns what a person reads in the alert: a one-line
 // summary (the symptom), a description (where the delivery stopped, by
 // when it was due, how late, what is known), the first missing boundary,
-// deadline and lateness, the safe next step, the batch page and the
-// finding's fingerprint and record number.
+// deadline and lateness, how a resolved finding ended when not the plain
+// way (resolution, superseded_by, reporting_delay), the safe next step,
+// the batch page and the finding's fingerprint and record number.
 func Annotations(f *detect.Finding, serveURL string) map[string]string {
 	d := &f.Diagnosis
 	a := map[string]string{
@@ -131,6 +132,18 @@ func Annotations(f *detect.Finding, serveURL string) map[string]string {
 	if !f.Deadline.IsZero() {
 		a["deadline"] = fmtTime(f.Deadline)
 		a["lateness"] = replay.FormatDuration(f.Lateness)
+	}
+	// How a resolved finding ended, when not the plain way: replaced by
+	// another attempt of its date, or on time and reported late (its
+	// lateness is then 0 and the delay is its own figure).
+	if f.Resolution != "" {
+		a["resolution"] = f.Resolution
+	}
+	if f.SupersededBy != "" {
+		a["superseded_by"] = f.SupersededBy
+	}
+	if f.ReportingDelay > 0 {
+		a["reporting_delay"] = replay.FormatDuration(f.ReportingDelay)
 	}
 	if d.NextStep.Action != "" {
 		a["next_step"] = string(d.NextStep.Action) + ": " + d.NextStep.Summary
@@ -183,7 +196,11 @@ func description(f *detect.Finding) string {
 		}
 	}
 	if f.State == detect.Resolved {
-		b.WriteString(" Resolved at " + fmtTime(f.ResolvedAt) + ".")
+		b.WriteString(" Resolved at " + fmtTime(f.ResolvedAt))
+		if f.Resolution != "" {
+			b.WriteString(": " + f.Resolution)
+		}
+		b.WriteString(".")
 	}
 	b.WriteString(" Evidence as of " + fmtTime(f.EvidenceAsOf) + ".")
 	return b.String()

@@ -231,3 +231,48 @@ func TestAlertTimesMilliseconds(t *testing.T) {
 		t.Errorf("alert JSON %s: want startsAt and endsAt with milliseconds", b)
 	}
 }
+
+// TestResolutionAnnotations: a resolved alert that did not end the plain
+// way says how (resolution, superseded_by, reporting_delay, and the
+// description); one that did, or an open one, has none of them.
+func TestResolutionAnnotations(t *testing.T) {
+	rerun := "abs.daily/2026-09-30/20260930-r2"
+	for _, tt := range []struct {
+		name   string
+		edit   func(f *detect.Finding)
+		want   map[string]string
+		inDesc string
+	}{
+		{"superseded", func(f *detect.Finding) {
+			f.SupersededBy, f.Resolution = rerun, "superseded by "+rerun
+		}, map[string]string{"resolution": "superseded by " + rerun, "superseded_by": rerun}, ": superseded by " + rerun + "."},
+		{"reported late", func(f *detect.Finding) {
+			f.ReportingDelay, f.Lateness = 3*time.Minute, 0
+			f.Resolution = "on time (signal_delivered at 2026-09-30T21:59:00Z, deadline 2026-09-30T22:00:00Z), reported late by 3m"
+		}, map[string]string{"resolution": "on time (signal_delivered at 2026-09-30T21:59:00Z, deadline 2026-09-30T22:00:00Z), reported late by 3m",
+			"reporting_delay": "3m", "lateness": "0m"}, "reported late by 3m."},
+		{"plain", func(*detect.Finding) {}, map[string]string{}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := seedFinding(t)
+			f.State, f.Seq, f.ResolvedAt = detect.Resolved, 2, time.Date(2026, 10, 1, 2, 0, 0, 0, time.UTC)
+			tt.edit(&f)
+			a := AlertOf(&f, "", sendAt, 5*time.Minute).Annotations
+			for _, k := range []string{"resolution", "superseded_by", "reporting_delay"} {
+				if _, want := tt.want[k]; !want {
+					if v, ok := a[k]; ok {
+						t.Errorf("annotation %s = %q, want none", k, v)
+					}
+				}
+			}
+			for k, v := range tt.want {
+				if a[k] != v {
+					t.Errorf("annotation %s = %q, want %q", k, a[k], v)
+				}
+			}
+			if tt.inDesc != "" && !strings.Contains(a["description"], tt.inDesc) {
+				t.Errorf("description %q lacks %q", a["description"], tt.inDesc)
+			}
+		})
+	}
+}

@@ -134,7 +134,7 @@ func publish(t testing.TB, brokers []string, topic string, records ...[]byte) {
 func testConfig(t testing.TB) Config {
 	brokers := testenv.KafkaBrokers(t)
 	return Config{
-		Kafka: cliflag.Kafka{Brokers: brokers, Topic: "handoff.events", Partitions: 3, Replication: 1}, FindingsTopic: testenv.Topic(t, brokers, "notify_findings"), DLQTopic: testenv.Topic(t, brokers, "notify_dlq"),
+		Kafka: cliflag.Kafka{Brokers: brokers, Topic: "handoff.events", Partitions: 3, Replication: 1}, FindingsTopic: testenv.Topic(t, brokers, "notify_findings"), DLQTopic: testenv.Topic(t, brokers, "notify_dlq"), StateTopic: testenv.Topic(t, brokers, "notify_state"),
 		Group:    testenv.Name("notify"),
 		ServeURL: "http://127.0.0.1:8080", WebhookSecret: "s3cret",
 		Lease: 3 * time.Second, Resend: time.Second,

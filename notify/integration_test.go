@@ -338,3 +338,59 @@ func TestAlertmanagerStatusChange(t *testing.T) {
 	})
 	r.stop(t)
 }
+
+// TestAlertmanagerSuperseded: the seed finding, firing in the real
+// Alertmanager, is resolved because a re-run of its date (20260930-r2)
+// speaks for it: Alertmanager lets the alert go, and the resolution it was
+// sent (seen by the recording peer of the HA pair, as Alertmanager lists
+// no resolved alert) carries how it ended under the labels it fired with.
+func TestAlertmanagerSuperseded(t *testing.T) {
+	am := testenv.AlertmanagerURL(t)
+	cfg := testConfig(t)
+	peer := &recorder{}
+	peerSrv := httptest.NewServer(peer)
+	defer peerSrv.Close()
+	cfg.AlertmanagerURLs = []string{am, peerSrv.URL}
+	cfg.Lease, cfg.Resend = 10*time.Minute, time.Minute
+	s := seedStory(t, testenv.Name("abs_rerun"))
+	rerun := s.open.Batch
+	rerun.BatchID += "-r2"
+	resolved := s.open
+	resolved.Seq, resolved.State, resolved.ResolvedAt = 2, detect.Resolved, s.open.RaisedAt.Add(2*time.Hour)
+	resolved.EvidenceAsOf = resolved.ResolvedAt
+	resolved.SupersededBy, resolved.Resolution = rerun.String(), "superseded by "+rerun.String()
+
+	r := start(t, cfg)
+	publish(t, cfg.Kafka.Brokers, cfg.FindingsTopic, s.records[0])
+	testenv.Eventually(t, 30*time.Second, "the seed alert firing", func() (bool, string) {
+		as := amAlerts(t, am, s.pipeline)
+		return len(as) == 1 && as[0].Status.State == "active", fmt.Sprintf("alerts %+v", as)
+	})
+	publish(t, cfg.Kafka.Brokers, cfg.FindingsTopic, resolved.AppendJSON(nil))
+	testenv.Eventually(t, 30*time.Second, "the alert resolved in Alertmanager", func() (bool, string) {
+		as := amAlerts(t, am, s.pipeline)
+		return len(as) == 0, fmt.Sprintf("alerts %+v", as)
+	})
+	r.stop(t)
+	var got *Alert
+	for _, q := range peer.accepted() {
+		var as []Alert
+		if err := json.Unmarshal(q.body, &as); err != nil {
+			t.Fatalf("peer got %s: %v", q.body, err)
+		}
+		for i := range as {
+			if as[i].Annotations["seq"] == "2" {
+				got = &as[i]
+			}
+		}
+	}
+	if got == nil {
+		t.Fatal("the Alertmanagers were sent no resolution of the seed alert")
+	}
+	if !got.EndsAt.Equal(resolved.ResolvedAt) || got.Labels["batch_id"] != "20260930" || got.Labels["status"] != "late" {
+		t.Errorf("resolution sent: endsAt %s labels %v; want endsAt %s under the labels it fired with", got.EndsAt, got.Labels, resolved.ResolvedAt)
+	}
+	if got.Annotations["superseded_by"] != rerun.String() || got.Annotations["resolution"] != "superseded by "+rerun.String() {
+		t.Errorf("resolution annotations %v: want superseded_by %s and its resolution", got.Annotations, rerun)
+	}
+}

@@ -9,6 +9,8 @@ type Metrics struct {
 	Errors       *prometheus.CounterVec // failed attempts, by receiver kind, url (each is retried)
 	DeadLetters  *prometheus.CounterVec // by receiver kind, url
 	Open         prometheus.Gauge
+	Held         prometheus.Gauge
+	Skipped      prometheus.Counter
 	Lag          prometheus.Gauge
 	LastCommitTS prometheus.Gauge
 	LastResendTS prometheus.Gauge
@@ -33,6 +35,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Open: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "handoff_notify_open_findings", Help: "Open findings whose alerts notify keeps firing (re-sent before their lease runs out).",
 		}),
+		Held: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "handoff_notify_held_findings", Help: "Open findings waiting out their hold (the contract's for, or --for of their severity) before they page.",
+		}),
+		Skipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "handoff_notify_skipped_total", Help: "Finding records delivered to no receiver because their finding was raised before the group's first start window (--since).",
+		}),
 		Lag: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "handoff_notify_consumer_lag", Help: "Finding records in the topic not yet delivered and committed, on the partitions read so far (the findings backlog).",
 		}),
@@ -44,7 +52,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Consumed, m.Delivered, m.Errors, m.DeadLetters, m.Open, m.Lag, m.LastCommitTS, m.LastResendTS)
+		reg.MustRegister(m.Consumed, m.Delivered, m.Errors, m.DeadLetters, m.Open, m.Held, m.Skipped, m.Lag, m.LastCommitTS, m.LastResendTS)
 	}
 	return m
 }

@@ -20,6 +20,15 @@
 // offsets (the records it had delivered), then sends them again: the same
 // labels and the same startsAt (the finding's raised_at) are the same alert
 // in Alertmanager, so a restart raises no duplicate.
+//
+// Calm alerting: on the first start of a group (no committed offset),
+// findings raised more than Since before that start are recorded as seen
+// and delivered to no receiver, and the decision is kept on the state
+// topic so every later start makes the same; and a finding pages (its
+// alert reaches Alertmanager) only once it has been open for its hold (the
+// contract's for, else the hold of its severity), measured on the clock
+// from raised_at, so a restart in the middle of a hold neither loses nor
+// repeats the page.
 package notify
 
 import (
@@ -52,8 +61,12 @@ const RejectUndeliverable model.RejectKind = "undeliverable"
 type Options struct {
 	Logger   *slog.Logger          // default: discard
 	Registry prometheus.Registerer // nil: metrics not registered
-	// Now is the clock of the alerts' endsAt; default time.Now.
+	// Now is the clock of the alerts' endsAt, of the holds and of the
+	// first start's window; default time.Now.
 	Now func() time.Time
+	// After is the timer of the holds, on the same clock as Now; default
+	// time.After.
+	After func(time.Duration) <-chan time.Time
 }
 
 // Notifier consumes findings and delivers them. Create it with New, run it
@@ -63,9 +76,11 @@ type Notifier struct {
 	log    *slog.Logger
 	m      *Metrics
 	now    func() time.Time
+	after  func(time.Duration) <-chan time.Time
 	http   *http.Client
 	reader *kafka.Reader
 	dlq    *kafka.Writer
+	state  *kafka.Writer
 	set    *openSet
 	lag    map[int]int64 // per partition: high watermark - next offset
 	// amLocks serialise the requests to each Alertmanager: a re-send
@@ -75,6 +90,14 @@ type Notifier struct {
 	// that resolved it (which would fire it again for a lease).
 	amLocks map[string]*sync.Mutex
 	ready   chan struct{}
+	// wake tells the resend loop that a finding started its hold, so it
+	// arms the hold timer anew.
+	wake chan struct{}
+	// backlog is, on the group's first start, the end offset per
+	// partition of what was in the topic then; once consumed, a line says
+	// how many records were skipped. nil otherwise.
+	backlog                  map[int]int64
+	skippedN, deliveredFirst int
 }
 
 // New checks the configuration, creates the findings and dead-letter topics
@@ -87,8 +110,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*Notifier, error) {
 	n := &Notifier{
 		cfg: cfg, log: opts.Logger, now: opts.Now, m: NewMetrics(opts.Registry),
 		http: &http.Client{Timeout: cfg.RequestTimeout, CheckRedirect: noRedirects}, set: newOpenSet(), lag: map[int]int64{},
-		amLocks: map[string]*sync.Mutex{}, ready: make(chan struct{}),
+		amLocks: map[string]*sync.Mutex{}, ready: make(chan struct{}), wake: make(chan struct{}, 1), after: opts.After,
 	}
+	n.set.hold = cfg.holdOf
 	for _, u := range cfg.AlertmanagerURLs {
 		n.amLocks[u] = &sync.Mutex{}
 	}
@@ -98,11 +122,15 @@ func New(ctx context.Context, cfg Config, opts Options) (*Notifier, error) {
 	if n.now == nil {
 		n.now = time.Now
 	}
+	if n.after == nil {
+		n.after = time.After
+	}
 	specs := []topics.Spec{
 		{Name: cfg.FindingsTopic, Partitions: cfg.Kafka.Partitions, ReplicationFactor: cfg.Kafka.Replication},
 		{Name: cfg.DLQTopic, Partitions: cfg.Kafka.Partitions, ReplicationFactor: cfg.Kafka.Replication},
+		{Name: cfg.StateTopic, Partitions: 1, ReplicationFactor: cfg.Kafka.Replication, Compact: true},
 	}
-	if err := n.retrier().Do(ctx, retry.Startup, fmt.Sprintf("ensure Kafka topics %s and %s", cfg.FindingsTopic, cfg.DLQTopic), 0,
+	if err := n.retrier().Do(ctx, retry.Startup, fmt.Sprintf("ensure Kafka topics %s, %s and %s", cfg.FindingsTopic, cfg.DLQTopic, cfg.StateTopic), 0,
 		func(ctx context.Context) error { return topics.Ensure(ctx, cfg.Kafka.Brokers, specs...) }); err != nil {
 		return nil, err
 	}
@@ -131,6 +159,10 @@ func New(ctx context.Context, cfg Config, opts Options) (*Notifier, error) {
 		MaxAttempts:  3,
 		WriteTimeout: 30 * time.Second,
 	}
+	n.state = &kafka.Writer{
+		Addr: kafka.TCP(cfg.Kafka.Brokers...), Topic: cfg.StateTopic, Balancer: &kafka.Hash{},
+		RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, MaxAttempts: 3, WriteTimeout: 30 * time.Second,
+	}
 	return n, nil
 }
 
@@ -139,7 +171,7 @@ func (n *Notifier) Metrics() *Metrics { return n.m }
 
 // Close releases the Kafka reader and writer. Call it after Run returned.
 func (n *Notifier) Close() error {
-	return errors.Join(n.reader.Close(), n.dlq.Close())
+	return errors.Join(n.reader.Close(), n.dlq.Close(), n.state.Close())
 }
 
 func (n *Notifier) retrier() retry.Retrier {
@@ -162,7 +194,7 @@ func (n *Notifier) Run(ctx context.Context) error {
 		return err
 	}
 	close(n.ready)
-	n.log.Info("notify running", "topic", n.cfg.FindingsTopic, "group", n.cfg.Group, "open", n.set.len(),
+	n.log.Info("notify running", "topic", n.cfg.FindingsTopic, "group", n.cfg.Group, "open", n.set.len(), "blocked", n.set.blockedLen(),
 		"alertmanagers", n.cfg.AlertmanagerURLs, "webhooks", len(n.cfg.WebhookURLs))
 	// The loop runs without Alertmanagers too: a round then renews nothing
 	// and succeeds, so handoff_notify_last_resend_timestamp_seconds stays
@@ -177,18 +209,46 @@ func (n *Notifier) Run(ctx context.Context) error {
 }
 
 // resendLoop sends every open alert to every Alertmanager at once and then
-// every Resend, so that no open alert outlives its lease while notify runs.
+// every Resend, so that no open alert outlives its lease while notify runs,
+// and when the earliest hold runs out (a timer on the clock of Options), so
+// that a held finding pages at its due time, not up to Resend later.
 func (n *Notifier) resendLoop(ctx context.Context) {
 	t := time.NewTicker(n.cfg.Resend)
 	defer t.Stop()
 	for {
 		n.resend(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	arm:
+		for {
+			var due <-chan time.Time
+			if next, ok := n.set.nextDue(n.now()); ok {
+				due = n.after(next.Sub(n.now()))
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				break arm
+			case <-due:
+				break arm
+			case <-n.wake:
+			}
 		}
 	}
+}
+
+// woken tells the resend loop to arm the hold timer anew.
+func (n *Notifier) woken() {
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+// gauges sets the open and held gauges as of now.
+func (n *Notifier) gauges(now time.Time) {
+	open, held := n.set.counts(now)
+	n.m.Open.Set(float64(open - held))
+	n.m.Held.Set(float64(held))
 }
 
 func (n *Notifier) resend(ctx context.Context) {
@@ -213,8 +273,9 @@ func (n *Notifier) resendTo(ctx context.Context, u string) error {
 	mu := n.amLocks[u]
 	mu.Lock()
 	defer mu.Unlock()
-	alerts := n.set.firing(n.cfg.ServeURL, n.now(), n.cfg.Lease)
-	n.m.Open.Set(float64(len(alerts)))
+	now := n.now()
+	alerts := n.set.firing(n.cfg.ServeURL, now, n.cfg.Lease)
+	n.gauges(now)
 	if len(alerts) == 0 {
 		return nil
 	}
@@ -261,6 +322,24 @@ func (n *Notifier) consume(ctx context.Context) error {
 		n.lag[m.Partition] = m.HighWaterMark - m.Offset - 1
 		n.m.Lag.Set(float64(n.sumLag()))
 		n.m.LastCommitTS.SetToCurrentTime()
+		n.caughtUp(m.Partition, m.Offset)
+	}
+}
+
+// caughtUp notes that offset of partition p is committed and, on the
+// group's first start, says once how many records of the backlog were
+// skipped when the whole backlog is.
+func (n *Notifier) caughtUp(p int, offset int64) {
+	if n.backlog == nil {
+		return
+	}
+	if end, ok := n.backlog[p]; ok && offset >= end-1 {
+		delete(n.backlog, p)
+	}
+	if len(n.backlog) == 0 {
+		n.backlog = nil
+		n.log.Info("first start: the findings in the topic before it are consumed", "skipped", n.skippedN, "delivered", n.deliveredFirst,
+			"skip_raised_before", n.set.skipBefore, "since", n.cfg.Since)
 	}
 }
 
@@ -282,11 +361,23 @@ func (n *Notifier) handle(ctx context.Context, m *kafka.Message) error {
 		return n.deadLetter(ctx, m, model.RejectBadJSON, err.Error())
 	}
 	now := n.now()
-	alerts, news := n.set.apply(&f, n.cfg.ServeURL, now, n.cfg.Lease)
-	n.m.Open.Set(float64(n.set.len()))
-	if !news {
+	alerts, out := n.set.apply(&f, n.cfg.ServeURL, now, n.cfg.Lease)
+	n.gauges(now)
+	switch out {
+	case stale:
 		n.log.Debug("finding record seen before; not delivered again", "fingerprint", f.Fingerprint, "seq", f.Seq)
 		return nil
+	case skipped:
+		n.skippedN++
+		n.m.Skipped.Inc()
+		n.log.Debug("finding raised before the group's first start window; recorded as seen, not delivered",
+			"fingerprint", f.Fingerprint, "seq", f.Seq, "raised_at", f.RaisedAt, "skip_raised_before", n.set.skipBefore)
+		return nil
+	case held:
+		n.woken()
+	}
+	if n.backlog != nil {
+		n.deliveredFirst++
 	}
 	type job struct {
 		rcv  receiver
@@ -294,6 +385,12 @@ func (n *Notifier) handle(ctx context.Context, m *kafka.Message) error {
 	}
 	var jobs []job
 	for _, u := range n.cfg.AlertmanagerURLs {
+		if len(alerts) == 0 {
+			// Held, resolved within its hold, or a blocked finding with no
+			// root alert open to update (it pages through its root):
+			// nothing for Alertmanager.
+			break
+		}
 		jobs = append(jobs, job{receiver{"alertmanager", u}, func(ctx context.Context) error {
 			mu := n.amLocks[u]
 			mu.Lock()
@@ -335,7 +432,15 @@ func (n *Notifier) handle(ctx context.Context, m *kafka.Message) error {
 			"receivers", len(jobs), "delivered_to", len(jobs)-len(reasons), "reason", strings.Join(reasons, "; "))...)
 		return nil
 	}
-	n.log.Info("finding delivered", append(attrs, "receivers", len(jobs))...)
+	msg := "finding delivered"
+	switch {
+	case out == held:
+		msg = "finding delivered, its alert held: it pages when the hold runs out, if still open"
+		attrs = append(attrs, "held_until", f.RaisedAt.Add(n.set.holdOf(&f)))
+	case len(alerts) == 0 && len(n.cfg.AlertmanagerURLs) > 0:
+		msg = "finding delivered; resolved within its hold, it never paged"
+	}
+	n.log.Info(msg, append(attrs, "receivers", len(jobs), "alerts", len(alerts))...)
 	return nil
 }
 
@@ -396,16 +501,20 @@ func (n *Notifier) rebuild(ctx context.Context) error {
 	start := time.Now()
 	client := &kafka.Client{Addr: kafka.TCP(n.cfg.Kafka.Brokers...), Timeout: 15 * time.Second}
 	var parts []int
-	var first, committed map[int]int64
+	var first, end, committed map[int]int64
+	var firstStart bool
 	err := n.retrier().Do(ctx, retry.Startup, "read the offsets of "+n.cfg.FindingsTopic+" and group "+n.cfg.Group, 0, func(ctx context.Context) error {
 		var err error
-		parts, first, committed, err = offsets(ctx, client, n.cfg.FindingsTopic, n.cfg.Group)
+		parts, first, end, committed, firstStart, err = offsets(ctx, client, n.cfg.FindingsTopic, n.cfg.Group)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	records := 0
+	if err := n.skipTime(ctx, client, firstStart, first, end); err != nil {
+		return err
+	}
+	records, skips := 0, 0
 	for _, p := range parts {
 		from, to := first[p], committed[p]
 		if to <= from {
@@ -426,7 +535,9 @@ func (n *Notifier) rebuild(ctx context.Context) error {
 				return fmt.Errorf("rebuild open findings: read %s[%d] up to offset %d: %w", n.cfg.FindingsTopic, p, to, err)
 			}
 			if f, err := detect.ParseFinding(m.Value); err == nil {
-				n.set.apply(&f, n.cfg.ServeURL, n.now(), n.cfg.Lease)
+				if _, out := n.set.apply(&f, n.cfg.ServeURL, n.now(), n.cfg.Lease); out == skipped {
+					skips++
+				}
 				records++
 			}
 			if m.Offset >= to-1 {
@@ -435,46 +546,106 @@ func (n *Notifier) rebuild(ctx context.Context) error {
 		}
 		r.Close()
 	}
-	n.m.Open.Set(float64(n.set.len()))
-	n.log.Info("open findings rebuilt from the delivered records", "records", records, "open", n.set.len(), "took", time.Since(start))
+	now := n.now()
+	n.gauges(now)
+	open, held := n.set.counts(now)
+	n.log.Info("open findings rebuilt from the delivered records", "records", records, "open", open, "held", held,
+		"skipped", skips, "took", time.Since(start))
 	return nil
 }
 
-// offsets returns the partitions of topic with their first retained offset
-// and the group's committed offset (the first offset when none).
-func offsets(ctx context.Context, c *kafka.Client, topic, group string) (parts []int, first, committed map[int]int64, err error) {
+// skipTime sets the open set's skip time from the group's state: on the
+// group's first start (no committed offset) it decides it (the clock
+// minus Since) and writes it to the state topic before anything is
+// delivered; on any other start it reads it back. A group that has
+// committed offsets but no state (it started before notify kept one)
+// skips nothing.
+func (n *Notifier) skipTime(ctx context.Context, c *kafka.Client, firstStart bool, first, end map[int]int64) error {
+	if firstStart {
+		now := n.now().UTC()
+		st := groupState{Group: n.cfg.Group, FirstStart: now, Since: n.cfg.Since.String()}
+		if n.cfg.Since > 0 {
+			st.SkipRaisedBefore = now.Add(-n.cfg.Since)
+		}
+		if err := writeState(ctx, n.state, st); err != nil {
+			return err
+		}
+		n.set.skipBefore = st.SkipRaisedBefore
+		n.backlog = map[int]int64{}
+		for p, e := range end {
+			if e > first[p] {
+				n.backlog[p] = e
+			}
+		}
+		n.log.Info("first start of the group: findings raised before the window are recorded as seen and not delivered",
+			"group", n.cfg.Group, "since", n.cfg.Since, "skip_raised_before", st.SkipRaisedBefore, "backlog_partitions", len(n.backlog))
+		if len(n.backlog) == 0 {
+			n.backlog = nil
+		}
+		return nil
+	}
+	var st groupState
+	var found bool
+	err := n.retrier().Do(ctx, retry.Startup, "read the state of group "+n.cfg.Group+" from "+n.cfg.StateTopic, 0, func(ctx context.Context) error {
+		var err error
+		st, found, err = readState(ctx, c, n.cfg.Kafka.Brokers, n.cfg.StateTopic, n.cfg.Group)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !found {
+		n.log.Info("the group has committed offsets but no state record (it started before notify kept one): no finding is skipped",
+			"group", n.cfg.Group, "state_topic", n.cfg.StateTopic)
+		return nil
+	}
+	n.set.skipBefore = st.SkipRaisedBefore
+	return nil
+}
+
+// offsets returns the partitions of topic with their first retained offset,
+// their end offset and the group's committed offset (the first offset when
+// none), and whether the group has committed none at all (its first start).
+func offsets(ctx context.Context, c *kafka.Client, topic, group string) (parts []int, first, end, committed map[int]int64, firstStart bool, err error) {
+	fail := func(err error) ([]int, map[int]int64, map[int]int64, map[int]int64, bool, error) {
+		return nil, nil, nil, nil, false, err
+	}
 	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("metadata of topic %s: %w", topic, err)
+		return fail(fmt.Errorf("metadata of topic %s: %w", topic, err))
 	}
 	if len(meta.Topics) != 1 || meta.Topics[0].Error != nil {
-		return nil, nil, nil, fmt.Errorf("metadata of topic %s: %v", topic, meta.Topics)
+		return fail(fmt.Errorf("metadata of topic %s: %v", topic, meta.Topics))
 	}
 	var reqs []kafka.OffsetRequest
 	for _, p := range meta.Topics[0].Partitions {
 		parts = append(parts, p.ID)
-		reqs = append(reqs, kafka.FirstOffsetOf(p.ID))
+		reqs = append(reqs, kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
 	}
 	lo, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("first offsets of topic %s: %w", topic, err)
+		return fail(fmt.Errorf("offsets of topic %s: %w", topic, err))
 	}
-	first, committed = map[int]int64{}, map[int]int64{}
+	first, end, committed = map[int]int64{}, map[int]int64{}, map[int]int64{}
 	for _, p := range lo.Topics[topic] {
 		if p.Error != nil {
-			return nil, nil, nil, fmt.Errorf("first offset of %s[%d]: %w", topic, p.Partition, p.Error)
+			return fail(fmt.Errorf("offsets of %s[%d]: %w", topic, p.Partition, p.Error))
 		}
-		first[p.Partition] = p.FirstOffset
+		first[p.Partition], end[p.Partition] = p.FirstOffset, p.LastOffset
 	}
 	of, err := c.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("committed offsets of group %s on %s: %w", group, topic, err)
+		return fail(fmt.Errorf("committed offsets of group %s on %s: %w", group, topic, err))
 	}
+	firstStart = true
 	for _, p := range of.Topics[topic] {
 		if p.Error != nil {
-			return nil, nil, nil, fmt.Errorf("committed offset of group %s on %s[%d]: %w", group, topic, p.Partition, p.Error)
+			return fail(fmt.Errorf("committed offset of group %s on %s[%d]: %w", group, topic, p.Partition, p.Error))
+		}
+		if p.CommittedOffset >= 0 {
+			firstStart = false
 		}
 		committed[p.Partition] = max(p.CommittedOffset, first[p.Partition])
 	}
-	return parts, first, committed, nil
+	return parts, first, end, committed, firstStart, nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/replay"
+	"github.com/handoff-dev/handoff/analyzer/upstream"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 )
@@ -55,6 +56,54 @@ type Set struct {
 	coverFrom, coverTo model.Date
 	events             int
 	ignored            int
+	// up answers the upstream rule (Upstreams); nil: not applied.
+	up upstream.Batches
+}
+
+// Upstreams turns the upstream rule (analyzer/upstream) on for the
+// diagnoses of the set, with b answering for the other batches: nil
+// means the set itself, when it holds every pipeline the contracts'
+// upstreams name (a file's whole history). A set of one pipeline is
+// given what was read beforehand of its upstreams (an upstream.Table).
+func (s *Set) Upstreams(b upstream.Batches) {
+	if b == nil {
+		b = setBriefs{s}
+	}
+	s.up = b
+}
+
+// First returns the earliest business date of pipeline the set knows.
+func (s *Set) First(pipeline string) (model.Date, bool) {
+	d, ok := s.first[pipeline]
+	return d, ok
+}
+
+// setBriefs answers upstream.Batches from the set's own batches.
+type setBriefs struct{ s *Set }
+
+func (b setBriefs) First(pipeline string) (model.Date, bool) { return b.s.First(pipeline) }
+
+func (b setBriefs) Brief(k model.BatchKey) (model.Hypothesis, model.Boundary, bool) {
+	st := b.s.states[k]
+	if st == nil {
+		return model.NotProduced, model.NoBoundary, false
+	}
+	return st.st.Brief(b.s.contracts.For(k.Pipeline), b.s.asOf)
+}
+
+// resolver is a fresh upstream resolver for one call (nil: rule off).
+func (s *Set) resolver() *upstream.Resolver {
+	if s.up == nil {
+		return nil
+	}
+	return upstream.New(s.contracts, s.up)
+}
+
+func blockedOf(r *upstream.Resolver, k model.BatchKey, c *contract.Contract) *replay.Blocked {
+	if r == nil || len(c.Upstreams) == 0 {
+		return nil
+	}
+	return r.Blocked(k)
 }
 
 // New returns an empty Set that will diagnose as of asOf. Heartbeats later
@@ -235,16 +284,19 @@ func (s *Set) Diagnose(keep func(model.BatchKey) bool) []replay.Diagnosis {
 func (s *Set) DiagnoseKeys(keys []model.BatchKey) []replay.Diagnosis {
 	out := make([]replay.Diagnosis, 0, len(keys))
 	verdicts := make(map[model.BatchKey]outcome)
+	up := s.resolver()
 	for _, k := range keys {
 		c := s.contracts.For(k.Pipeline)
 		b := s.states[k]
 		if b == nil {
 			if d, ok := s.absentOne(k, c, verdicts); ok {
+				d.Blocked = blockedOf(up, k, c)
 				out = append(out, d)
 			}
 			continue
 		}
 		ctx := s.context(k, c, verdicts)
+		ctx.Blocked = blockedOf(up, k, c)
 		out = append(out, b.st.Evaluate(c, s.asOf, ctx))
 	}
 	return out
@@ -256,10 +308,17 @@ func (s *Set) DiagnoseKeys(keys []model.BatchKey) []replay.Diagnosis {
 func (s *Set) DiagnoseOne(k model.BatchKey) (replay.Diagnosis, bool) {
 	c := s.contracts.For(k.Pipeline)
 	b := s.states[k]
+	up := s.resolver()
 	if b == nil {
-		return s.absentOne(k, c, map[model.BatchKey]outcome{})
+		d, ok := s.absentOne(k, c, map[model.BatchKey]outcome{})
+		if ok {
+			d.Blocked = blockedOf(up, k, c)
+		}
+		return d, ok
 	}
-	return b.st.Evaluate(c, s.asOf, s.context(k, c, map[model.BatchKey]outcome{})), true
+	ctx := s.context(k, c, map[model.BatchKey]outcome{})
+	ctx.Blocked = blockedOf(up, k, c)
+	return b.st.Evaluate(c, s.asOf, ctx), true
 }
 
 // context builds the context of batch k: continuity (PreviousOf), the

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/replay"
+	"github.com/handoff-dev/handoff/analyzer/upstream"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 )
@@ -25,11 +26,13 @@ import (
 // answers continuity from its states, Ordered from the verdicts it kept;
 // both through PreviousOf, which looks only backwards in time.
 type Ordered struct {
-	c        *contract.Contract
-	pipeline string
-	asOf     time.Time
-	opts     OrderedOptions
-	yield    func(*replay.Diagnosis) error
+	contracts Contracts
+	up        *upstream.Resolver // built on first use, over opts.Upstreams
+	c         *contract.Contract
+	pipeline  string
+	asOf      time.Time
+	opts      OrderedOptions
+	yield     func(*replay.Diagnosis) error
 
 	cur     model.Date
 	started bool
@@ -69,6 +72,10 @@ type OrderedOptions struct {
 	// as-of time, which bounds it anyway), from First (or From, when
 	// later) on, in key order among the batches with events.
 	To model.Date
+	// Upstreams, when not nil, answers the upstream rule (analyzer/upstream)
+	// for the batches handed over: what was read beforehand of the
+	// pipelines this one waits for.
+	Upstreams upstream.Batches
 }
 
 // NewOrdered returns an Ordered for pipeline under contracts, diagnosing
@@ -76,7 +83,7 @@ type OrderedOptions struct {
 // keep nothing of it after returning (the caller renders it).
 func NewOrdered(contracts Contracts, pipeline string, asOf time.Time, opts OrderedOptions, yield func(*replay.Diagnosis) error) *Ordered {
 	return &Ordered{
-		c: contracts.For(pipeline), pipeline: pipeline, asOf: asOf.UTC().Truncate(time.Millisecond), opts: opts, yield: yield,
+		contracts: contracts, c: contracts.For(pipeline), pipeline: pipeline, asOf: asOf.UTC().Truncate(time.Millisecond), opts: opts, yield: yield,
 		open: make(map[string]*replay.State), past: make(map[model.Date][]pastBatch),
 	}
 }
@@ -162,6 +169,7 @@ func (o *Ordered) absentThrough(end model.Date) error {
 			continue
 		}
 		if d, ok := Absent(k, o.c, o.asOf, n, o.opts.Alive); ok {
+			o.block(&d, k)
 			if err := o.yield(&d); err != nil {
 				return err
 			}
@@ -170,6 +178,25 @@ func (o *Ordered) absentThrough(end model.Date) error {
 	}
 	o.calNext = end.AddDays(1)
 	return nil
+}
+
+// blocked is the upstream rule's answer for k (nil without Upstreams).
+func (o *Ordered) blocked(k model.BatchKey) *replay.Blocked {
+	if o.opts.Upstreams == nil || len(o.c.Upstreams) == 0 {
+		return nil
+	}
+	if o.up == nil {
+		o.up = upstream.New(o.contracts, o.opts.Upstreams)
+	}
+	return o.up.Blocked(k)
+}
+
+// block adds the upstream rule's answer to d, an absent batch's diagnosis
+// (never delivered), as Evaluate does through replay.Context.
+func (o *Ordered) block(d *replay.Diagnosis, k model.BatchKey) {
+	if b := o.blocked(k); b != nil && !d.Delivered() {
+		d.Blocked = b
+	}
 }
 
 // Events returns how many events were added.
@@ -207,6 +234,11 @@ func (o *Ordered) flush() error {
 	all := append(slices.Clone(ids), absent...)
 	slices.Sort(all)
 	slices.Sort(ids)
+	// The verdicts kept for the dates after this one: an evaluated batch's
+	// are its diagnosis' (Outcome is the same view of the same state as of
+	// the same time), so only the batches folded for context alone are
+	// looked at again.
+	past := make([]pastBatch, 0, len(ids))
 	if emit {
 		n := orderedNeighbours{o}
 		for _, id := range all {
@@ -217,23 +249,27 @@ func (o *Ordered) flush() error {
 				if !ok {
 					continue
 				}
+				o.block(&d, k)
 				if err := o.yield(&d); err != nil {
 					return err
 				}
 				o.count++
 				continue
 			}
-			d := st.Evaluate(o.c, o.asOf, replay.Context{Previous: PreviousOf(k, o.c, n), Attempt: AttemptContext(k, o.c, n), Alive: o.opts.Alive})
+			d := st.Evaluate(o.c, o.asOf, replay.Context{Previous: PreviousOf(k, o.c, n), Attempt: AttemptContext(k, o.c, n), Alive: o.opts.Alive, Blocked: o.blocked(k)})
+			if d.Events > 0 {
+				past = append(past, pastBatch{id: id, verdict: d.Verdict})
+			}
 			if err := o.yield(&d); err != nil {
 				return err
 			}
 			o.count++
 		}
-	}
-	past := make([]pastBatch, 0, len(ids))
-	for _, id := range ids {
-		if v, seen := o.open[id].Outcome(o.c, o.asOf); seen {
-			past = append(past, pastBatch{id: id, verdict: v})
+	} else {
+		for _, id := range ids {
+			if v, seen := o.open[id].Outcome(o.c, o.asOf); seen {
+				past = append(past, pastBatch{id: id, verdict: v})
+			}
 		}
 	}
 	o.past[o.cur] = past

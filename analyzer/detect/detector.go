@@ -9,6 +9,7 @@ import (
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
 	"github.com/handoff-dev/handoff/analyzer/replay"
+	"github.com/handoff-dev/handoff/analyzer/upstream"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 )
@@ -100,7 +101,12 @@ type Detector struct {
 	early []early
 
 	timers timers
+	wakes  wakes
 	dirty  []*batch
+	// waiting lists the batches suspended since the last Suspended call
+	// (some may have been resumed or released since): Suspended and Stats
+	// run at every Advance and must not walk every open batch.
+	waiting []*batch
 	// evaluated lists the batches evaluated at the last Advance; those
 	// that got no event since have gone quiet, and the next Advance
 	// compacts their state (their records and arena grew for events that
@@ -117,6 +123,10 @@ type Detector struct {
 	floor    time.Time
 	verdicts map[model.BatchKey]outcome // per evaluation round
 	base     *baseState                 // nil: no early warning
+	// graph is the reverse of the contracts' upstreams (nil: none listed);
+	// upstreams answers the blocked rule for one evaluation round.
+	graph     *upstream.Graph
+	upstreams *upstream.Resolver
 }
 
 // outcome is a cached replay.State.Outcome.
@@ -167,6 +177,10 @@ type tracked struct {
 	resolved int64
 	deadline int64
 	seq      int32
+	// root is the incident the finding was last published under
+	// (RootFingerprint of its root batch, hashed): a change of cause is
+	// an update of an open finding.
+	root uint64
 }
 
 // msOf is t in Unix milliseconds, 0 for the zero time.
@@ -222,6 +236,9 @@ func New(cfg Config) (*Detector, error) {
 	if d.retain == 0 {
 		d.retain = DefaultRetain
 	}
+	if g := upstream.NewGraph(cfg.Contracts); !g.Empty() {
+		d.graph = g
+	}
 	return d, nil
 }
 
@@ -275,7 +292,7 @@ func (d *Detector) Observe(e *model.Event) bool {
 	}
 	b := d.newBatch(k)
 	if !d.horizon.IsZero() && k.BusinessDate.Compare(d.horizon) < 0 {
-		b.suspended = true
+		d.suspend(b)
 	}
 	d.step(b, e)
 	return !b.suspended
@@ -309,7 +326,8 @@ func (d *Detector) Floor(t time.Time) {
 func (d *Detector) reopen(k model.BatchKey, cb closedBatch) *batch {
 	delete(d.closed, k)
 	b := d.newBatch(k)
-	b.suspended, b.delivered = true, true
+	d.suspend(b)
+	b.delivered = true
 	for _, f := range cb.done {
 		b.findings = append(b.findings, tracked{fp: f.fp, state: Resolved, seq: f.seq})
 	}
@@ -350,6 +368,12 @@ func (d *Detector) step(b *batch, e *model.Event) {
 func (d *Detector) touch(b *batch) {
 	d.markDirty(b)
 	k := b.state.Key()
+	// The batches waiting on this one: their blocked cause may change.
+	for _, dk := range d.graph.Downstream(k) {
+		if o := d.open[dk]; o != nil {
+			d.markDirty(o)
+		}
+	}
 	c := d.contracts.For(k.Pipeline)
 	if c.Reruns.Off() {
 		return
@@ -393,14 +417,38 @@ func (d *Detector) Resume(k model.BatchKey) bool {
 // Suspended lists the batches waiting for their history (see Observe), in
 // key order.
 func (d *Detector) Suspended() []model.BatchKey {
-	var out []model.BatchKey
-	for k, b := range d.open {
-		if b.suspended {
-			out = append(out, k)
+	d.pruneWaiting()
+	if len(d.waiting) == 0 {
+		return nil
+	}
+	out := make([]model.BatchKey, len(d.waiting))
+	for i, b := range d.waiting {
+		out[i] = b.state.Key()
+	}
+	return out
+}
+
+func (d *Detector) suspend(b *batch) {
+	if !b.suspended {
+		b.suspended = true
+		d.waiting = append(d.waiting, b)
+	}
+}
+
+// pruneWaiting keeps in waiting only the batches still open and
+// suspended, once each.
+func (d *Detector) pruneWaiting() {
+	kept := d.waiting[:0]
+	for _, b := range d.waiting {
+		if b.suspended && b.slot != slotGone && d.open[b.state.Key()] == b {
+			kept = append(kept, b)
 		}
 	}
-	slices.SortFunc(out, model.BatchKey.Compare)
-	return out
+	clear(d.waiting[len(kept):])
+	// In key order, once each (a batch resumed and suspended again is
+	// listed twice).
+	slices.SortFunc(kept, func(a, b *batch) int { return a.state.Key().Compare(b.state.Key()) })
+	d.waiting = slices.Compact(kept)
 }
 
 // Restore loads findings published before a restart (or by the instance
@@ -438,7 +486,7 @@ func (d *Detector) Restore(fs ...Finding) error {
 			} else if b = d.newBatch(f.Batch); f.Kind == Missing {
 				b.expected = true
 			} else {
-				b.suspended = true
+				d.suspend(b)
 			}
 		}
 		t := tracked{fp: fp, kind: f.Kind, name: f.Name, state: f.State, status: f.Status, seq: int32(f.Seq),
@@ -503,14 +551,13 @@ type Stats struct {
 
 // Stats returns the current counts.
 func (d *Detector) Stats() Stats {
-	s := Stats{Open: len(d.open), Closed: len(d.closed), Armed: len(d.timers), Safe: d.safe}
-	for _, b := range d.open {
-		if b.suspended {
-			s.Suspended++
-		}
-	}
-	return s
+	d.pruneWaiting()
+	return Stats{Open: len(d.open), Closed: len(d.closed), Armed: len(d.timers), Suspended: len(d.waiting), Safe: d.safe}
 }
+
+// Safe returns the safe time of the last Advance (zero before the first):
+// Stats().Safe without counting what the detector holds.
+func (d *Detector) Safe() time.Time { return d.safe }
 
 // Advance moves the detector's time to now, with evidence complete up to
 // safe, and returns the findings to publish, in batch key order.
@@ -556,6 +603,7 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 	d.dirty = nil
 	slices.SortFunc(work, func(a, b *batch) int { return a.state.Key().Compare(b.state.Key()) })
 	d.verdicts = make(map[model.BatchKey]outcome)
+	d.round()
 	var out []Finding
 	for _, b := range work {
 		if b.suspended {
@@ -570,8 +618,18 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 		out = d.evaluate(b, now, safe, out)
 		d.evaluated = append(d.evaluated, b)
 	}
-	d.verdicts = nil
+	d.verdicts, d.upstreams = nil, nil
+	// After the evaluations, which add the instants they armed.
+	d.wakes.drop(safe.UnixMilli())
 	return out
+}
+
+// round starts an evaluation round of the upstream rule: one resolver,
+// so a chain's root is worked out once per round.
+func (d *Detector) round() {
+	if d.graph != nil {
+		d.upstreams = upstream.New(d.contracts, neighbours{d})
+	}
 }
 
 // compactQuiet compacts the state of every batch evaluated at the last
@@ -669,6 +727,27 @@ func (n neighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
 	return 0, false
 }
 
+// Brief answers upstream.Batches: a closed batch was delivered; an open
+// one is replayed as of the round's safe time.
+func (n neighbours) Brief(k model.BatchKey) (model.Hypothesis, model.Boundary, bool) {
+	d := n.d
+	if !d.horizon.IsZero() && k.BusinessDate.Compare(d.horizon) < 0 {
+		// Forgotten with the closed batches past retention: not known to
+		// block anything, as diagnose over that window would not know it.
+		return model.Delivered, model.NoBoundary, true
+	}
+	if b := d.open[k]; b != nil && b.suspended && b.delivered {
+		return model.Delivered, model.NoBoundary, true
+	} else if b != nil && b.state.Len() > 0 {
+		v, fm, seen := b.state.Brief(d.contracts.For(k.Pipeline), d.safe)
+		return v, fm, seen
+	}
+	if _, ok := d.closed[k]; ok {
+		return model.Delivered, model.NoBoundary, true
+	}
+	return model.NotProduced, model.NoBoundary, false
+}
+
 func (n neighbours) Reruns(base model.BatchKey) []model.BatchKey { return n.d.reruns.Of(base) }
 
 // Diagnosis returns the diagnosis of open batch k as of the safe time of
@@ -681,7 +760,8 @@ func (d *Detector) Diagnosis(k model.BatchKey) (replay.Diagnosis, bool) {
 		return replay.Diagnosis{}, false
 	}
 	d.verdicts = make(map[model.BatchKey]outcome)
-	defer func() { d.verdicts = nil }()
+	d.round()
+	defer func() { d.verdicts, d.upstreams = nil, nil }()
 	return d.diagnose(b, d.contracts.For(k.Pipeline), d.safe), true
 }
 
@@ -693,6 +773,9 @@ func (d *Detector) diagnose(b *batch, c *contract.Contract, safe time.Time) repl
 		Previous: batches.PreviousOf(k, c, neighbours{d}),
 		Attempt:  batches.AttemptContext(k, c, neighbours{d}),
 		Alive:    d.procs.Alive(k.Pipeline, func(h replay.Heartbeat) bool { return !h.At.After(safe) }),
+	}
+	if d.upstreams != nil {
+		ctx.Blocked = d.upstreams.Blocked(k)
 	}
 	diag := b.state.Evaluate(c, safe, ctx)
 	d.annotate(&diag, k)

@@ -57,8 +57,11 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 		conds = nil
 	}
 
+	root, rootBatch := rootOf(k, &diag)
+	rootHash := hashID(root)
 	emit := func(t *tracked, r resolution) {
 		f := Finding{
+			Root: root, RootBatch: rootBatch,
 			Fingerprint: fmtFingerprint(t.fp), State: t.state, Kind: t.kind, Name: t.name, Batch: k,
 			Status: diag.Status, Verdict: diag.Verdict.String(), Seq: int(t.seq),
 			RaisedAt: timeOf(t.raised), ResolvedAt: timeOf(t.resolved), Deadline: timeOf(t.deadline), Lateness: r.lateness,
@@ -76,6 +79,7 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 		}
 		f.Severity, f.Owner, f.Labels = routing(c)
 		f.Severity = severityOf(t.kind, c)
+		f.For, f.HasFor = c.For, c.HasFor
 		out = append(out, f)
 	}
 	start := len(out)
@@ -99,11 +103,13 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 			t.state, t.status, t.seq = Open, diag.Status, t.seq+1
 			t.raised, t.resolved, t.deadline = msOf(now), 0, msOf(cd.deadline)
 			emit(t, resolution{lateness: lateSince(safe, t.deadline)})
-		case t.status != diag.Status:
-			// Still open, the batch's status changed: an update.
-			t.status, t.seq = diag.Status, t.seq+1
+		case t.status != diag.Status || (t.root != 0 && t.root != rootHash):
+			// Still open, the batch's status or its cause (the root it
+			// is blocked by, or none) changed: an update.
+			t.status, t.seq, t.root = diag.Status, t.seq+1, rootHash
 			emit(t, resolution{lateness: lateSince(safe, t.deadline)})
 		}
+		t.root = rootHash
 	}
 	for j := range b.findings {
 		t := &b.findings[j]
@@ -138,6 +144,19 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 	})
 	d.settle(b, &diag, rerun)
 	return out
+}
+
+// rootOf is the incident a finding of batch k belongs to: the first root
+// (in key order) of what blocks its diagnosis, or k itself when nothing
+// does. It returns the incident's fingerprint and the root batch.
+func rootOf(k model.BatchKey, diag *replay.Diagnosis) (string, string) {
+	if diag.Blocked != nil && len(diag.Blocked.Roots) > 0 {
+		rb := diag.Blocked.Roots[0].Batch
+		if rk, err := model.ParseBatchKey(rb); err == nil {
+			return RootFingerprint(rk), rb
+		}
+	}
+	return RootFingerprint(k), k.String()
 }
 
 // conditions lists the alertable conditions of a diagnosis, in a fixed
@@ -296,6 +315,7 @@ func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 			next = ms
 		}
 	}
+	d.wakes.add(next)
 	if diag.Events < b.state.Len() {
 		if ms := b.state.LastEventAt().UnixMilli(); next == 0 || ms < next {
 			next = ms

@@ -100,9 +100,33 @@ type Finding struct {
 	Severity string
 	Owner    string
 	Labels   map[string]string
+	// For is the contract's hold before paging (its for), when HasFor:
+	// notify pages for the finding only once it has been open that long.
+	For    time.Duration
+	HasFor bool
+	// Root is the fingerprint of the incident the finding belongs to
+	// (RootFingerprint of RootBatch): the root of the chain of upstream
+	// batches that blocks this one, or this batch itself when nothing
+	// upstream blocks it. Findings with one Root are one incident: notify
+	// pages for the root's own findings only. The JSON carries it for a
+	// blocked finding only; ParseFinding fills in the batch's own incident
+	// otherwise.
+	Root string
+	// RootBatch is the root batch's key ("pipeline/date/batch_id").
+	RootBatch string
 	// Diagnosis is the batch's diagnosis as of EvidenceAsOf.
 	Diagnosis replay.Diagnosis
 }
+
+// RootFingerprint is the fingerprint of the incident rooted at batch k:
+// Fingerprint(k, "incident", ""). It depends on the batch alone, so every
+// finding blocked by k, on any detector instance, names the same one.
+func RootFingerprint(k model.BatchKey) string { return Fingerprint(k, "incident", "") }
+
+// IsBlocked reports whether the finding's batch is blocked by an upstream
+// batch (its diagnosis names the cause): it belongs to the incident of
+// another batch.
+func (f *Finding) IsBlocked() bool { return f.Diagnosis.Blocked != nil }
 
 // Fingerprint returns the fingerprint of the condition (kind, name) of
 // batch k: 16 hex digits of the 64-bit FNV-1a hash of
@@ -182,10 +206,22 @@ func (f *Finding) AppendJSON(b []byte) []byte {
 		b = appendKey(b, "superseded_by")
 		b = model.AppendJSONString(b, f.SupersededBy)
 	}
+	if f.Root != "" && f.RootBatch != f.Batch.String() {
+		// Written for a blocked finding only: any other is its own
+		// incident, which a reader derives from the batch (ParseFinding).
+		b = appendKey(b, "root")
+		b = model.AppendJSONString(b, f.Root)
+		b = appendKey(b, "root_batch")
+		b = model.AppendJSONString(b, f.RootBatch)
+	}
 	b = appendKey(b, "severity")
 	b = model.AppendJSONString(b, f.Severity)
 	b = appendKey(b, "owner")
 	b = model.AppendJSONString(b, f.Owner)
+	if f.HasFor {
+		b = appendKey(b, "for_ms")
+		b = strconv.AppendInt(b, f.For.Milliseconds(), 10)
+	}
 	b = appendKey(b, "labels")
 	b = append(b, '{')
 	names := make([]string, 0, len(f.Labels))
@@ -241,6 +277,9 @@ type wireFinding struct {
 	Severity     string            `json:"severity"`
 	Owner        string            `json:"owner"`
 	Labels       map[string]string `json:"labels"`
+	ForMs        *int64            `json:"for_ms"`
+	Root         string            `json:"root"`
+	RootBatch    string            `json:"root_batch"`
 	Diagnosis    json.RawMessage   `json:"diagnosis"`
 }
 
@@ -407,9 +446,30 @@ func ParseFinding(data []byte) (Finding, error) {
 			return f, bad("verdict", "%q: want delivered or a hypothesis (not_produced ... not_consumed)", f.Verdict)
 		}
 	}
+	if (w.Root == "") != (w.RootBatch == "") {
+		return f, bad("root", "root %q and root_batch %q come together or not at all", w.Root, w.RootBatch)
+	}
+	if w.RootBatch != "" {
+		rk, err := model.ParseBatchKey(w.RootBatch)
+		if err != nil {
+			return f, bad("root_batch", "%q: %v", w.RootBatch, err)
+		}
+		if want := RootFingerprint(rk); w.Root != want {
+			return f, bad("root", "%q is not the incident fingerprint of %s (want %s)", w.Root, w.RootBatch, want)
+		}
+		f.Root, f.RootBatch = w.Root, w.RootBatch
+	} else {
+		f.Root, f.RootBatch = RootFingerprint(k), k.String()
+	}
 	f.Severity, f.Owner = w.Severity, w.Owner
 	if len(w.Labels) > 0 {
 		f.Labels = w.Labels
+	}
+	if w.ForMs != nil {
+		if *w.ForMs < 0 || *w.ForMs > (24*time.Hour).Milliseconds() {
+			return f, bad("for_ms", "%d: want 0 to 86400000 (a day)", *w.ForMs)
+		}
+		f.For, f.HasFor = time.Duration(*w.ForMs)*time.Millisecond, true
 	}
 	if err := json.Unmarshal(w.Diagnosis, &f.Diagnosis); err != nil {
 		return f, decodeError("diagnosis.", err)

@@ -28,7 +28,11 @@ func sampleFindings(t *testing.T) []detect.Finding {
 	}
 	f := fs[0]
 	f.Severity, f.Owner, f.Labels = "critical", "team-finance <fin@example.com>", map[string]string{"team": "finance", "tier": "1\n\"quoted\""}
-	return append(fs, f)
+	held := fs[0]
+	held.For, held.HasFor = 10*time.Minute, true
+	zero := fs[0]
+	zero.HasFor = true // for: 0s, page at once: present as 0, not absent
+	return append(fs, f, held, zero)
 }
 
 var timeRE = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
@@ -76,7 +80,7 @@ func TestFindingJSON(t *testing.T) {
 		}
 		if back.Fingerprint != f.Fingerprint || back.State != f.State || back.Seq != f.Seq || back.Lateness != f.Lateness ||
 			!back.RaisedAt.Equal(f.RaisedAt) || !back.ResolvedAt.Equal(f.ResolvedAt) || !back.Deadline.Equal(f.Deadline) ||
-			back.Batch != f.Batch || back.Owner != f.Owner || len(back.Labels) != len(f.Labels) || back.Diagnosis.Status != f.Diagnosis.Status {
+			back.Batch != f.Batch || back.Owner != f.Owner || back.For != f.For || back.HasFor != f.HasFor || len(back.Labels) != len(f.Labels) || back.Diagnosis.Status != f.Diagnosis.Status {
 			t.Errorf("round trip changed the finding:\nwant %+v\n got %+v", summarize([]detect.Finding{f}), summarize([]detect.Finding{back}))
 		}
 		if again := back.AppendJSON(nil); !bytes.Equal(again, b) {
@@ -120,6 +124,8 @@ func TestParseFindingErrors(t *testing.T) {
 		{"pipeline disagrees", "pipeline", "disagrees", edit(`"pipeline":"account-balance-snapshot.daily"`, `"pipeline":"other"`)},
 		{"bad time", "raised_at", "2026-09-31", edit(`"raised_at":"2026-09-30T22:15:30.000Z"`, `"raised_at":"2026-09-31T22:15:30.000Z"`)},
 		{"seq zero", "seq", "1 or more", edit(`"seq":1`, `"seq":0`)},
+		{"negative for", "for_ms", "want 0 to", edit(`"labels":`, `"for_ms":-1,"labels":`)},
+		{"for over a day", "for_ms", "want 0 to", edit(`"labels":`, `"for_ms":86400001,"labels":`)},
 		{"no diagnosis", "diagnosis", "required", good[:bytes.Index(good, []byte(`,"diagnosis":`))]},
 	}
 	for _, tt := range tests {

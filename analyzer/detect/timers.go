@@ -1,5 +1,7 @@
 package detect
 
+import "time"
+
 // timers is a min-heap of open batches by their next deadline (Unix ms).
 // Each batch is in it at most once; batch.slot is its position, -1 when
 // not armed. A heap rather than a wheel: deadlines spread over days, a
@@ -86,4 +88,73 @@ func (h *timers) pop(ms int64) *batch {
 	b := (*h)[0]
 	h.disarm(b)
 	return b
+}
+
+// wakes holds the instants (Unix ms) at which a deadline or an allowed
+// lateness falls due, each once however many batches share it: what
+// NextDue reports. The timer heap cannot tell it, since most of its timers
+// at any moment are of events folded a little ahead of the safe time,
+// which the next regular Advance handles. An instant stays after its batch
+// is disarmed; that costs at most an Advance with nothing to fire.
+type wakes struct {
+	h   []int64
+	set map[int64]struct{}
+}
+
+func (w *wakes) add(ms int64) {
+	if ms == 0 {
+		return
+	}
+	if _, ok := w.set[ms]; ok {
+		return
+	}
+	if w.set == nil {
+		w.set = make(map[int64]struct{})
+	}
+	w.set[ms] = struct{}{}
+	w.h = append(w.h, ms)
+	for i := len(w.h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if w.h[p] <= w.h[i] {
+			break
+		}
+		w.h[p], w.h[i] = w.h[i], w.h[p]
+		i = p
+	}
+}
+
+// drop forgets the instants at or before ms.
+func (w *wakes) drop(ms int64) {
+	for len(w.h) > 0 && w.h[0] <= ms {
+		delete(w.set, w.h[0])
+		last := len(w.h) - 1
+		w.h[0] = w.h[last]
+		w.h = w.h[:last]
+		for i := 0; ; {
+			l, m := 2*i+1, i
+			if l < len(w.h) && w.h[l] < w.h[m] {
+				m = l
+			}
+			if r := l + 1; r < len(w.h) && w.h[r] < w.h[m] {
+				m = r
+			}
+			if m == i {
+				break
+			}
+			w.h[i], w.h[m] = w.h[m], w.h[i]
+			i = m
+		}
+	}
+}
+
+// NextDue returns the earliest time after the last Advance's safe time at
+// which a deadline or an allowed lateness of an open batch falls due (the
+// zero time when none does): an Advance with a safe time at or after it
+// raises or resolves something. The wiring reads the evidence's safe time
+// right then rather than waiting for its next regular Advance.
+func (d *Detector) NextDue() time.Time {
+	if len(d.wakes.h) == 0 {
+		return time.Time{}
+	}
+	return timeOf(d.wakes.h[0])
 }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
 	"github.com/handoff-dev/handoff/analyzer/replay"
+	"github.com/handoff-dev/handoff/analyzer/upstream"
 	"github.com/handoff-dev/handoff/model"
 )
 
@@ -65,6 +66,12 @@ type Options struct {
 	// First, when not nil, gives a pipeline's earliest business date in
 	// the whole history when the input starts later (batches.Set.Known).
 	First func(pipeline string) (model.Date, bool)
+	// Upstreams, when not nil, answers the upstream rule (analyzer/upstream)
+	// with what was read beforehand of the pipelines others wait for
+	// (grouped input, which frees each pipeline as the next begins). Nil
+	// with input in any order: the fold holds every pipeline until Finish
+	// and answers the rule from them.
+	Upstreams upstream.Batches
 }
 
 // Fold folds events and hands the rendered diagnoses to yield, in batch
@@ -172,6 +179,9 @@ func (f *Fold[T]) Add(e *model.Event) error {
 				s.Known(e.Pipeline, d)
 			}
 		}
+		if f.opts.Upstreams != nil {
+			s.Upstreams(f.opts.Upstreams)
+		}
 		f.sets[e.Pipeline] = s
 	}
 	f.cur, f.curName = s, e.Pipeline
@@ -194,6 +204,7 @@ func (f *Fold[T]) Finish() error {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	f.upstreams(names)
 	for _, name := range names {
 		if err := f.submit(name); err != nil {
 			return err
@@ -205,6 +216,39 @@ func (f *Fold[T]) Finish() error {
 		}
 	}
 	return nil
+}
+
+// upstreams gives every held set the upstream rule, answered from the
+// held sets of the pipelines others wait for, when the input was not
+// grouped (every pipeline is held now) and the contracts list upstreams.
+func (f *Fold[T]) upstreams(names []string) {
+	if f.opts.Grouped || f.opts.Upstreams != nil {
+		return
+	}
+	l, ok := f.contracts.(upstream.Lister)
+	if !ok {
+		return
+	}
+	g := upstream.NewGraph(l)
+	if g.Empty() {
+		return
+	}
+	tb := new(upstream.Table)
+	for _, p := range g.Needs(names) {
+		s := f.sets[p]
+		if s == nil {
+			continue
+		}
+		if d, ok := s.First(p); ok {
+			tb.Known(p, d)
+		}
+		for _, d := range s.Diagnose(nil) {
+			_ = tb.Add(&d) // the set's own keys parse
+		}
+	}
+	for _, s := range f.sets {
+		s.Upstreams(tb)
+	}
 }
 
 // Batches returns how many batches were handed to the workers so far

@@ -109,6 +109,10 @@ type Diagnosis struct {
 	// or a scheduled batch that was re-run); nil for a date's only
 	// attempt.
 	Attempt *AttemptInfo `json:"attempt,omitempty"`
+	// Blocked names the upstream batches that are not delivered, and the
+	// roots of their chains, when this batch is not delivered either; nil
+	// otherwise.
+	Blocked *Blocked `json:"blocked,omitempty"`
 	// Alive lists the latest heartbeat of each process of the pipeline, as
 	// of the diagnosis.
 	Alive []Heartbeat `json:"alive"`

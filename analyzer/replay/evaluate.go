@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
@@ -24,6 +25,10 @@ type Context struct {
 	// (its scheduled id and its declared re-runs); the zero Attempt means
 	// the batch is its date's only attempt.
 	Attempt Attempts
+	// Blocked is what analyzer/upstream found of the batch's upstreams
+	// (nil: none listed, or all delivered); the diagnosis carries it when
+	// the batch itself is not delivered.
+	Blocked *Blocked
 }
 
 // Attempts is what the other attempts of a batch's date say of it
@@ -143,7 +148,9 @@ func (v *view) init(s *State, c *contract.Contract, asOf time.Time) {
 	v.wantSignal, v.hasSignal = c.SignalName(names)
 	v.lateness = c.AllowedLatenessOf().Milliseconds()
 	limit := asOf.UnixMilli()
-	v.recs = make([]*record, 0, len(s.records))
+	// One allocation for recs and the lists carved out below.
+	ptrs := make([]*record, 3*len(s.records))
+	v.recs = ptrs[:0:len(s.records)]
 	for i := range s.records {
 		if s.records[i].ms <= limit {
 			v.recs = append(v.recs, &s.records[i])
@@ -172,7 +179,7 @@ func (v *view) init(s *State, c *contract.Contract, asOf time.Time) {
 		}
 		latestAny = max(latestAny, r.ms)
 	}
-	backing := make([]*record, 0, 2*len(v.recs))
+	backing := ptrs[len(s.records):len(s.records)]
 	for ti, n := range nType {
 		if n > 0 {
 			v.byType[ti] = backing[len(backing) : len(backing) : len(backing)+n]
@@ -264,10 +271,11 @@ func (s *State) Evaluate(c *contract.Contract, asOf time.Time, ctx Context) Diag
 	asOf = asOf.UTC().Truncate(time.Millisecond)
 	var v view
 	v.init(s, c, asOf)
+	batch, date := keyStrings(s.key)
 	d := Diagnosis{
-		Batch:        s.key.String(),
+		Batch:        batch,
 		Pipeline:     s.key.Pipeline,
-		BusinessDate: s.key.BusinessDate.String(),
+		BusinessDate: date,
 		BatchID:      s.key.BatchID,
 		AsOf:         asOf,
 		Contract:     c.Name(),
@@ -283,6 +291,9 @@ func (s *State) Evaluate(c *contract.Contract, asOf time.Time, ctx Context) Diag
 	v.anomalies(&d, first, ctx.Previous)
 	d.Status = v.status(&d, verdict, first)
 	v.context(&d, ctx)
+	if ctx.Blocked != nil && verdict != model.Delivered {
+		d.Blocked = ctx.Blocked
+	}
 	if d.Superseded() {
 		d.NextStep = NextStep{Action: ActionNone, Checks: []Check{},
 			Summary: "superseded by " + d.Attempt.SupersededBy + ", the attempt that speaks for business date " + d.BusinessDate + ": nothing to do for this attempt"}
@@ -293,6 +304,23 @@ func (s *State) Evaluate(c *contract.Contract, asOf time.Time, ctx Context) Diag
 		d.Pending = time.UnixMilli(v.pending).UTC()
 	}
 	return d
+}
+
+// keyStrings returns k.String() and k.BusinessDate.String() in one
+// allocation: the date is a part of the key's text.
+func keyStrings(k model.BatchKey) (batch, date string) {
+	if k.BusinessDate.IsZero() {
+		return k.String(), ""
+	}
+	b := make([]byte, 0, len(k.Pipeline)+len(k.BatchID)+12)
+	b = append(b, k.Pipeline...)
+	b = append(b, '/')
+	b = k.BusinessDate.AppendFormat(b)
+	end := len(b)
+	b = append(b, '/')
+	b = append(b, k.BatchID...)
+	batch = unsafe.String(unsafe.SliceData(b), len(b))
+	return batch, batch[len(k.Pipeline)+1 : end]
 }
 
 // Verdict returns only the verdict of the state's batch as of asOf: the

@@ -182,6 +182,13 @@ func (d *Diagnosis) AppendJSON(b []byte) []byte {
 		}
 		b = append(b, '}')
 	}
+	if bl := d.Blocked; bl != nil {
+		b = append(b, `,"blocked":{"by":`...)
+		b = appendLinks(b, bl.By)
+		b = append(b, `,"roots":`...)
+		b = appendLinks(b, bl.Roots)
+		b = append(b, '}')
+	}
 	b = append(b, `,"alive":[`...)
 	for i, h := range d.Alive {
 		if i > 0 {
@@ -280,6 +287,25 @@ func appendJSONStrings(b []byte, ss []string) []byte {
 			b = append(b, ',')
 		}
 		b = model.AppendJSONString(b, s)
+	}
+	return append(b, ']')
+}
+
+func appendLinks(b []byte, ls []Link) []byte {
+	b = append(b, '[')
+	for i, l := range ls {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"batch":`...)
+		b = model.AppendJSONString(b, l.Batch)
+		b = append(b, `,"seen":`...)
+		b = strconv.AppendBool(b, l.Seen)
+		b = append(b, `,"verdict":`...)
+		b = model.AppendJSONString(b, l.Verdict.String())
+		b = append(b, `,"first_missing":`...)
+		b = model.AppendJSONString(b, l.FirstMissing)
+		b = append(b, '}')
 	}
 	return append(b, ']')
 }

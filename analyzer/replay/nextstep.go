@@ -11,7 +11,13 @@ import (
 // throughout: prove the artifact first, declare completion after; never
 // create a new batch to paper over a broken one.
 func (v *view) nextStep(d *Diagnosis, verdict model.Hypothesis, first model.Boundary) NextStep {
-	key := v.key.BusinessDate.String() + "/" + v.key.BatchID
+	// business_date/batch_id: the end of the diagnosis' batch key.
+	var key string
+	if !v.key.BusinessDate.IsZero() && len(d.Batch) > len(v.key.Pipeline) {
+		key = d.Batch[len(v.key.Pipeline)+1:]
+	} else {
+		key = v.key.BusinessDate.String() + "/" + v.key.BatchID
+	}
 	if verdict == model.NotIdentified && (first == model.Signaled || first == model.SignalDelivered) && len(v.proven[model.Transferred]) > 0 {
 		ns := v.restoreSignal(d, key)
 		if d.Status == StatusInProgress {

@@ -211,6 +211,11 @@ func (p *printer) symptom(d *replay.Diagnosis) {
 		s += "the job has not reported SUCCESS."
 	}
 	p.para("  ", "  ", s)
+	if c := d.Blocked.Cause(); c != "" {
+		// The cause upstream, in the words of the alert: the batch's own
+		// verdict, then what it waits for.
+		p.para("  ", "  ", d.Verdict.String()+": "+c+".")
+	}
 	if bs, ok := boundary(d, d.FirstMissing); ok {
 		t := "First missing boundary: " + bs.Name
 		if !bs.Due.IsZero() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/caarlos0/env/v11"
@@ -52,13 +53,14 @@ func findingsCmd(ctx context.Context, args []string, stdout, stderr io.Writer, n
 	fs.StringVar(&c.Limit, "limit", c.Limit, fmt.Sprintf("print at most this many findings (1 to %d); the output says when more match", findings.MaxLimit))
 	fs.StringVar(&c.Format, "format", c.Format, "text (an aligned table and a summary line), json (one object) or jsonl (one finding per line)")
 	fs.BoolVar(&c.FailOnOpen, "fail-on-open", false, "exit 1 when an open finding is printed")
+	fs.StringVar(&c.GroupBy, "group-by", "", "print one line per group instead of per finding: "+strings.Join(findings.Groupings(), " or ")+" (open, kinds, oldest, worst lateness)")
 	fs.StringVar(&asOfS, "as-of", "", "RFC 3339 time the lateness of open findings is counted to; default: now")
 	fs.StringVar(&cfg.Contracts, "contract", cfg.Contracts, "delivery contracts whose zones the text shows beside UTC (env HANDOFF_CONTRACTS)")
 	fs.StringVar(&cfg.TZ, "tz", cfg.TZ, "time zone the text shows beside UTC instead of each contract's: an IANA name or local (env HANDOFF_TZ)")
 	cfg.ClickHouse.RegisterFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: handoff findings [--pipeline P ...] [--from DATE] [--to DATE] [--state open|resolved|all] [--kind K ...]")
-		fmt.Fprintln(stderr, "                        [--limit N] [--format text|json|jsonl] [--fail-on-open]")
+		fmt.Fprintln(stderr, "                        [--limit N] [--format text|json|jsonl] [--fail-on-open] [--group-by pipeline|owner|root]")
 		fmt.Fprintln(stderr, "\nPrint the streaming detector's findings stored in ClickHouse (findings_v2), each in its latest state,")
 		fmt.Fprintln(stderr, "sorted by business date, pipeline, batch and kind. Exit status: 0 done, 1 an open finding printed with")
 		fmt.Fprintln(stderr, "--fail-on-open, 2 bad usage, 3 failure. See docs/findings.md.\n\nFlags:")

@@ -19,8 +19,8 @@ var commandFlags = map[string][]string{
 	"emit": {"kafka-brokers", "topic", "timeout", "stdin", "type", "pipeline", "business-date", "batch-id", "system",
 		"component", "object", "rows", "bytes", "checksum", "attempt", "error", "event-id", "time", "attr"},
 	"broker": {"port", "data-dir", "partitions"},
-	"notify": {"kafka-brokers", "findings-topic", "dlq-topic", "group", "topic-partitions", "alertmanager-url", "webhook-url",
-		"webhook-secret", "serve-url", "lease", "resend", "retry-for", "retry-max", "request-timeout", "metrics-addr", "log-level", "log-format"},
+	"notify": {"kafka-brokers", "findings-topic", "dlq-topic", "group", "state-topic", "topic-partitions", "alertmanager-url", "webhook-url",
+		"webhook-secret", "serve-url", "lease", "resend", "retry-for", "retry-max", "request-timeout", "since", "for", "metrics-addr", "log-level", "log-format"},
 	"detect": {"kafka-brokers", "topic", "findings-topic", "group", "ingest-group", "results-group", "clickhouse-addr", "clickhouse-cluster",
 		"clickhouse-database", "clickhouse-user", "clickhouse-password", "contract", "expect-from", "retain-days", "tick",
 		"heartbeat", "instance", "session-timeout", "metrics-addr", "now", "log-level", "log-format"},
@@ -35,7 +35,7 @@ var commandFlags = map[string][]string{
 	"version": {},
 	"contracts": {"from", "to", "pipeline", "events", "out", "diff", "zone", "clickhouse-addr", "clickhouse-database",
 		"clickhouse-user", "clickhouse-password"},
-	"findings": {"pipeline", "from", "to", "state", "kind", "limit", "format", "fail-on-open", "as-of", "clickhouse-addr",
+	"findings": {"pipeline", "from", "to", "state", "kind", "limit", "format", "fail-on-open", "group-by", "as-of", "clickhouse-addr",
 		"clickhouse-database", "clickhouse-user", "clickhouse-password"},
 }
 

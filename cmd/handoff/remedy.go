@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -14,13 +12,12 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/handoff-dev/handoff/analyzer/remedy"
-	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/ingest/restore"
 	"github.com/handoff-dev/handoff/internal/cliflag"
+	"github.com/handoff-dev/handoff/judge/diagnose"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/store/chconfig"
-	"github.com/handoff-dev/handoff/store/history"
 )
 
 // remedyConfig is what restore-signal and verify read: which batch, where
@@ -129,43 +126,15 @@ func parseRemedyEnv() (remedyConfig, error) {
 	return cfg, nil
 }
 
-// sourceHistory is restore.History over diagnose's sources: the events
-// file, or ClickHouse over the dates a fix could have touched
-// (history.AroundBatch), with their context. It is the one place the
-// remediation reads the stored history from.
-type sourceHistory struct {
-	cfg    *remedyConfig
-	set    *contract.Set
-	stderr io.Writer
-}
-
-func (h sourceHistory) Batch(ctx context.Context, key model.BatchKey, asOf time.Time) (replay.Diagnosis, []replay.Diagnosis, error) {
-	cfg := h.cfg
-	dc := diagnoseConfig{Events: cfg.Events, ClickHouse: cfg.ClickHouse, Database: cfg.CH.Database, User: cfg.CH.User, Password: cfg.CH.Password}
+// batchHistory is where restore-signal and verify read the batch's
+// history: cfg's events file, or ClickHouse when --clickhouse-addr is
+// given (diagnose.BatchHistory).
+func (cfg *remedyConfig) batchHistory(set *contract.Set, stderr io.Writer) diagnose.BatchHistory {
+	src := diagnose.SourceConfig{Events: cfg.Events}
 	if cfg.ClickHouse != "" {
-		from, to := history.AroundBatch(key)
-		dc.Pipeline, dc.From, dc.To = key.Pipeline, from.String(), to.String()
+		src.ClickHouse = &chconfig.Service{Addr: cfg.ClickHouse, Database: cfg.CH.Database, User: cfg.CH.User, Password: cfg.CH.Password}
 	}
-	src, err := openSource(ctx, dc, nil, model.BatchKey{}, h.set, asOf)
-	if err != nil {
-		return replay.Diagnosis{}, nil, err
-	}
-	msgs := bufio.NewWriter(h.stderr)
-	defer msgs.Flush()
-	rep := &reporter{w: msgs, name: src.name(), sum: &summary{rejected: map[model.RejectKind]int{}}}
-	sc := src.scope()
-	first, ok := sc.firstOf(key.Pipeline)
-	col := remedy.NewCollector(h.set, key, asOf, remedy.Scope{From: sc.from, To: sc.to, First: first, HasFirst: ok})
-	err = src.feed(ctx, col.Add, rep)
-	rep.hiddenBad()
-	if err != nil {
-		return replay.Diagnosis{}, nil, err
-	}
-	d, all, ok := col.Batch()
-	if !ok {
-		return d, nil, &exitError{code: exitNotDelivered, err: fmt.Errorf("no events recorded for batch %s in %s: nothing proves any boundary, so nothing can be restored or verified", key, src.name())}
-	}
-	return d, all, nil
+	return diagnose.BatchHistory{Source: src, Contracts: set, Messages: stderr}
 }
 
 // printResults prints preconditions or checks, one per line with its
@@ -226,4 +195,4 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-var _ restore.History = sourceHistory{}
+var _ restore.History = diagnose.BatchHistory{}

@@ -69,7 +69,7 @@ func runRestoreSignal(ctx context.Context, args []string, _ io.Reader, stdout, s
 		return err
 	}
 	req.Contract = set.For(cfg.key.Pipeline)
-	res, err := restore.Run(ctx, sourceHistory{cfg: &cfg, set: set, stderr: stderr}, req)
+	res, err := restore.Run(ctx, cfg.batchHistory(set, stderr), req)
 	rep := restoreReport{Plan: res.Plan, Dir: cfg.Dir, Apply: cfg.Apply, Content: string(res.Plan.Content), Outcome: res.Outcome, RecordedTo: res.RecordedTo}
 	if res.Event != nil {
 		rep.EventID = res.Event.ID

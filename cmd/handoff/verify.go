@@ -52,7 +52,7 @@ func runVerify(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		return err
 	}
 	req := restore.VerifyRequest{Key: cfg.key, Dir: cfg.Dir, Contract: set.For(cfg.key.Pipeline), AsOf: cfg.asOf, Wait: cfg.Wait, Poll: cfg.Poll}
-	v, waited, err := restore.Verify(ctx, sourceHistory{cfg: &cfg, set: set, stderr: stderr}, req)
+	v, waited, err := restore.Verify(ctx, cfg.batchHistory(set, stderr), req)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@
 #
 # Environment: EVENTS (1000000), SEED (1), RUNS (3), AS_OF
 # (2026-10-03T00:00:00Z: two days after the generator's last business date).
+# Prints one RESULT line: the median run's events/s, the highest peak RSS.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -31,8 +32,11 @@ if [ ! -s "$FILE" ] || [ ! -d "$CONTRACTS" ]; then
 	go run ./deploy/bench/gen -events "$EVENTS" -seed "$SEED" -out "$FILE.tmp" -contracts "$CONTRACTS"
 	mv "$FILE.tmp" "$FILE"
 fi
+load=$(cut -d' ' -f1 /proc/loadavg)
 echo "file: $FILE ($(du -h "$FILE" | cut -f1)), contracts: $CONTRACTS, $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
+rates=()
+rss_max=0
 for run in $(seq "$RUNS"); do
 	log=$(mktemp)
 	rc=0
@@ -42,7 +46,7 @@ for run in $(seq "$RUNS"); do
 		cat "$log" >&2
 		exit "$rc"
 	fi
-	awk -v events="$EVENTS" -v run="$run" '
+	line=$(awk -v events="$EVENTS" -v run="$run" '
 		/Elapsed \(wall clock\)/ { n = split($NF, p, ":"); wall = (n == 3) ? p[1]*3600 + p[2]*60 + p[3] : p[1]*60 + p[2] }
 		/User time/ { user = $NF }
 		/System time/ { sys = $NF }
@@ -50,7 +54,16 @@ for run in $(seq "$RUNS"); do
 		END {
 			printf "run %d: %d events in %.2fs wall (%.2fs user, %.2fs sys): %.0f events/s, peak RSS %.0f MiB\n",
 				run, events, wall, user, sys, events / wall, rss / 1024
-		}' "$log"
+			printf "%.0f %.0f\n", events / wall, rss / 1024
+		}' "$log")
+	echo "${line%$'\n'*}"
+	read -r rate rss <<<"${line##*$'\n'}"
+	rates+=("$rate")
+	if [ "$rss" -gt "$rss_max" ]; then rss_max=$rss; fi
 	grep '^summary:' "$log" | sed 's/^/  /'
 	rm -f "$log"
 done
+# The median run's rate and the highest peak RSS of the runs, with the
+# load at the start (deploy/bench/README.md, "RESULT lines").
+median=$(printf '%s\n' "${rates[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+echo "RESULT bench=diagnose metric=throughput value=$median unit=events/s rss_mib=$rss_max load=$load"

@@ -2,7 +2,9 @@
 # Benchmark sustained ingest, Kafka -> ClickHouse, on the local services:
 # `handoff ingest` against ClickHouse's own Kafka table engine with a
 # materialized view, on the same topic, into the same table shape, in the
-# same run. Prints events/s of both, the ratio, and handoff's peak RSS.
+# same run. Prints events/s of both, the ratio, handoff's peak RSS, the
+# CPU seconds per 1M events of handoff, ClickHouse and Kafka in each leg,
+# and one RESULT line per figure.
 #
 #   deploy/bench/ingest.sh                  # 1,000,000 events
 #   EVENTS=200000 deploy/bench/ingest.sh
@@ -213,6 +215,14 @@ profile_report() { # profile_report LEG
 	echo "  profile $f: CPU samples by command, then by shared object:"
 	perf report -i "$f" --stdio --no-children -g none --sort comm 2>/dev/null | grep -E '^ +[0-9]' | head -n 8 | sed 's/^/   /' || true
 	perf report -i "$f" --stdio --no-children -g none --sort comm,dso 2>/dev/null | grep -E '^ +[0-9]' | head -n 12 | sed 's/^/   /' || true
+	if [ "$1" = handoff ]; then
+		# The handoff process alone, by function: where its CPU per event
+		# goes (the command is the binary's name, cut to 15 bytes).
+		local comm
+		comm=$(basename "$HANDOFF_BIN" | cut -c1-15)
+		echo "  profile of $comm by function (share of its samples):"
+		perf report -i "$f" --stdio --no-children -g none --comms "$comm" --sort sym 2>/dev/null | grep -E '^ +[0-9]' | head -n 30 | sed 's/^/   /' || true
+	fi
 }
 
 rate() { awk -v n="$EVENTS" -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", n / (b - a) }'; }
@@ -227,6 +237,8 @@ bin/bench-load -in "$FILE" -n "$EVENTS" -topic "$TOPIC" -partitions "$PARTITIONS
 sleep 2 # let the broker flush and the machine settle
 
 H_RATE='' E_RATE='' H_RSS=''
+# CPU seconds of each process during each leg (user+system).
+H_CPU='' H_CH_CPU='' H_K_CPU='' E_CH_CPU='' E_K_CPU=''
 # --- leg 1: handoff ingest ---------------------------------------------------
 
 leg_handoff() {
@@ -259,6 +271,9 @@ leg_handoff() {
 	[ "$rc" -eq 0 ] || say "warning: handoff ingest exited with $rc after SIGTERM; log $RUN/handoff.log"
 	H_RATE=$(rate "$start" "$DONE")
 	H_RSS=$rss
+	H_CPU=$hcpu
+	H_CH_CPU=$(awk -v a="$ch0" -v b="$ch1" 'BEGIN { printf "%.2f", b - a }')
+	H_K_CPU=$(awk -v a="$k0" -v b="$k1" 'BEGIN { printf "%.2f", b - a }')
 	printf 'handoff ingest: %d events in %ss: %d events/s (%d events/s from the first stored row, %ss after start); peak RSS %d MiB\n' \
 		"$EVENTS" "$(secs "$start" "$DONE")" "$H_RATE" "$(rate "$FIRST" "$DONE")" "$(secs "$start" "$FIRST")" "$rss"
 	printf '  CPU seconds: handoff %s, clickhouse-server %s, kafka %s; machine busy %s%% of %d CPUs\n' \
@@ -358,6 +373,8 @@ leg_engine() {
 	read -r b1 t1 < <(busy_ticks)
 	ch "DROP TABLE $DB_E.events_mv; DROP TABLE $DB_E.events_queue" || say "warning: could not drop the view and Kafka table"
 	E_RATE=$(rate "$start" "$DONE")
+	E_CH_CPU=$(awk -v a="$ch0" -v b="$ch1" 'BEGIN { printf "%.2f", b - a }')
+	E_K_CPU=$(awk -v a="$k0" -v b="$k1" 'BEGIN { printf "%.2f", b - a }')
 	# No rate "from the first stored row": the engine stores in blocks of
 	# up to max_insert_block_size rows, so its count jumps.
 	printf 'kafka engine:   %d events in %ss: %d events/s (first rows stored %ss after CREATE)\n' \
@@ -408,4 +425,32 @@ if [ -n "$H_RATE" ] && [ -n "$E_RATE" ]; then
 	echo "ratio handoff/engine: $ratio (target: handoff >= 100000 events/s and >= engine)"
 	printf '%s\t%s\t%d\t%s\t%s\t%s\t%s MiB\t%s\t%s\n' "$(date -u +%FT%TZ)" "$ID" "$EVENTS" "$H_RATE" "$E_RATE" "$ratio" "$H_RSS" \
 		"consumers=$ENGINE_CONSUMERS${ENGINE_BLOCK_SIZE:+,block=$ENGINE_BLOCK_SIZE}" "$(loadavg)" >>.data/bench/ingest-results.tsv
+fi
+
+# CPU seconds per 1,000,000 events, and the machine-readable lines (one per
+# figure; `make bench` collects them). The CPU of clickhouse-server and
+# Kafka is the whole process's during the leg: on a shared machine it
+# includes other clients' work, which `load` shows.
+per_m() { awk -v c="$1" -v n="$EVENTS" 'BEGIN { printf "%.2f", c * 1000000 / n }'; }
+LOAD1=$(cut -d' ' -f1 /proc/loadavg)
+if [ -n "$H_RATE" ]; then
+	printf 'CPU seconds per 1M events, handoff leg: handoff %s, clickhouse-server %s, kafka %s\n' \
+		"$(per_m "$H_CPU")" "$(per_m "$H_CH_CPU")" "$(per_m "$H_K_CPU")"
+fi
+if [ -n "$E_RATE" ]; then
+	printf 'CPU seconds per 1M events, engine leg: clickhouse-server %s, kafka %s\n' "$(per_m "$E_CH_CPU")" "$(per_m "$E_K_CPU")"
+fi
+if [ -n "$H_RATE" ] && [ -n "$E_RATE" ]; then
+	echo "RESULT bench=ingest metric=events_per_s value=$H_RATE unit=events/s ref=$E_RATE ratio=$ratio rss_mib=$H_RSS load=$LOAD1"
+	# Everything the handoff leg cost (handoff, ClickHouse, Kafka) against
+	# everything the engine leg cost (ClickHouse, Kafka), per 1M events.
+	h_all=$(awk -v a="$H_CPU" -v b="$H_CH_CPU" -v c="$H_K_CPU" 'BEGIN { print a + b + c }')
+	e_all=$(awk -v a="$E_CH_CPU" -v b="$E_K_CPU" 'BEGIN { print a + b }')
+	echo "RESULT bench=ingest metric=cpu_s_per_1m_events value=$(per_m "$h_all") unit=s ref=$(per_m "$e_all") ratio=$(awk -v a="$h_all" -v b="$e_all" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }') load=$LOAD1"
+elif [ -n "$H_RATE" ]; then
+	echo "RESULT bench=ingest metric=events_per_s value=$H_RATE unit=events/s rss_mib=$H_RSS load=$LOAD1"
+fi
+if [ -n "$H_RATE" ]; then
+	echo "RESULT bench=ingest metric=handoff_cpu_s_per_1m_events value=$(per_m "$H_CPU") unit=s load=$LOAD1"
+	echo "RESULT bench=ingest metric=clickhouse_cpu_s_per_1m_events value=$(per_m "$H_CH_CPU") unit=s${E_RATE:+ ref=$(per_m "$E_CH_CPU") ratio=$(awk -v a="$H_CH_CPU" -v b="$E_CH_CPU" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')} load=$LOAD1"
 fi

@@ -175,11 +175,12 @@ t0_s=$(date +%s)
 demo_now() { date -u -d "@$(( $(date -d "$DEMO_T0" +%s) + $(date +%s) - t0_s ))" +%Y-%m-%dT%H:%M:%SZ; }
 say "detect: streaming detection as of 2026-10-03T00:00:00Z, calendar from 2026-09-29 (log $detect_log)"
 "$BIN" detect --contract deploy/contracts/account-balance-snapshot.daily.yaml --expect-from 2026-09-29 --now 2026-10-03T00:00:00Z \
-  --group "handoff-demo-detect-$start_ms" --metrics-addr "" --tick 200ms >"$detect_log" 2>&1 &
+  --group "handoff-demo-detect-$start_ms" --metrics-addr "" --tick 200ms --log-level debug >"$detect_log" 2>&1 &
 pids+=($!)
 wait_for "this run's detector to judge every event in the topic" 60 grep -q "detect: caught up" "$detect_log"
 
-# What the detector decided, from its log: the findings it published (to
+# What the detector decided, from its log (findings are logged one by one
+# at debug level only): the findings it published (to
 # $HANDOFF_FINDINGS_TOPIC) and the ones an earlier run had published that
 # it restored from ClickHouse instead of publishing them twice.
 P=account-balance-snapshot.daily

@@ -56,22 +56,24 @@ func startPrivateKafka(t *testing.T) *privateKafka {
 			"HANDOFF_KAFKA_HOST=127.0.0.1",
 			"HANDOFF_KAFKA_PORT=" + strconv.Itoa(port),
 			"HANDOFF_KAFKA_CONTROLLER_PORT=" + strconv.Itoa(ctrl),
-			"HANDOFF_KAFKA_START_TIMEOUT=60",
+			"HANDOFF_KAFKA_START_TIMEOUT=240", // a busy 2-core machine needs minutes
 			"HANDOFF_KAFKA_HEAP_OPTS=-Xms128m -Xmx512m",
 		},
 	}
-	// The jars: reuse the shared data dir's when they are installed (the
-	// stamp in libs says from which pom), else kafka.sh fetches them with
-	// Maven (from ~/.m2 after the first install: a few seconds).
+	// The jars: reuse the shared data dir's when they are installed for the
+	// chosen version (HANDOFF_KAFKA_VERSION; the stamp in libs/<version>
+	// says from which pom), else kafka.sh fetches them with Maven (from
+	// ~/.m2 after the first install: a few seconds, minutes on a busy
+	// machine).
 	shared := os.Getenv("HANDOFF_DATA_DIR")
 	if shared == "" {
 		shared = filepath.Join(root, ".data")
 	}
-	if libs := filepath.Join(shared, "kafka", "libs"); jarsCurrent(root, libs) {
-		if err := os.MkdirAll(filepath.Join(dir, "kafka"), 0o755); err != nil {
+	if libs, ok := installedJars(t, k.script, shared); ok {
+		if err := os.MkdirAll(filepath.Join(dir, "kafka", "libs"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Symlink(libs, filepath.Join(dir, "kafka", "libs")); err != nil {
+		if err := os.Symlink(libs, filepath.Join(dir, "kafka", "libs", filepath.Base(libs))); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("private broker: jars of %s, data %s", libs, dir)
@@ -92,7 +94,9 @@ func startPrivateKafka(t *testing.T) *privateKafka {
 func (k *privateKafka) run(t *testing.T, cmd string) {
 	t.Helper()
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// A bound for a hung script, not a measure: kafka.sh start waits up
+	// to HANDOFF_KAFKA_START_TIMEOUT itself.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c := exec.CommandContext(ctx, "bash", k.script, cmd)
 	c.Env = append(os.Environ(), k.env...) // later entries win
@@ -124,17 +128,31 @@ func repoRoot(t *testing.T) string {
 
 // jarsCurrent: libs holds jars installed by kafka.sh from the current
 // deploy/kafka/pom.xml (its stamp is the pom's SHA-256).
-func jarsCurrent(root, libs string) bool {
-	pom, err := os.ReadFile(filepath.Join(root, "deploy", "kafka", "pom.xml"))
+// installedJars is the jar directory kafka.sh would use in the shared
+// data dir for the chosen version, and whether its stamp matches the pom
+// and that version (kafka.sh's own rule).
+func installedJars(t *testing.T, script, shared string) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, "bash", script, "libs")
+	c.Env = append(os.Environ(), "HANDOFF_DATA_DIR="+shared)
+	out, err := c.Output()
 	if err != nil {
-		return false
+		return "", false
+	}
+	libs := strings.TrimSpace(string(out))
+	pom, err := os.ReadFile(filepath.Join(filepath.Dir(script), "..", "kafka", "pom.xml"))
+	if err != nil {
+		return "", false
 	}
 	stamp, err := os.ReadFile(filepath.Join(libs, ".installed"))
 	if err != nil {
-		return false
+		return "", false
 	}
 	sum := sha256.Sum256(pom)
-	return strings.TrimSpace(string(stamp)) == hex.EncodeToString(sum[:])
+	fields := strings.Fields(string(stamp))
+	return libs, len(fields) == 2 && fields[0] == hex.EncodeToString(sum[:]) && fields[1] == filepath.Base(libs)
 }
 
 func fileExists(p string) bool {

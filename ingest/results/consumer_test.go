@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -127,6 +128,7 @@ func (e *testEnv) waitCount(t *testing.T, want uint64, q string) {
 type records struct {
 	diagnoses, findings []kafka.Message
 	resolved            int               // findings whose latest state is resolved
+	lifecycle           int               // of them, records with resolution, superseded_by and reporting delay
 	bad                 map[string]string // key -> reason, the malformed records
 	badDiag, badFind    []kafka.Message
 }
@@ -146,7 +148,16 @@ func load(t *testing.T, pipeline string, n int) records {
 			raised := asOf.Add(-time.Duration(i) * time.Minute)
 			r.findings = append(r.findings, kafka.Message{Key: key, Value: findingRecord(t, d, "overdue", "consumed", stateOpen, 1, raised, 0)})
 			if i%2 == 0 {
-				r.findings = append(r.findings, kafka.Message{Key: key, Value: findingRecord(t, d, "overdue", "consumed", stateResolved, 2, raised, time.Duration(i)*time.Second)})
+				rec := findingRecord(t, d, "overdue", "consumed", stateResolved, 2, raised, time.Duration(i)*time.Second)
+				if i%4 == 0 {
+					// Ended the other ways: superseded by a re-run of the
+					// date, or on time and reported late.
+					rerun := strconv.Quote(p.Key.String() + "-r2")
+					rec = withField(t, withField(t, withField(t, rec, "superseded_by", rerun), "resolution", `"superseded by `+rerun[1:]),
+						"reporting_delay_ms", strconv.Itoa(1000+i))
+					r.lifecycle++
+				}
+				r.findings = append(r.findings, kafka.Message{Key: key, Value: rec})
 				r.resolved++
 			}
 		}
@@ -220,6 +231,10 @@ func TestStoreExactlyOnce(t *testing.T) {
 	if n := e.count(t, `SELECT count() FROM {db}.findings_v2 WHERE state = 'resolved' AND lateness_ms > 0 AND resolved_ms > raised_ms
 		AND labels.value[indexOf(labels.key, 'team')] = 'ledger' AND diagnosis LIKE '{"batch":%' AND status != ''`); n == 0 {
 		t.Error("resolved findings lost lateness, resolved_ms, labels or the diagnosis")
+	}
+	if n := e.count(t, `SELECT count() FROM {db}.findings_v2 FINAL WHERE state = 'resolved' AND reporting_delay_ms >= 1000
+		AND resolution = concat('superseded by ', superseded_by) AND superseded_by = concat(batch, '-r2')`); n != uint64(r.lifecycle) {
+		t.Errorf("records stored with their reporting delay, resolution and superseded_by = %d, want %d", n, r.lifecycle)
 	}
 	for key, reason := range r.bad {
 		q := fmt.Sprintf("SELECT count() FROM {db}.dead_letters WHERE key = '%s' AND reason = '%s' AND error != ''", key, reason)

@@ -235,12 +235,24 @@ func TestParseFinding(t *testing.T) {
 		LabelKeys: []string{"team", "tier"}, LabelValues: []string{"ledger", "1"},
 		EvidenceAsOfMS: raised.Add(90*time.Minute + time.Second).UnixMilli(),
 	}
+	if k, err := model.ParseBatchKey(d.Batch); err == nil {
+		want.Root = detect.RootFingerprint(k) // not blocked: its own incident
+	}
 	if f.Key.String() != d.Batch || f.Status != d.Status || f.Diagnosis != string(diag) {
 		t.Fatalf("identity/diagnosis: got %s %s, want %s %s; diagnosis kept: %v", f.Key, f.Status, d.Batch, d.Status, f.Diagnosis == string(diag))
 	}
 	f.Key, f.Status, f.Verdict, f.FirstMissing, f.Diagnosis = model.BatchKey{}, "", "", "", ""
 	if fmt.Sprint(f) != fmt.Sprint(want) {
 		t.Fatalf("got  %+v\nwant %+v", f, want)
+	}
+
+	// How it ended, when not the plain way: stored as the record says.
+	k0, _ := model.ParseBatchKey(d.Batch)
+	rerun := k0.String() + "-r2"
+	ended := withField(t, withField(t, withField(t, rec, "reporting_delay_ms", "180000"), "resolution", `"superseded by `+rerun+`"`),
+		"superseded_by", `"`+rerun+`"`)
+	if f, err := ParseFinding(ended); err != nil || f.ReportingDelayMS != 180_000 || f.Resolution != "superseded by "+rerun || f.SupersededBy != rerun {
+		t.Errorf("resolution fields stored as %d %q %q (%v), want 180000, superseded by %s, %s", f.ReportingDelayMS, f.Resolution, f.SupersededBy, err, rerun, rerun)
 	}
 
 	// Optional fields absent or null: still valid, zero values; status

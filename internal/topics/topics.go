@@ -31,6 +31,10 @@ type Spec struct {
 	Name              string
 	Partitions        int // default 1
 	ReplicationFactor int // default 1
+	// Compact creates the topic with cleanup.policy=compact: the latest
+	// record of every key is kept for ever (a state topic), not deleted
+	// with the retention.
+	Compact bool
 }
 
 // Ensure creates the topics that do not exist yet and waits (until ctx is
@@ -72,10 +76,11 @@ func Ensure(ctx context.Context, brokers []string, specs ...Spec) error {
 		if rf <= 0 {
 			rf = 1
 		}
-		create = append(create, kafka.TopicConfig{
-			Topic: s.Name, NumPartitions: p, ReplicationFactor: rf,
-			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "max.message.bytes", ConfigValue: strconv.Itoa(MaxMessageBytes)}},
-		})
+		conf := []kafka.ConfigEntry{{ConfigName: "max.message.bytes", ConfigValue: strconv.Itoa(MaxMessageBytes)}}
+		if s.Compact {
+			conf = append(conf, kafka.ConfigEntry{ConfigName: "cleanup.policy", ConfigValue: "compact"})
+		}
+		create = append(create, kafka.TopicConfig{Topic: s.Name, NumPartitions: p, ReplicationFactor: rf, ConfigEntries: conf})
 	}
 	if len(create) == 0 {
 		return nil

@@ -35,6 +35,7 @@ import (
 	"github.com/handoff-dev/handoff/analyzer/batches"
 	"github.com/handoff-dev/handoff/analyzer/learn"
 	"github.com/handoff-dev/handoff/analyzer/replay"
+	"github.com/handoff-dev/handoff/analyzer/upstream"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/store/history"
 )
@@ -143,6 +144,14 @@ func (c *Chunk) Diagnosis(i int) []byte {
 // the chunks waiting for an earlier unit stay a few MiB.
 const chunkBytes = 256 << 10
 
+// newChunk returns an empty chunk with room for chunkBytes of JSON and a
+// diagnosis more: grown by appends from nothing, a chunk's JSON was
+// copied a dozen times over (a tenth of a backfill's CPU, in growslice).
+func newChunk() *Chunk {
+	const guess = chunkBytes / 2048 // diagnoses of 2 KiB or more
+	return &Chunk{JSON: make([]byte, 0, chunkBytes+32<<10), Ends: make([]int, 0, guess), Keys: make([]string, 0, guess)}
+}
+
 // queuedChunks is how many chunks a unit may have waiting for the
 // collector: with Workers units in flight it bounds the memory of
 // output computed ahead of the unit being written.
@@ -201,6 +210,12 @@ func Run(ctx context.Context, r Reader, cfg Config, hooks Hooks) (*Summary, erro
 	for i := range cx.Heartbeats {
 		procs.Add(&cx.Heartbeats[i])
 	}
+	// The pipelines these wait for, read first: the upstream rule's input
+	// (nil when no contract lists an upstream).
+	ups, err := history.ReadUpstreams(ctx, r, history.ContextRequest{Pipelines: cfg.Pipelines, From: cfg.From, To: cfg.To, AsOf: asOf, Contracts: cfg.Contracts})
+	if err != nil {
+		return nil, err
+	}
 
 	units := cut(census, uint64(cfg.UnitRows))
 	ctx, cancel := context.WithCancel(ctx)
@@ -215,6 +230,9 @@ func Run(ctx context.Context, r Reader, cfg Config, hooks Hooks) (*Summary, erro
 		wg.Wait()
 	}()
 	w := &worker{cfg: cfg, asOf: asOf, readFrom: readFrom, r: r, procs: &procs, read: hooks.Read}
+	if ups != nil {
+		w.ups = ups
+	}
 	for range min(cfg.Workers, len(units)) {
 		wg.Add(1)
 		go func() {
@@ -297,6 +315,7 @@ type worker struct {
 	readFrom model.Date
 	r        Reader
 	procs    *batches.Processes
+	ups      upstream.Batches // nil: no contract lists an upstream
 	read     func(int64)
 	events   atomic.Int64
 }
@@ -315,7 +334,7 @@ func (w *worker) fold(ctx context.Context, u *unit) error {
 		ord    *batches.Ordered
 		cur    string
 		pi     int // index in u.pipelines of cur
-		chunk  = &Chunk{}
+		chunk  = newChunk()
 		unread int64
 	)
 	send := func() error {
@@ -331,7 +350,7 @@ func (w *worker) fold(ctx context.Context, u *unit) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		chunk = &Chunk{}
+		chunk = newChunk()
 		return nil
 	}
 	exp, err := w.expectations(ctx, u)
@@ -359,7 +378,7 @@ func (w *worker) fold(ctx context.Context, u *unit) error {
 	start := func(i int) {
 		cur, pi = u.pipelines[i].Pipeline, i
 		ord = batches.NewOrdered(w.cfg.Contracts, cur, w.asOf, batches.OrderedOptions{
-			First: u.pipelines[i].First, From: w.cfg.From, To: w.cfg.To, Alive: w.procs.Alive(cur, nil),
+			First: u.pipelines[i].First, From: w.cfg.From, To: w.cfg.To, Alive: w.procs.Alive(cur, nil), Upstreams: w.ups,
 		}, yield)
 	}
 	finish := func(next int) error {

@@ -17,6 +17,7 @@ import (
 	"github.com/handoff-dev/handoff/analyzer/fold"
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/analyzer/report"
+	"github.com/handoff-dev/handoff/analyzer/upstream"
 	"github.com/handoff-dev/handoff/internal/exitcode"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
@@ -185,7 +186,7 @@ func foldAll[T any](ctx context.Context, d *diagnoser, render func([]replay.Diag
 	defer cancel()
 	written := func(p T) error { return writing(yield(p)) }
 	sc := d.src.Scope()
-	f := fold.New(ctx, batches.Contracts(d.contracts), d.asOf, fold.Options{Grouped: d.src.Grouped(), From: sc.From, To: sc.To, First: sc.FirstOf}, render, written)
+	f := fold.New(ctx, batches.Contracts(d.contracts), d.asOf, fold.Options{Grouped: d.src.Grouped(), From: sc.From, To: sc.To, First: sc.FirstOf, Upstreams: sc.Upstreams}, render, written)
 	add := f.Add
 	if d.base != nil {
 		add = d.base.add(add)
@@ -293,8 +294,19 @@ func (d *diagnoser) one(ctx context.Context, k model.BatchKey, format string) er
 	if !sc.From.IsZero() || !sc.To.IsZero() {
 		set.Covers(sc.From, sc.To)
 	}
+	// The pipelines k waits for count too (the upstream rule): read with
+	// the events of a file, read beforehand from ClickHouse.
+	keep := map[string]bool{k.Pipeline: true}
+	if sc.Upstreams != nil {
+		set.Upstreams(sc.Upstreams)
+	} else if g := upstream.NewGraph(d.contracts); !g.Empty() {
+		for _, p := range g.Needs([]string{k.Pipeline}) {
+			keep[p] = true
+		}
+		set.Upstreams(nil)
+	}
 	if err := d.feed(ctx, func(e *model.Event) error {
-		if e.Pipeline == k.Pipeline {
+		if keep[e.Pipeline] {
 			set.Add(e)
 			if d.base != nil {
 				d.base.learn(e)

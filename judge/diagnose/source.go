@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/learn"
+	"github.com/handoff-dev/handoff/analyzer/upstream"
 	"github.com/handoff-dev/handoff/ingest/jsonl"
 	"github.com/handoff-dev/handoff/internal/exitcode"
 	"github.com/handoff-dev/handoff/model"
@@ -47,6 +48,10 @@ type Scope struct {
 	// First holds pipelines' earliest business date in the whole history
 	// (batches.Set.Known).
 	First map[string]model.Date
+	// Upstreams is what was read of the pipelines these wait for (the
+	// upstream rule's input); nil: read with the events (a file), or no
+	// contract lists an upstream.
+	Upstreams upstream.Batches
 }
 
 // FirstOf answers fold.Options.First.
@@ -194,6 +199,14 @@ func openClickHouse(ctx context.Context, cfg SourceConfig, only model.BatchKey, 
 	if w.Empty {
 		conn.Close()
 		return nil, exitcode.Usagef("--pipeline %s: no batch event %s in %s: check the name, the dates and --clickhouse-database", pipeline, w.Range(), label)
+	}
+	ups, err := history.ReadUpstreams(ctx, st, history.ContextRequest{Pipelines: []string{pipeline}, From: w.from, To: w.to, AsOf: asOf, Contracts: contracts})
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%s: %w", label, err)
+	}
+	if ups != nil {
+		w.Scope.Upstreams = ups
 	}
 	return &clickhouseSource{label: label, st: st, close: conn.Close, heartbeats: w.Heartbeats, filter: w.Filter, sc: w.Scope, pipeline: pipeline}, nil
 }

@@ -14,6 +14,7 @@ type Metrics struct {
 	folded      prometheus.Counter
 	invalid     prometheus.Counter
 	findings    prometheus.Counter
+	byKind      *prometheus.CounterVec
 	open        prometheus.Gauge
 	closed      prometheus.Gauge
 	armed       prometheus.Gauge
@@ -31,6 +32,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		folded:      prometheus.NewCounter(prometheus.CounterOpts{Name: "handoff_detect_events_folded_total", Help: "Events folded into the detector's state."}),
 		invalid:     prometheus.NewCounter(prometheus.CounterOpts{Name: "handoff_detect_events_invalid_total", Help: "Messages skipped as invalid events (handoff ingest dead-letters them)."}),
 		findings:    prometheus.NewCounter(prometheus.CounterOpts{Name: "handoff_detect_findings_published_total", Help: "Finding records published to the findings topic."}),
+		byKind:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "handoff_detect_findings_total", Help: "Finding records published, by kind and state (open or resolved)."}, []string{"kind", "state"}),
 		open:        prometheus.NewGauge(prometheus.GaugeOpts{Name: "handoff_detect_open_batches", Help: "Batches whose folded state is held."}),
 		closed:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "handoff_detect_closed_batches", Help: "Delivered batches remembered for continuity and redeliveries."}),
 		armed:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "handoff_detect_armed_timers", Help: "Deadline timers armed."}),
@@ -41,7 +43,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		lag:         prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "handoff_detect_consumer_lag", Help: "Messages of the events topic not folded yet, per owned partition."}, []string{"partition"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.folded, m.invalid, m.findings, m.open, m.closed, m.armed, m.suspended, m.freshness, m.lastAdvance, m.waiting, m.lag)
+		reg.MustRegister(m.folded, m.invalid, m.findings, m.byKind, m.open, m.closed, m.armed, m.suspended, m.freshness, m.lastAdvance, m.waiting, m.lag)
 	}
 	return m
 }
@@ -51,8 +53,15 @@ func (m *Metrics) Lag(partition int, lag int64) {
 	m.lag.WithLabelValues(strconv.Itoa(partition)).Set(float64(lag))
 }
 
-func (m *Metrics) observe(s detect.Stats, now, safe time.Time, published int) {
-	m.findings.Add(float64(published))
+// counted counts the findings of one advance.
+func (m *Metrics) counted(fs []detect.Finding) {
+	m.findings.Add(float64(len(fs)))
+	for i := range fs {
+		m.byKind.WithLabelValues(string(fs[i].Kind), string(fs[i].State)).Inc()
+	}
+}
+
+func (m *Metrics) observe(s detect.Stats, now, safe time.Time) {
 	m.open.Set(float64(s.Open))
 	m.closed.Set(float64(s.Closed))
 	m.armed.Set(float64(s.Armed))

@@ -116,7 +116,10 @@ type Runner struct {
 	advances, safeMs, publishedTotal atomic.Int64
 }
 
-var _ stream.Handler = (*Runner)(nil)
+var (
+	_ stream.Handler   = (*Runner)(nil)
+	_ stream.Scheduler = (*Runner)(nil)
+)
 
 // New returns a Runner.
 func New(s Settings, o Options) (*Runner, error) {
@@ -369,14 +372,11 @@ func (r *Runner) Advance(ctx context.Context, now, safe time.Time) error {
 			return fmt.Errorf("publish %d findings to %s: %w", len(fs), r.s.FindingsTopic, err)
 		}
 		r.published += len(fs)
-		for i := range fs {
-			r.log.Info("detect: finding", "batch", fs[i].Batch.String(), "kind", string(fs[i].Kind), "name", fs[i].Name,
-				"state", string(fs[i].State), "status", string(fs[i].Status), "verdict", fs[i].Verdict,
-				"seq", fs[i].Seq, "fingerprint", fs[i].Fingerprint)
-		}
+		r.logFindings(ctx, fs)
 	}
 	if r.o.Metrics != nil {
-		r.o.Metrics.observe(r.o.Detector.Stats(), now, safe, len(fs))
+		r.o.Metrics.counted(fs)
+		r.o.Metrics.observe(r.o.Detector.Stats(), now, safe)
 	}
 	if !r.caughtUp && !r.assignedAt.IsZero() && !safe.Before(r.assignedAt) {
 		r.caughtUp = true
@@ -385,7 +385,7 @@ func (r *Runner) Advance(ctx context.Context, now, safe time.Time) error {
 			"evidence_as_of", model.FormatTime(safe), "open_batches", st.Open, "closed_batches", st.Closed, "published", r.published)
 	}
 	r.publishedTotal.Store(int64(r.published))
-	r.safeMs.Store(r.o.Detector.Stats().Safe.UnixMilli())
+	r.safeMs.Store(r.o.Detector.Safe().UnixMilli())
 	r.advances.Add(1)
 	if r.s.Heartbeat > 0 && now.Sub(r.lastBeat) >= r.s.Heartbeat {
 		if err := r.heartbeat(ctx, now, safe); err != nil {
@@ -397,6 +397,32 @@ func (r *Runner) Advance(ctx context.Context, now, safe time.Time) error {
 		}
 	}
 	return nil
+}
+
+// findingsLogged is how many findings of one advance are logged one by
+// one (at debug level); the rest are counted in the advance's summary.
+const findingsLogged = 10
+
+// logFindings logs what one advance published: a summary line by kind and
+// state at info, and a sample of the findings themselves at debug. After
+// a fault or a restart an advance can publish hundreds of thousands of
+// records: a line each was about 270 bytes and 8 us of the detector's
+// time per finding (750,000 findings: 190 MiB of log, 6 s on a loaded
+// machine), on the disk the brokers and ClickHouse write to.
+func (r *Runner) logFindings(ctx context.Context, fs []detect.Finding) {
+	byKind := map[string]int{}
+	for i := range fs {
+		byKind[string(fs[i].Kind)+"/"+string(fs[i].State)]++
+	}
+	r.log.Info("detect: findings published", "count", len(fs), "by_kind", fmt.Sprint(byKind), "published_total", r.published)
+	if !r.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	for i := range fs[:min(len(fs), findingsLogged)] {
+		r.log.Debug("detect: finding", "batch", fs[i].Batch.String(), "kind", string(fs[i].Kind), "name", fs[i].Name,
+			"state", string(fs[i].State), "status", string(fs[i].Status), "verdict", fs[i].Verdict,
+			"seq", fs[i].Seq, "fingerprint", fs[i].Fingerprint)
+	}
 }
 
 // HeartbeatPipeline is the pipeline name of the detector's own heartbeats.
@@ -421,6 +447,11 @@ func (r *Runner) heartbeat(ctx context.Context, now, safe time.Time) error {
 	}
 	return r.o.Publisher.Publish(ctx, r.s.EventsTopic, kafka.Message{Key: []byte(e.PartitionKey()), Value: e.AppendJSON(nil)})
 }
+
+// NextDue is when the detector's next deadline falls due: the member
+// reads the end offsets then and advances as soon as they are folded, so
+// a deadline fires within a round trip of passing, not at the next tick.
+func (r *Runner) NextDue() time.Time { return r.o.Detector.NextDue() }
 
 // Revoke keeps the state: the next Assign releases what is no longer
 // owned and keeps what is (no other member folded it in between).

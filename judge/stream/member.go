@@ -209,12 +209,84 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 		gen.Start(func(gctx context.Context) { m.read(gctx, p, off, msgs) })
 	}
 
-	tick := time.NewTicker(m.cfg.Tick)
-	defer tick.Stop()
 	committed := make(map[int]int64, len(start))
 	for p, o := range start {
 		committed[p] = o
 	}
+	tick := time.NewTicker(m.cfg.Tick)
+	defer tick.Stop()
+	// due wakes the member when the handler's next deadline falls due
+	// (Scheduler), between ticks: the end offsets are read right then, and
+	// the handler advances as soon as the folds reach them. No tick bounds
+	// how late a deadline fires; an idle member sleeps until one is due.
+	sched, _ := h.(Scheduler)
+	due := time.NewTimer(time.Hour)
+	due.Stop()
+	defer due.Stop()
+	// urgent: a snapshot taken at or after the handler's next deadline is
+	// pending; the handler advances the moment it is reached.
+	urgent := false
+	// armed is the deadline the timer was set for; missed, one it woke
+	// for while the clock (a test's) had not reached it, which waits for
+	// the tick rather than waking the member again and again.
+	var lastSnap, armed, missed time.Time
+	snap := func(now time.Time) bool {
+		ends, err := m.ends(ctx, a.Owned())
+		if err != nil {
+			m.log.Warn("stream: reading end offsets failed; the watermark waits", "err", err)
+			return false
+		}
+		wm.Snapshot(now, ends)
+		if now.After(lastSnap) {
+			lastSnap = now
+		}
+		return true
+	}
+	plan := func() {
+		due.Stop()
+		urgent = false
+		if sched == nil {
+			return
+		}
+		next := sched.NextDue()
+		switch {
+		case next.IsZero():
+		case !next.After(lastSnap):
+			// A snapshot taken since covers it: the handler advances once
+			// it is reached (or was advanced past it: nothing to wait for).
+			p := wm.Pending()
+			urgent = !p.IsZero() && !next.After(p)
+		case next.Equal(missed):
+		default:
+			armed = next
+			due.Reset(max(next.Sub(m.cfg.Now()), 0))
+		}
+	}
+	advance := func(now time.Time, commit bool) error {
+		safe := wm.Safe()
+		if m.lag != nil && commit {
+			for _, l := range wm.Behind() {
+				m.lag(l.Partition, l.Lag)
+			}
+		}
+		if safe.IsZero() {
+			// Nothing of this generation's partitions is known to be
+			// folded yet (a start or a rebalance with a backlog): an
+			// Advance would judge as of no evidence, and a commit
+			// before the handler's Advance could lose its output.
+			plan()
+			return nil
+		}
+		if err := h.Advance(ctx, now, safe); err != nil {
+			return fmt.Errorf("stream: advance to %s: %w", now.UTC().Format(time.RFC3339), err)
+		}
+		if commit {
+			m.commit(gen, wm.Positions(), committed)
+		}
+		plan()
+		return nil
+	}
+	plan()
 	for {
 		select {
 		case <-ctx.Done():
@@ -227,33 +299,44 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 				return fmt.Errorf("stream: fold %s[%d]@%d: %w", msg.msg.Topic, msg.msg.Partition, msg.msg.Offset, err)
 			}
 			wm.Folded(msg.msg.Partition, msg.msg.Offset)
-		case <-tick.C:
-			now := m.cfg.Now()
-			ends, err := m.ends(ctx, a.Owned())
-			if err != nil {
-				m.log.Warn("stream: reading end offsets failed; the watermark waits", "err", err)
-			} else {
-				wm.Snapshot(now, ends)
-			}
-			safe := wm.Safe()
-			if m.lag != nil {
-				for _, l := range wm.Behind() {
-					m.lag(l.Partition, l.Lag)
+			if urgent && wm.Ready() {
+				// Offsets are committed at the next tick: a commit is a
+				// round trip, and the deadline's findings are out.
+				if err := advance(m.cfg.Now(), false); err != nil {
+					return err
 				}
 			}
-			if safe.IsZero() {
-				// Nothing of this generation's partitions is known to be
-				// folded yet (a start or a rebalance with a backlog): an
-				// Advance would judge as of no evidence, and a commit
-				// before the handler's Advance could lose its output.
-				continue
+		case <-due.C:
+			now := m.cfg.Now()
+			if !snap(now) || now.Before(armed) {
+				missed = armed // the tick tries again
 			}
-			if err := h.Advance(ctx, now, safe); err != nil {
-				return fmt.Errorf("stream: advance to %s: %w", now.UTC().Format(time.RFC3339), err)
+			if wm.Ready() {
+				if err := advance(m.cfg.Now(), false); err != nil {
+					return err
+				}
+			} else {
+				plan()
 			}
-			m.commit(gen, wm.Positions(), committed)
+		case <-tick.C:
+			now := m.cfg.Now()
+			snap(now)
+			if err := advance(now, true); err != nil {
+				return err
+			}
 		}
 	}
+}
+
+// Scheduler is a Handler that knows when its next deadline falls due. The
+// member then reads the end offsets right at that time and advances the
+// handler as soon as every message produced before it has been folded,
+// rather than at the next tick.
+type Scheduler interface {
+	// NextDue returns the earliest time at which an Advance with that
+	// safe time would do something the previous one did not (the zero
+	// time when nothing is due). It is asked after every Advance.
+	NextDue() time.Time
 }
 
 // commit commits the positions that moved. A failure is logged, not fatal:

@@ -272,3 +272,58 @@ func TestMemberNoAdvanceBeforeWatermark(t *testing.T) {
 	})
 	stop() // fails the test if the member stopped on a zero safe time
 }
+
+// scheduler is a recorder with deadlines (stream.Scheduler): NextDue is
+// the first of them after the last safe time.
+type scheduler struct {
+	*recorder
+	dues []time.Time
+	// early is set when an Advance's safe time reached a deadline before
+	// every message produced before that deadline was folded.
+	early string
+	want  int // messages produced before the first deadline
+}
+
+func (s *scheduler) NextDue() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range s.dues {
+		if d.After(s.safe) {
+			return d
+		}
+	}
+	return time.Time{}
+}
+
+func (s *scheduler) Advance(ctx context.Context, now, safe time.Time) error {
+	s.mu.Lock()
+	if !safe.Before(s.dues[0]) && len(s.folded) < s.want && s.early == "" {
+		s.early = fmt.Sprintf("safe %v past the deadline %v with %d of %d messages folded", safe, s.dues[0], len(s.folded), s.want)
+	}
+	s.mu.Unlock()
+	return s.recorder.Advance(ctx, now, safe)
+}
+
+// TestMemberAdvancesAtDeadlines: with a tick of an hour, a handler that
+// tells its deadlines is still advanced past each of them once it falls
+// due, and only once every message produced before it has been folded.
+func TestMemberAdvancesAtDeadlines(t *testing.T) {
+	brokers, topic := setup(t, 3)
+	produce(t, brokers, topic, 0, 300)
+	now := time.Now()
+	s := &scheduler{recorder: newRecorder(), want: 300,
+		dues: []time.Time{now.Add(500 * time.Millisecond), now.Add(1500 * time.Millisecond)}}
+	startTick(t, brokers, topic, testenv.Name("group"), s, time.Hour)
+	testenv.Eventually(t, 60*time.Second, "the member advances past both deadlines without a tick", func() (bool, string) {
+		_, _, safe := s.snapshot()
+		return !safe.Before(s.dues[1]), fmt.Sprintf("safe %v, deadlines %v", safe, s.dues)
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.early != "" {
+		t.Fatal(s.early)
+	}
+	if s.advances > 4 {
+		t.Fatalf("%d advances for two deadlines and no tick: the member woke for nothing", s.advances)
+	}
+}

@@ -23,6 +23,9 @@ type Watermark struct {
 	next  map[int]int64 // partition -> next offset to fold
 	snaps []snapshot    // pending, in time order
 	safe  time.Time
+	// left counts the partitions of the oldest pending snapshot not yet
+	// folded up to its end offsets, so that Ready costs nothing per fold.
+	left int
 }
 
 type snapshot struct {
@@ -45,9 +48,29 @@ func NewWatermark(start map[int]int64) *Watermark {
 // Offsets of a partition arrive in increasing order; a partition not
 // assigned is ignored.
 func (w *Watermark) Folded(partition int, offset int64) {
-	if n, ok := w.next[partition]; ok && offset+1 > n {
-		w.next[partition] = offset + 1
+	n, ok := w.next[partition]
+	if !ok || offset+1 <= n {
+		return
 	}
+	w.next[partition] = offset + 1
+	if w.left > 0 {
+		if end, ok := w.snaps[0].ends[partition]; ok && n < end && offset+1 >= end {
+			w.left--
+		}
+	}
+}
+
+// Ready reports whether the oldest pending snapshot has been reached: Safe
+// would move forward now. It is cheap enough to ask after every fold.
+func (w *Watermark) Ready() bool { return len(w.snaps) > 0 && w.left == 0 }
+
+// Pending returns the time of the newest snapshot not reached yet (the
+// zero time when none is pending): the safe time once the folds catch up.
+func (w *Watermark) Pending() time.Time {
+	if len(w.snaps) == 0 {
+		return time.Time{}
+	}
+	return w.snaps[len(w.snaps)-1].at
 }
 
 // Snapshot records the log end offsets read from the brokers, asked at
@@ -64,6 +87,9 @@ func (w *Watermark) Snapshot(at time.Time, ends map[int]int64) {
 		}
 	}
 	w.snaps = append(w.snaps, snapshot{at: at, ends: cp})
+	if len(w.snaps) == 1 {
+		w.left = w.unreached(cp)
+	}
 }
 
 // Safe returns the watermark: the time of the latest snapshot whose end
@@ -78,18 +104,28 @@ func (w *Watermark) Safe() time.Time {
 		w.safe = w.snaps[i].at
 	}
 	if i > 0 {
-		w.snaps = append(w.snaps[:0], w.snaps[i:]...)
+		n := copy(w.snaps, w.snaps[i:])
+		clear(w.snaps[n:]) // the maps of reached snapshots
+		w.snaps = w.snaps[:n]
+		w.left = 0
+		if len(w.snaps) > 0 {
+			w.left = w.unreached(w.snaps[0].ends)
+		}
 	}
 	return w.safe
 }
 
-func (w *Watermark) reached(ends map[int]int64) bool {
+func (w *Watermark) reached(ends map[int]int64) bool { return w.unreached(ends) == 0 }
+
+// unreached counts the partitions of ends not folded up to their end.
+func (w *Watermark) unreached(ends map[int]int64) int {
+	n := 0
 	for p, end := range ends {
 		if w.next[p] < end {
-			return false
+			n++
 		}
 	}
-	return true
+	return n
 }
 
 // Behind returns, per partition, how many messages of the newest snapshot

@@ -62,6 +62,7 @@ func TestWatermark(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := NewWatermark(tt.start)
+			var prev time.Time
 			for i, s := range tt.steps {
 				if s.fold[0] >= 0 {
 					w.Folded(int(s.fold[0]), s.fold[1])
@@ -73,9 +74,17 @@ func TestWatermark(t *testing.T) {
 				if s.want >= 0 {
 					want = at(s.want)
 				}
-				if got := w.Safe(); !got.Equal(want) {
+				// Ready says, without a scan, whether Safe is about to move:
+				// the member advances on it after every fold.
+				ready := w.Ready()
+				got := w.Safe()
+				if !got.Equal(want) {
 					t.Fatalf("step %d: Safe() = %v, want %v", i, got, want)
 				}
+				if ready != got.After(prev) {
+					t.Fatalf("step %d: Ready() = %v before Safe() moved from %v to %v", i, ready, prev, got)
+				}
+				prev = got
 				if s.behind != nil {
 					got := map[int]int64{}
 					for _, l := range w.Behind() {

@@ -89,6 +89,12 @@ type Contract struct {
 	// Labels are free routing labels passed to every finding and alert.
 	// Names match [a-zA-Z_][a-zA-Z0-9_]*; nil when the contract has none.
 	Labels map[string]string
+	// For is how long a finding of the pipeline must stay open before
+	// notify pages for it, when HasFor (else notify's hold for the
+	// severity applies; see docs/contracts.md, Routing). A finding
+	// resolved within it never pages.
+	For    time.Duration
+	HasFor bool
 	// Reruns says what a re-run's batch id looks like (zero:
 	// DefaultReruns): such a batch is an attempt of its date (AttemptOf).
 	Reruns Reruns
@@ -98,6 +104,9 @@ type Contract struct {
 	// AllowedLatenessOf). Deadlines are not delayed by it.
 	AllowedLateness    time.Duration
 	HasAllowedLateness bool
+	// Upstreams are the pipelines whose batches this one waits for
+	// (upstreams:, and openlineage.inputs once in a Set); nil when none.
+	Upstreams []Upstream
 
 	// cron is the compiled schedule of a parsed contract; a contract built
 	// in code compiles its Schedule on use (see calendar).

@@ -112,7 +112,7 @@ func TestOpenLineageKey(t *testing.T) {
 		{"pipeline: p\nopenlineage:\n  job: \"x_{batch_id}\"\n", `c.yaml:3: openlineage.job: "x_{batch_id}": a job name cannot be read through {batch_id}: use date placeholders such as {yyyymmdd}`},
 		{"pipeline: p\nopenlineage:\n  job: x\n  business_date: logical\n", `c.yaml:4: openlineage.business_date: "logical": want nominal_start, nominal_end, event_time or facet:NAME.FIELD (a run facet's field)`},
 		{"pipeline: p\nopenlineage:\n  job: x\n  system: scheduler\n", `c.yaml:4: openlineage.system: "scheduler": want producer, exchange, consumer or operator`},
-		{"pipeline: p\nopenlineage:\n  job: x\n  run: y\n", `c.yaml:4: openlineage.run: unknown key (want job, namespace, business_date, system)`},
+		{"pipeline: p\nopenlineage:\n  job: x\n  run: y\n", `c.yaml:4: openlineage.run: unknown key (want job, namespace, business_date, system, inputs)`},
 	} {
 		c, err := contract.Parse("c.yaml", []byte(tt.yaml))
 		if tt.err != "" {

@@ -28,6 +28,9 @@ type OpenLineage struct {
 	Facet string
 	// System is the side whose job this is (default producer).
 	System model.System
+	// Inputs are the job's input datasets: one that is another claimed
+	// job's output makes that pipeline an upstream (linkUpstreams).
+	Inputs []Input
 }
 
 // DateSource is where a run's business date comes from.
@@ -76,7 +79,11 @@ func (t Template) Read(s, pipeline string) (date model.Date, hh, mi int, hasDate
 func (p *parser) openLineage(n *yaml.Node, c *Contract) {
 	ol := &OpenLineage{Date: DateNominalStart, System: model.Producer}
 	hasJob, jobGiven := false, false
-	for _, e := range p.mapping(n, "openlineage", []string{"job", "namespace", "business_date", "system"}) {
+	for _, e := range p.mapping(n, "openlineage", []string{"job", "namespace", "business_date", "system", "inputs"}) {
+		if e.key == "inputs" {
+			p.openLineageInputs(e.v, ol)
+			continue
+		}
 		key := "openlineage." + e.key
 		s, ok := p.str(e.v, key)
 		if !ok {

@@ -251,7 +251,7 @@ func (p *parser) str(n *yaml.Node, key string) (string, bool) {
 
 func isTemplateKey(key string) bool { return key == "batch_id" || key == "artifact" || key == "signal" }
 
-var topKeys = []string{"pipeline", "schedule", "timezone", "holidays", "batch_id", "artifact", "signal", "required", "deadlines", "rows", "owner", "severity", "labels", "signal_content", "openlineage", "reruns", "allowed_lateness"}
+var topKeys = []string{"pipeline", "schedule", "timezone", "holidays", "batch_id", "artifact", "signal", "required", "deadlines", "rows", "owner", "severity", "labels", "signal_content", "openlineage", "reruns", "allowed_lateness", "for", "upstreams"}
 
 func (p *parser) contract(root *yaml.Node) *Contract {
 	c := Default("")
@@ -339,6 +339,8 @@ func (p *parser) contract(root *yaml.Node) *Contract {
 			}
 		case "labels":
 			c.Labels = p.labels(e.v)
+		case "for":
+			p.hold(e, c)
 		case "openlineage":
 			p.openLineage(e.v, c)
 		case "signal_content":
@@ -362,6 +364,8 @@ func (p *parser) contract(root *yaml.Node) *Contract {
 			p.rows(e.v, &c.Rows)
 		case "reruns", "allowed_lateness":
 			p.attempts(e, c)
+		case "upstreams":
+			p.upstreams(e.v, c)
 		}
 	}
 	if !hasPipeline {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 
 	"gopkg.in/yaml.v3"
@@ -73,4 +74,26 @@ func checkText(s string) error {
 		}
 	}
 	return nil
+}
+
+// MaxFor bounds a contract's for: a finding held longer than a day is a
+// finding nobody hears of.
+const MaxFor = 24 * time.Hour
+
+// hold reads for: a Go duration from 0 to MaxFor.
+func (p *parser) hold(e *entry, c *Contract) {
+	s, ok := p.str(e.v, e.key)
+	if !ok {
+		return
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		p.fail(e.v, e.key, "%q: want a Go duration such as 10m or 90s (how long a finding stays open before it pages)", s)
+		return
+	}
+	if d < 0 || d > MaxFor {
+		p.fail(e.v, e.key, "%q: want 0 to %s", s, MaxFor)
+		return
+	}
+	c.For, c.HasFor = d, true
 }

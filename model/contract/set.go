@@ -11,6 +11,8 @@ import (
 type Set struct {
 	byPipeline map[string]*Contract
 	pipelines  []string // sorted
+	// downstreams lists, per pipeline, the pipelines that wait for it.
+	downstreams map[string][]string
 }
 
 // NewSet returns a set of the given contracts. Two contracts for one
@@ -31,6 +33,9 @@ func NewSet(cs ...*Contract) (*Set, error) {
 		s.pipelines = append(s.pipelines, c.Pipeline)
 	}
 	sort.Strings(s.pipelines)
+	if err := linkUpstreams(s); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -32,7 +32,10 @@ type Command struct {
 	Limit            string
 	Format           string // text, json or jsonl
 	FailOnOpen       bool
-	AsOf             time.Time
+	// GroupBy, when set, prints the groups of the findings (Groups)
+	// instead of the findings: pipeline or owner.
+	GroupBy string
+	AsOf    time.Time
 	// Zone gives the zone the text shows beside UTC for a pipeline (nil:
 	// UTC alone).
 	Zone func(pipeline string) *time.Location
@@ -92,6 +95,14 @@ func (c *Command) Prepare() error {
 	default:
 		return exitcode.Usagef("--format %q: want text, json or jsonl", c.Format)
 	}
+	if c.GroupBy != "" {
+		if _, ok := groupKeys[GroupBy(c.GroupBy)]; !ok {
+			return exitcode.Usagef("--group-by %q: want %s", c.GroupBy, strings.Join(Groupings(), " or "))
+		}
+		if c.Format == "jsonl" {
+			return exitcode.Usagef("--group-by with --format jsonl: the groups are one summary; want --format text or json")
+		}
+	}
 	c.filter, c.limit = f, n
 	return nil
 }
@@ -104,10 +115,14 @@ func (c *Command) Run(ctx context.Context, conn Querier, db string, stdout, stde
 	if err != nil {
 		return fmt.Errorf("%w (is this the database `handoff ingest` writes? --clickhouse-database / HANDOFF_CLICKHOUSE_DATABASE)", err)
 	}
-	switch c.Format {
-	case "json":
+	switch {
+	case c.GroupBy != "" && c.Format == "json":
+		err = WriteGroupsJSON(stdout, res, GroupBy(c.GroupBy), c.AsOf)
+	case c.GroupBy != "":
+		err = WriteGroupsText(stdout, res, GroupBy(c.GroupBy), c.filter.State, c.AsOf)
+	case c.Format == "json":
 		err = WriteJSON(stdout, res, c.AsOf)
-	case "jsonl":
+	case c.Format == "jsonl":
 		err = WriteJSONL(stdout, res, c.AsOf)
 	default:
 		err = WriteText(stdout, res, c.filter.State, Times{AsOf: c.AsOf, Zone: c.Zone})

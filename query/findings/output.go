@@ -34,16 +34,18 @@ func (t Times) zone(pipeline string) *time.Location {
 // WriteText writes res for a person: a header, one aligned line per
 // finding in the order read, and a summary line (Summary). state is the
 // filter's (a STATE column only when it is "", both states; a RESOLVED
-// column only when a resolved finding is shown). Times are UTC with the
+// column only when a resolved finding is shown; a RESOLUTION column only
+// when one of them ended other than the plain way, Resolution). Times are UTC with the
 // pipeline's zone beside them (model.HumanTime); LATE is Late(tm.AsOf),
 // the lateness WriteJSON writes. With no finding it writes the summary
 // only.
 func WriteText(w io.Writer, res Result, state string, tm Times) error {
 	bw := bufio.NewWriter(w)
 	if len(res.Findings) > 0 {
-		resolved := false
+		resolved, ended := false, false
 		for i := range res.Findings {
 			resolved = resolved || res.Findings[i].State != StateOpen
+			ended = ended || Resolution(&res.Findings[i]) != ""
 		}
 		cols := []string{"BUSINESS_DATE", "PIPELINE", "BATCH", "KIND", "BOUNDARY", "VERDICT", "STATUS"}
 		if state == "" {
@@ -52,6 +54,9 @@ func WriteText(w io.Writer, res Result, state string, tm Times) error {
 		cols = append(cols, "OPENED", "DUE", "LATE")
 		if resolved {
 			cols = append(cols, "RESOLVED")
+		}
+		if ended {
+			cols = append(cols, "RESOLUTION")
 		}
 		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
@@ -72,6 +77,9 @@ func WriteText(w io.Writer, res Result, state string, tm Times) error {
 			line = append(line, stamp(f.RaisedAt, loc), stamp(f.Deadline, loc), late(Late(f, tm.AsOf)))
 			if resolved {
 				line = append(line, stamp(f.ResolvedAt, loc))
+			}
+			if ended {
+				line = append(line, dash(Resolution(f)))
 			}
 			for i := range line {
 				line[i] = model.EscapeText(line[i]) // before the tabwriter, which aligns what is printed
@@ -130,6 +138,26 @@ func stamp(t time.Time, loc *time.Location) string {
 		return "-"
 	}
 	return model.HumanTime(t, loc)
+}
+
+// Resolution says in a few words how a resolved finding ended when it did
+// not end the plain way, as the text listing and the serve pages show it:
+// "superseded by 20260919-r2" (the attempt of the same date that speaks
+// for it, by batch id), "on time, reported late by 3m" (its evidence was
+// on time by its own event time but reached the detector after the
+// deadline), or the detector's own words for any other; "" otherwise.
+// The record's exact words are in the JSON's resolution.
+func Resolution(f *detect.Finding) string {
+	switch {
+	case f.SupersededBy != "":
+		if k, err := model.ParseBatchKey(f.SupersededBy); err == nil {
+			return "superseded by " + k.BatchID
+		}
+		return "superseded by " + f.SupersededBy
+	case f.ReportingDelay > 0:
+		return "on time, reported late by " + replay.FormatDuration(f.ReportingDelay)
+	}
+	return f.Resolution
 }
 
 // late is a lateness for the table, "-" when not late.
@@ -201,7 +229,8 @@ func writeLines(bw *bufio.Writer, res Result, sep string, asOf time.Time) error 
 // resolved_at and deadline left out when none. lateness_ms is Late(f,
 // asOf), what the text listing shows: for an open finding with a deadline
 // counted to asOf, which lateness_as_of then gives; otherwise the recorded
-// lateness. As everywhere in handoff's JSON, <, > and & are not
+// lateness. reporting_delay_ms, resolution and superseded_by are the
+// record's, left out when none, as on the findings topic. As everywhere in handoff's JSON, <, > and & are not
 // HTML-escaped.
 func AppendJSON(b []byte, f *detect.Finding, asOf time.Time) []byte {
 	b = append(b, `{"fingerprint":`...)
@@ -226,6 +255,16 @@ func AppendJSON(b []byte, f *detect.Finding, asOf time.Time) []byte {
 	b = strconv.AppendInt(b, Late(f, asOf).Milliseconds(), 10)
 	if countedTo(f, asOf) {
 		b = appendTime(b, "lateness_as_of", asOf)
+	}
+	if f.ReportingDelay != 0 {
+		b = appendKey(b, "reporting_delay_ms")
+		b = strconv.AppendInt(b, f.ReportingDelay.Milliseconds(), 10)
+	}
+	for _, kv := range [...]struct{ k, v string }{{"resolution", f.Resolution}, {"superseded_by", f.SupersededBy}} {
+		if kv.v != "" {
+			b = appendKey(b, kv.k)
+			b = model.AppendJSONString(b, kv.v)
+		}
 	}
 	b = appendTime(b, "evidence_as_of", f.EvidenceAsOf)
 	for _, kv := range [...]struct{ k, v string }{

@@ -234,6 +234,9 @@ func (s *Server) readHistory(ctx context.Context, pipeline string, from, to mode
 	if pipeline != "" {
 		req.Pipelines = []string{pipeline}
 	}
+	if fd, ok := s.context.(*history.FirstDateCache); ok {
+		return s.readHistoryCached(ctx, fd, pipeline, req, fn)
+	}
 	type cxResult struct {
 		cx  *history.Context
 		err error
@@ -244,7 +247,7 @@ func (s *Server) readHistory(ctx context.Context, pipeline string, from, to mode
 	go func() {
 		qctx, cancel := s.rd.ctx(rctx)
 		defer cancel()
-		cx, err := history.ReadContext(qctx, s.store, req)
+		cx, err := history.ReadContext(qctx, s.context, req)
 		if err != nil {
 			err = s.rd.wrap(rctx, qctx, "the history context", err)
 		}
@@ -269,6 +272,67 @@ func (s *Server) readHistory(ctx context.Context, pipeline string, from, to mode
 		return nil, r.err
 	}
 	r.cx.AddTo(set)
+	return set, nil
+}
+
+// readHistoryCached is readHistory with the first dates from fd: the
+// census is counted from the events read (history.RangeCount) rather than
+// read, so the page's history is one read of its range's events, with the
+// latest heartbeats and the cached dates (read again when old) at the same
+// time. The Context is the one history.ReadContext would give.
+func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCache, pipeline string, req history.ContextRequest, fn func(*model.Event) error) (*batches.Set, error) {
+	type hbResult struct {
+		events []model.Event
+		err    error
+	}
+	hbc := make(chan hbResult, 1)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		qctx, cancel := s.rd.ctx(rctx)
+		defer cancel()
+		hbs, err := fd.LatestHeartbeats(qctx, req.Pipelines, req.AsOf.UTC().Truncate(time.Millisecond))
+		if err != nil {
+			err = s.rd.wrap(rctx, qctx, "the latest heartbeats", err)
+		}
+		hbc <- hbResult{hbs, err}
+	}()
+	// The dates are asked for now: when they are old, their read starts
+	// while the events are read.
+	datesc := make(chan error, 1)
+	go func() {
+		_, err := fd.Dates(rctx)
+		datesc <- err
+	}()
+	cf := req.CensusFilter()
+	set := batches.New(s.contracts, req.AsOf)
+	set.Covers(req.From, req.To)
+	seen := history.NewRangeCount(req.From)
+	err := s.readEvents(rctx, history.Filter{Pipeline: pipeline, From: cf.ReadFrom, To: req.To}, func(e *model.Event) error {
+		if fn != nil {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		seen.Add(e)
+		set.Add(e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := <-datesc; err != nil {
+		return nil, err
+	}
+	hb := <-hbc
+	if hb.err != nil {
+		return nil, hb.err
+	}
+	census, err := fd.CensusOf(rctx, seen, cf)
+	if err != nil {
+		return nil, err
+	}
+	history.Assemble(req, census, hb.events).AddTo(set)
 	return set, nil
 }
 
@@ -306,6 +370,15 @@ func (s *Server) batch(ctx context.Context, k model.BatchKey) (*BatchDetail, err
 	}
 	if readErr != nil {
 		return nil, readErr
+	}
+	// The upstream rule's input: the outcomes of the batches k waits for
+	// (nil when no contract lists an upstream).
+	ups, err := history.ReadUpstreams(ctx, s.store, history.ContextRequest{Pipelines: []string{k.Pipeline}, From: k.BusinessDate, To: k.BusinessDate, AsOf: s.now(), Contracts: s.contracts})
+	if err != nil {
+		return nil, err
+	}
+	if ups != nil {
+		set.Upstreams(ups)
 	}
 	d, ok := set.DiagnoseOne(k)
 	if !ok {

@@ -90,6 +90,7 @@ func TestBrowserSeedCase(t *testing.T) {
 	missing := run(t, ctx, "first missing", chromedp.Text(chromedp.ID("first-missing")))
 	ladderRow := run(t, ctx, "ladder row", chromedp.Text(chromedp.CSS(`tr[data-boundary="signal_delivered"]`)))
 	report := run(t, ctx, "report", chromedp.Text(chromedp.ID("report")))
+	reported := run(t, ctx, "the resolved finding's resolution", chromedp.Text(chromedp.CSS(`#batch-findings tr[data-fingerprint="fp-done"] td.resolution`)))
 	batchShot := run(t, ctx, "batch screenshot", chromedp.CaptureScreenshot())
 	if !strings.Contains(cellClass, "late") {
 		t.Errorf("grid cell of %s has class %q, want the late colour", seedBatch, cellClass)
@@ -99,6 +100,9 @@ func TestBrowserSeedCase(t *testing.T) {
 	}
 	if !strings.Contains(ladderRow, "missing") {
 		t.Errorf("ladder row signal_delivered reads %q; want it missing", ladderRow)
+	}
+	if reported != "on time, reported late by 3m" {
+		t.Errorf("batch page: the resolved finding's resolution reads %q, want \"on time, reported late by 3m\"", reported)
 	}
 	if !strings.Contains(report, "restore") {
 		t.Errorf("report does not name the safe next step (restore the signal):\n%s", report)

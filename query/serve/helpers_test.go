@@ -169,13 +169,15 @@ func load(t *testing.T, ctx context.Context, conn driver.Conn, db string) {
 	}
 	// Findings: the seed's overdue finding (open, raised first), a newer
 	// open one, and one resolved after two records (the highest seq is its
-	// state).
+	// state): its signal was on time by its event time and reached the
+	// detector 3 minutes late (lateness 0, a reporting delay).
 	key, err := model.ParseBatchKey(seedBatch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ms := func(s string) int64 { t, _ := time.Parse(time.RFC3339, s); return t.UnixMilli() }
 	var finds schema.FindingRows
+	onTime := "on time (signal_delivered at 2026-09-30T21:58:00Z, deadline 2026-09-30T22:00:00Z), reported late by 3m"
 	for _, r := range []struct {
 		fp       string
 		seq      uint32
@@ -189,10 +191,14 @@ func load(t *testing.T, ctx context.Context, conn driver.Conn, db string) {
 		{"fp-done", 1, "open", "overdue", "2026-09-29T22:15:00Z", 0},
 		{"fp-done", 2, "resolved", "overdue", "2026-09-29T22:15:00Z", ms("2026-09-30T01:00:00Z")},
 	} {
-		finds.Add(schema.FindingRow{Key: key, Fingerprint: r.fp, Seq: r.seq, State: r.state, Kind: r.kind, Name: "signal_delivered",
+		row := schema.FindingRow{Key: key, Fingerprint: r.fp, Seq: r.seq, State: r.state, Kind: r.kind, Name: "signal_delivered",
 			RaisedMS: ms(r.raised), ResolvedMS: r.resolved, DeadlineMS: ms("2026-09-30T22:00:00Z"), LatenessMS: 900000,
 			Severity: "warning", Owner: "finance-data", EvidenceAsOfMS: ms(r.raised), Status: "late", Verdict: "not_identified",
-			FirstMissing: "signal_delivered", Diagnosis: "{}"}, schema.Source{Topic: "t", Partition: 0, Offset: int64(r.seq)}, asOf.UnixMilli())
+			FirstMissing: "signal_delivered", Diagnosis: "{}"}
+		if r.state == "resolved" {
+			row.LatenessMS, row.ReportingDelayMS, row.Resolution = 0, 180_000, onTime
+		}
+		finds.Add(row, schema.Source{Topic: "t", Partition: 0, Offset: int64(r.seq)}, asOf.UnixMilli())
 	}
 	if err := s.InsertColumns(ctx, schema.Findings, schema.FindingColumns, finds.Columns()); err != nil {
 		t.Fatal(err)

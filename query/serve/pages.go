@@ -26,6 +26,15 @@ import (
 var webFS embed.FS
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
+	// batchLink is the page of a batch named by its key ("" when the key
+	// does not parse): the links of a blocked batch to its upstreams.
+	"batchLink": func(batch string) string {
+		k, err := model.ParseBatchKey(batch)
+		if err != nil {
+			return ""
+		}
+		return batchPath(k)
+	},
 	// fmtTime shows a time in UTC with the zone given (the contract's)
 	// beside it, as the text reports do (model.HumanTime); none: UTC alone.
 	"fmtTime": func(v any, zone ...*time.Location) string {
@@ -261,7 +270,12 @@ func (s *Server) batchPage(w http.ResponseWriter, r *http.Request) error {
 	if err := report.Text(&text, d); err != nil {
 		return err
 	}
+	fs, err := s.dateFindings(r.Context(), k)
+	if err != nil {
+		return err
+	}
 	return render(w, http.StatusOK, "batch.html", map[string]any{
+		"Findings": fs, "BatchID": k.BatchID,
 		"Key": k.String(), "D": d, "Zone": d.Zone, "APIURL": "/api/v1" + batchPath(k), "Source": b.Source, "Ladder": ladder, "Report": text.String(), "Sides": b.Sides,
 		"Absent":  expectedOf(s.contracts.For(k.Pipeline), k, d),
 		"GridURL": "/?pipeline=" + pathEscape(k.Pipeline) + "&from=" + k.BusinessDate.AddDays(-13).String() + "&to=" + k.BusinessDate.String(),

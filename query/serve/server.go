@@ -57,12 +57,22 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Logger logs failed requests (default: discard).
 	Logger *slog.Logger
+	// FirstDatesTTL is how long each pipeline's first business date is
+	// kept before it is read again (default DefaultFirstDatesTTL;
+	// negative: read per request). docs/serve.md, "Caches", has the rule.
+	FirstDatesTTL time.Duration
 }
+
+// DefaultFirstDatesTTL is Options.FirstDatesTTL's default.
+const DefaultFirstDatesTTL = 30 * time.Second
 
 // Server serves the API and the pages.
 type Server struct {
-	rd        *reader
-	store     *history.Store
+	rd    *reader
+	store *history.Store
+	// context reads what a diagnosis needs besides the events: the
+	// store, or the store with its first dates cached.
+	context   history.ContextReader
 	contracts history.Contracts
 	dash      Dashboards
 	now       func() time.Time
@@ -120,6 +130,18 @@ func New(ctx context.Context, conn chconn.Conn, opts Options) (*Server, error) {
 	}
 	if err := s.rd.detectReadonly(ctx); err != nil {
 		return nil, err
+	}
+	// No page shows an event's spec or attrs: the replay never reads
+	// them, and leaving them out is a fifth less to read and decode.
+	st.ReplayOnly = true
+	s.context = st
+	if ttl := opts.FirstDatesTTL; ttl >= 0 {
+		if ttl == 0 {
+			ttl = DefaultFirstDatesTTL
+		}
+		fd := history.NewFirstDateCache(st, ttl, timeout)
+		fd.QueryContext = s.rd.ctx
+		s.context = fd
 	}
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "handoff_serve_requests_total", Help: "HTTP requests served, by route and status code.",

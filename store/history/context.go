@@ -116,7 +116,6 @@ func scheduled(req ContextRequest) []string {
 // dropped).
 func ReadContext(ctx context.Context, r ContextReader, req ContextRequest) (*Context, error) {
 	asOf := req.AsOf.UTC().Truncate(time.Millisecond)
-	cx := &Context{ReadFrom: ReadFrom(req), From: req.From, To: req.To, AsOf: asOf}
 	type hbResult struct {
 		events []model.Event
 		err    error
@@ -128,9 +127,7 @@ func ReadContext(ctx context.Context, r ContextReader, req ContextRequest) (*Con
 		hbs, err := r.LatestHeartbeats(hctx, req.Pipelines, asOf)
 		hbc <- hbResult{hbs, err}
 	}()
-	var err error
-	cx.Census, err = r.Census(ctx, CensusFilter{Pipelines: req.Pipelines, Scheduled: scheduled(req),
-		ReadFrom: cx.ReadFrom, From: req.From, To: req.To})
+	census, err := r.Census(ctx, req.CensusFilter())
 	hb := <-hbc
 	if err != nil {
 		return nil, err
@@ -138,19 +135,34 @@ func ReadContext(ctx context.Context, r ContextReader, req ContextRequest) (*Con
 	if hb.err != nil {
 		return nil, hb.err
 	}
+	return Assemble(req, census, hb.events), nil
+}
+
+// CensusFilter is the census ReadContext reads for req.
+func (req ContextRequest) CensusFilter() CensusFilter {
+	return CensusFilter{Pipelines: req.Pipelines, Scheduled: scheduled(req), ReadFrom: ReadFrom(req), From: req.From, To: req.To}
+}
+
+// Assemble is the Context of req from its census (Census of
+// req.CensusFilter(), or FirstDateCache.CensusOf) and the latest
+// heartbeats as of req.AsOf (LatestHeartbeats of req.Pipelines): what
+// ReadContext does once it has read them, for a caller that reads them
+// itself. The heartbeats of pipelines the census leaves out are dropped.
+func Assemble(req ContextRequest, census []PipelineRows, heartbeats []model.Event) *Context {
+	cx := &Context{ReadFrom: ReadFrom(req), From: req.From, To: req.To, AsOf: req.AsOf.UTC().Truncate(time.Millisecond), Census: census}
 	if len(cx.Census) == 0 {
-		return cx, nil
+		return cx
 	}
 	read := make(map[string]bool, len(cx.Census))
 	for _, p := range cx.Census {
 		read[p.Pipeline] = true
 	}
-	for _, e := range hb.events {
+	for _, e := range heartbeats {
 		if read[e.Pipeline] {
 			cx.Heartbeats = append(cx.Heartbeats, e)
 		}
 	}
-	return cx, nil
+	return cx
 }
 
 // BatchContext reads the Context of batch k alone as of asOf.

@@ -231,7 +231,8 @@ func Select(db string, f Filter, o Order, limit int) (Query, error) {
 		SQL: "SELECT fingerprint, argMax(batch, seq), pipeline, business_date, batch_id, toString(argMax(state, seq)) AS st, " +
 			"argMax(kind, seq) AS k, argMax(name, seq) AS nm, max(seq), argMax(raised_ms, seq) AS raised, argMax(resolved_ms, seq), " +
 			"argMax(deadline_ms, seq), argMax(lateness_ms, seq), argMax(evidence_as_of_ms, seq), argMax(severity, seq), argMax(owner, seq), " +
-			"argMax(status, seq), argMax(verdict, seq), argMax(first_missing, seq) FROM " + f.table(db) + where +
+			"argMax(status, seq), argMax(verdict, seq), argMax(first_missing, seq), " +
+			"argMax(reporting_delay_ms, seq), argMax(resolution, seq), argMax(superseded_by, seq), argMax(root, seq) FROM " + f.table(db) + where +
 			" GROUP BY pipeline, business_date, batch_id, fingerprint" + having + tail,
 		Args: args,
 	}, nil
@@ -255,7 +256,7 @@ func Scan(row Row) (detect.Finding, error) {
 	)
 	if err := row.Scan(&r.Fingerprint, &batch, &pipeline, &bd, &batchID, &r.State, &r.Kind, &r.Name, &r.Seq,
 		&r.RaisedMS, &r.ResolvedMS, &r.DeadlineMS, &r.LatenessMS, &r.EvidenceAsOfMS, &r.Severity, &r.Owner, &r.Status, &r.Verdict,
-		&r.FirstMissing); err != nil {
+		&r.FirstMissing, &r.ReportingDelayMS, &r.Resolution, &r.SupersededBy, &r.Root); err != nil {
 		return detect.Finding{}, fmt.Errorf("scan a finding: %w", err)
 	}
 	r.Key = model.BatchKey{Pipeline: pipeline, BusinessDate: schema.DateFromColumn(bd), BatchID: batchID}

@@ -280,6 +280,8 @@ func TestLatestRecord(t *testing.T) {
 		RaisedAt: at("2026-09-29T23:00:00Z"), ResolvedAt: at("2026-09-30T03:00:00Z"), Deadline: at("2026-09-29T22:00:00Z"),
 		Lateness: 2 * time.Hour, EvidenceAsOf: at("2026-09-29T23:00:00Z").Add(2 * time.Millisecond), Severity: "warning", Owner: "team-fin",
 		Status: "delivered", Verdict: "not_identified",
+		// Not blocked: the finding is its own batch's incident.
+		Root: detect.RootFingerprint(key), RootBatch: key.String(),
 		// Read without the diagnosis: of it, what the table copies out.
 		Diagnosis: replay.Diagnosis{Batch: key.String(), Pipeline: balance, BusinessDate: "2026-09-29", BatchID: "20260929",
 			Status: "delivered", Verdict: model.NotIdentified, FirstMissing: "consumed"}}
@@ -341,6 +343,84 @@ func TestSelectRefuses(t *testing.T) {
 	} {
 		if q, err := judgements.Select(tt.db, judgements.Filter{}, tt.order, tt.limit); err == nil {
 			t.Errorf("Select(%q, %d, %d) = %q, want an error", tt.db, tt.order, tt.limit, q.SQL)
+		}
+	}
+}
+
+// TestLifecycleRoundTrip: findings as the detector publishes them, with
+// the fields of how they ended (a first attempt superseded by its re-run,
+// a boundary on time but reported late, one still open), go to their rows
+// (schema.FindingRowOf), are stored by ingest's sink on the 18.16 server,
+// and read back (Read, the listings' and the restore's read) equal, the
+// diagnosis reduced to what the table copies out of it.
+func TestLifecycleRoundTrip(t *testing.T) {
+	conn := testenv.ClickHouse(t)
+	db := testenv.Database(t, conn, "findings_lifecycle")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := schema.Ensure(ctx, conn, db); err != nil {
+		t.Fatal(err)
+	}
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.UTC()
+	}
+	date := model.MustParseDate("2026-09-19")
+	first := model.BatchKey{Pipeline: ledger, BusinessDate: date, BatchID: "20260919"}
+	rerun := model.BatchKey{Pipeline: ledger, BusinessDate: date, BatchID: "20260919-r2"}
+	onTime := model.BatchKey{Pipeline: balance, BusinessDate: date, BatchID: "20260919"}
+	summary := func(k model.BatchKey, status replay.Status, v model.Hypothesis, fm string) replay.Diagnosis {
+		return replay.Diagnosis{Batch: k.String(), Pipeline: k.Pipeline, BusinessDate: k.BusinessDate.String(), BatchID: k.BatchID,
+			Status: status, Verdict: v, FirstMissing: fm}
+	}
+	in := []detect.Finding{
+		{Fingerprint: detect.Fingerprint(first, detect.Failed, "produced"), State: detect.Resolved, Kind: detect.Failed, Name: "produced",
+			Batch: first, Status: "failed", Verdict: "not_produced", Seq: 2,
+			RaisedAt: at("2026-09-20T02:10:00Z"), ResolvedAt: at("2026-09-20T05:40:00Z"), EvidenceAsOf: at("2026-09-20T05:40:00Z"),
+			Resolution: "superseded by " + rerun.String(), SupersededBy: rerun.String(), Severity: "critical", Owner: "ledger-team",
+			Diagnosis: summary(first, "failed", model.NotProduced, "produced")},
+		{Fingerprint: detect.Fingerprint(onTime, detect.Overdue, "signal_delivered"), State: detect.Resolved, Kind: detect.Overdue,
+			Name: "signal_delivered", Batch: onTime, Status: "delivered", Verdict: "delivered", Seq: 2,
+			RaisedAt: at("2026-09-20T06:00:30Z"), ResolvedAt: at("2026-09-20T06:02:00Z"), Deadline: at("2026-09-20T06:00:00Z"),
+			ReportingDelay: 3 * time.Minute, EvidenceAsOf: at("2026-09-20T06:02:00Z"),
+			Resolution: "on time (signal_delivered at 2026-09-20T05:59:00Z, deadline 2026-09-20T06:00:00Z), reported late by 3m",
+			Severity:   "warning", Diagnosis: summary(onTime, "delivered", model.Delivered, "")},
+		{Fingerprint: detect.Fingerprint(rerun, detect.Overdue, "consumed"), State: detect.Open, Kind: detect.Overdue, Name: "consumed",
+			Batch: rerun, Status: "late", Verdict: "not_consumed", Seq: 1, RaisedAt: at("2026-09-20T07:00:00Z"),
+			Deadline: at("2026-09-20T07:00:00Z"), Lateness: time.Minute, EvidenceAsOf: at("2026-09-20T07:01:00Z"),
+			Severity: "warning", Diagnosis: summary(rerun, "late", model.NotConsumed, "consumed")},
+	}
+	rows := &schema.FindingRows{}
+	for i := range in {
+		// Each its own incident, as the detector writes a finding nothing
+		// upstream blocks.
+		in[i].Root, in[i].RootBatch = detect.RootFingerprint(in[i].Batch), in[i].Batch.String()
+		rows.Add(schema.FindingRowOf(&in[i]), schema.Source{Topic: "handoff.findings", Offset: int64(i)}, 1)
+	}
+	s, err := writer.New(conn, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.InsertColumns(ctx, schema.Findings, schema.FindingColumns, rows.Columns()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := judgements.Read(ctx, conn, db, judgements.Filter{}, judgements.Unordered, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]detect.Finding{}
+	for _, f := range res.Findings {
+		got[f.Fingerprint] = f
+	}
+	if len(got) != len(in) {
+		t.Fatalf("read %d findings, want %d", len(got), len(in))
+	}
+	for _, want := range in {
+		if g := got[want.Fingerprint]; !reflect.DeepEqual(g, want) {
+			t.Errorf("%s %s: read back\n got %+v\nwant %+v", want.Batch, want.Kind, g, want)
 		}
 	}
 }

@@ -158,10 +158,13 @@ func StatementsFor(db string, l Layout) ([]string, error) {
 	return append(stmts, viewStatements(db, on)...), nil
 }
 
-// EnsureLayout is Ensure in layout l. In the cluster flavour the DDL runs
+// EnsureLayout is Ensure in layout l: it creates what is missing and adds
+// to existing tables the columns this release has and they lack
+// (upgrade.go). In the cluster flavour the DDL runs
 // ON CLUSTER, which waits for every server (distributed_ddl_task_timeout):
 // so that an ingester can start while one replica is down, nothing is sent
-// when every table and view already exists on the server conn talks to.
+// when every table and view already exists, with every column, on the
+// server conn talks to.
 func EnsureLayout(ctx context.Context, conn driver.Conn, db string, l Layout) error {
 	stmts, err := StatementsFor(db, l)
 	if err != nil {
@@ -173,10 +176,18 @@ func EnsureLayout(ctx context.Context, conn driver.Conn, db string, l Layout) er
 			return fmt.Errorf("clickhouse schema: list the tables of %s: %w", db, err)
 		}
 		if n == uint64(len(l.Tables())) {
-			return nil
+			return upgrade(ctx, conn, db, l)
 		}
 	}
-	for _, s := range stmts {
+	// Tables made by an earlier release get this one's columns before any
+	// view reads them (upgrade.go): the views come last.
+	views := len(stmts) - len(Views())
+	for i, s := range stmts {
+		if i == views {
+			if err := upgrade(ctx, conn, db, l); err != nil {
+				return err
+			}
+		}
 		if err := conn.Exec(ctx, s); err != nil {
 			first := s
 			if i := strings.IndexByte(first, '('); i > 0 {

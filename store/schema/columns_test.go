@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/store/schema"
 )
@@ -78,21 +80,28 @@ func TestColumnsMatchServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, table := range []string{schema.Events, schema.DeadLetters, schema.Diagnoses, schema.Findings} {
-		rows, err := conn.Query(ctx, "SELECT name FROM system.columns WHERE database = ? AND table = ? AND default_kind != 'MATERIALIZED'", db, table)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for rows.Next() {
-			var n string
-			if err := rows.Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, n)
-		}
-		rows.Close()
-		if want := schema.InsertColumns(table); !slices.Equal(got, want) {
+		if got, want := storedColumns(t, ctx, conn, db, table), schema.InsertColumns(table); !slices.Equal(got, want) {
 			t.Errorf("%s on the server:\n  %v\ncolumn list:\n  %v", table, got, want)
 		}
 	}
+}
+
+// storedColumns returns the columns of db.table on the server that an
+// INSERT names (materialized ones excluded), in definition order.
+func storedColumns(t *testing.T, ctx context.Context, conn driver.Conn, db, table string) []string {
+	t.Helper()
+	rows, err := conn.Query(ctx, "SELECT name FROM system.columns WHERE database = ? AND table = ? AND default_kind != 'MATERIALIZED'", db, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, n)
+	}
+	return got
 }

@@ -17,8 +17,8 @@ import (
 // decoder back (what the detector's restore, `handoff findings` and
 // `handoff serve` read).
 
-// FindingRowOf returns the findings_v2 row of f: times in Unix
-// milliseconds, labels as sorted keys and values, the status and verdict
+// FindingRowOf returns the findings_v2 row of f: times and durations
+// (the reporting delay among them) in Unix milliseconds, labels as sorted keys and values, the status and verdict
 // the record was routed by (else its diagnosis'), the diagnosis'
 // first_missing, and the diagnosis as the analyzer encodes it (byte for
 // byte what the detector wrote: the encoding round-trips). f.Seq must fit
@@ -28,7 +28,8 @@ func FindingRowOf(f *detect.Finding) FindingRow {
 	r := FindingRow{
 		Key: f.Batch, Fingerprint: f.Fingerprint, Seq: uint32(f.Seq), State: string(f.State), Kind: string(f.Kind), Name: f.Name,
 		RaisedMS: msOf(f.RaisedAt), ResolvedMS: msOf(f.ResolvedAt), DeadlineMS: msOf(f.Deadline), LatenessMS: f.Lateness.Milliseconds(),
-		Severity: f.Severity, Owner: f.Owner, EvidenceAsOfMS: msOf(f.EvidenceAsOf),
+		ReportingDelayMS: f.ReportingDelay.Milliseconds(), Resolution: f.Resolution, SupersededBy: f.SupersededBy,
+		Severity: f.Severity, Owner: f.Owner, Root: f.Root, EvidenceAsOfMS: msOf(f.EvidenceAsOf),
 		Status: string(f.Status), Verdict: f.Verdict, FirstMissing: f.Diagnosis.FirstMissing,
 		Diagnosis: string(f.Diagnosis.AppendJSON(nil)),
 	}
@@ -64,7 +65,12 @@ func (r *FindingRow) Finding() (detect.Finding, error) {
 		Status: replay.Status(r.Status), Verdict: r.Verdict, Seq: int(r.Seq),
 		RaisedAt: timeOfMS(r.RaisedMS), ResolvedAt: timeOfMS(r.ResolvedMS), Deadline: timeOfMS(r.DeadlineMS),
 		Lateness: time.Duration(r.LatenessMS) * time.Millisecond, EvidenceAsOf: timeOfMS(r.EvidenceAsOfMS),
-		Severity: r.Severity, Owner: r.Owner,
+		ReportingDelay: time.Duration(r.ReportingDelayMS) * time.Millisecond, Resolution: r.Resolution, SupersededBy: r.SupersededBy,
+		Severity: r.Severity, Owner: r.Owner, Root: r.Root,
+	}
+	if f.Root == "" || f.Root == detect.RootFingerprint(r.Key) {
+		// Its own incident (a row from before the column existed too).
+		f.Root, f.RootBatch = detect.RootFingerprint(r.Key), r.Key.String()
 	}
 	if len(r.LabelKeys) > 0 {
 		if len(r.LabelValues) != len(r.LabelKeys) {
@@ -79,6 +85,7 @@ func (r *FindingRow) Finding() (detect.Finding, error) {
 		if err := json.Unmarshal([]byte(r.Diagnosis), &f.Diagnosis); err != nil {
 			return f, fmt.Errorf("finding %s: column diagnosis: %w", r.Fingerprint, err)
 		}
+		f.RootBatch = rootBatch(&f)
 		return f, nil
 	}
 	d := &f.Diagnosis
@@ -108,4 +115,13 @@ func timeOfMS(ms int64) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms).UTC()
+}
+
+// rootBatch is the batch of f's incident, as its diagnosis names it: the
+// first root of what blocks it, or its own batch.
+func rootBatch(f *detect.Finding) string {
+	if b := f.Diagnosis.Blocked; b != nil && len(b.Roots) > 0 {
+		return b.Roots[0].Batch
+	}
+	return f.Batch.String()
 }

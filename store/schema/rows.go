@@ -457,18 +457,20 @@ func (r *DiagnosisRows) Columns() []any {
 // FindingRow is one row of findings_v2 (without the Kafka position, given
 // to Add). Times are Unix milliseconds; 0 means none.
 type FindingRow struct {
-	Key            model.BatchKey
-	Fingerprint    string
-	Seq            uint32
-	State          string // open or resolved
-	Kind           string
-	Name           string
-	RaisedMS       int64
-	ResolvedMS     int64
-	DeadlineMS     int64
-	LatenessMS     int64
-	Severity       string
-	Owner          string
+	Key         model.BatchKey
+	Fingerprint string
+	Seq         uint32
+	State       string // open or resolved
+	Kind        string
+	Name        string
+	RaisedMS    int64
+	ResolvedMS  int64
+	DeadlineMS  int64
+	LatenessMS  int64
+	Severity    string
+	Owner       string
+	// Root is the fingerprint of the finding's incident (detect.Finding.Root).
+	Root           string
 	LabelKeys      []string // sorted
 	LabelValues    []string
 	EvidenceAsOfMS int64
@@ -477,6 +479,13 @@ type FindingRow struct {
 	FirstMissing   string
 	// Diagnosis is the embedded diagnosis JSON ("" when none).
 	Diagnosis string
+
+	// ReportingDelayMS, Resolution and SupersededBy say how a resolved
+	// record ended when not the plain way (detect.Finding's fields of the
+	// same names); 0, "" and "" otherwise.
+	ReportingDelayMS int64
+	Resolution       string
+	SupersededBy     string
 }
 
 // FindingRows holds findings as the columns of FindingColumns.
@@ -493,6 +502,7 @@ type FindingRows struct {
 	latenessMS     []int64
 	severity       []string
 	owner          []string
+	root           []string
 	labelKeys      [][]string
 	labelValues    [][]string
 	evidenceAsOfMS []int64
@@ -500,6 +510,10 @@ type FindingRows struct {
 	verdict        []string
 	firstMissing   []string
 	diagnosis      []string
+
+	delayMS      []int64
+	resolution   []string
+	supersededBy []string
 }
 
 // Len returns the number of rows.
@@ -519,6 +533,7 @@ func (r *FindingRows) Add(f FindingRow, src Source, ingestedMS int64) {
 	r.latenessMS = append(r.latenessMS, f.LatenessMS)
 	r.severity = append(r.severity, f.Severity)
 	r.owner = append(r.owner, f.Owner)
+	r.root = append(r.root, f.Root)
 	keys, values := f.LabelKeys, f.LabelValues
 	if keys == nil {
 		keys, values = []string{}, []string{}
@@ -530,11 +545,14 @@ func (r *FindingRows) Add(f FindingRow, src Source, ingestedMS int64) {
 	r.verdict = append(r.verdict, f.Verdict)
 	r.firstMissing = append(r.firstMissing, f.FirstMissing)
 	r.diagnosis = append(r.diagnosis, f.Diagnosis)
+	r.delayMS = append(r.delayMS, f.ReportingDelayMS)
+	r.resolution = append(r.resolution, f.Resolution)
+	r.supersededBy = append(r.supersededBy, f.SupersededBy)
 }
 
 // Columns returns the rows' columns in the order of FindingColumns.
 func (r *FindingRows) Columns() []any {
 	return []any{r.pipeline, r.businessDate, r.batchID, r.batch, r.fingerprint, r.seq, r.state, r.kind, r.name,
-		r.raisedMS, r.resolvedMS, r.deadlineMS, r.latenessMS, r.severity, r.owner, r.labelKeys, r.labelValues,
-		r.evidenceAsOfMS, r.status, r.verdict, r.firstMissing, r.diagnosis, r.ingestedMS, r.topic, r.partition, r.offset}
+		r.raisedMS, r.resolvedMS, r.deadlineMS, r.latenessMS, r.delayMS, r.resolution, r.supersededBy, r.severity, r.owner, r.root,
+		r.labelKeys, r.labelValues, r.evidenceAsOfMS, r.status, r.verdict, r.firstMissing, r.diagnosis, r.ingestedMS, r.topic, r.partition, r.offset}
 }

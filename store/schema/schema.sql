@@ -121,7 +121,13 @@ ORDER BY (pipeline, business_date, batch_id, as_of_ms)
 -- the finding's history. The latest state of a finding is its record with
 -- the highest seq: argMax(state, seq) GROUP BY fingerprint. A resolved
 -- record keeps deadline_ms and lateness_ms (it was late, by how much).
--- 0 in resolved_ms and deadline_ms means "none".
+-- 0 in resolved_ms and deadline_ms means "none". A resolved record that did
+-- not end the plain way says how in resolution ("superseded by <batch>", "on
+-- time (...), reported late by 7m"), with the attempt that replaced it in
+-- superseded_by and the reporting delay in reporting_delay_ms (0, '' and ''
+-- otherwise: their defaults, which rows stored before they existed read as).
+-- Columns added to a table after its first release are added to an existing
+-- table by Ensure (upgrade.go), at the place they have here.
 CREATE TABLE IF NOT EXISTS {db}.findings_v2 (
     pipeline          String,
     business_date     Date,
@@ -137,8 +143,13 @@ CREATE TABLE IF NOT EXISTS {db}.findings_v2 (
     resolved_ms       Int64,
     deadline_ms       Int64,
     lateness_ms       Int64,
+    reporting_delay_ms Int64 DEFAULT 0,
+    resolution        String DEFAULT '',
+    superseded_by     String DEFAULT '',
     severity          String,
     owner             String,
+    -- the incident: the fingerprint of the root batch that blocks this one, or of its own batch
+    root              String DEFAULT '',
     labels            Nested(key String, value String),
     evidence_as_of_ms Int64,
     status            String,

@@ -4,6 +4,7 @@
 //
 //	detectlat contracts -dir D -probes 300 -first 2026-11-30T13:30:00Z -span 2m
 //	detectlat run -brokers B -topic T -findings-topic F -rate 20000 -duration 3m -probes 300
+//	detectlat memory -batches 1000000 -contracts deploy/contracts/account-balance-snapshot.daily.yaml
 //
 // contracts writes one contract per probe pipeline (probe.000, ...): a
 // daily schedule in UTC whose only required boundary, produced, is due at a
@@ -19,6 +20,13 @@
 // (when the detector's producer sent it, acks=all) and when this program
 // read it. It prints their percentiles and the load rate achieved, and
 // fails when a probe's finding never came.
+//
+// memory holds -batches quiet open batches in a detector of this process,
+// as handoff detect does (typical batches of 6 to 9 events stalled
+// between the staged file and the consume attempt, decoded from their
+// wire JSON one batch at a time, advanced twice so that every timer is
+// armed and every state compacted) and prints the heap bytes per open
+// batch and the process's resident memory as RESULT lines.
 package main
 
 import (
@@ -42,7 +50,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fatal(errors.New("usage: detectlat contracts|run [flags]"))
+		fatal(errors.New("usage: detectlat contracts|run|memory [flags]"))
 	}
 	var err error
 	switch os.Args[1] {
@@ -50,8 +58,10 @@ func main() {
 		err = contracts(os.Args[2:])
 	case "run":
 		err = run(os.Args[2:])
+	case "memory":
+		err = memory(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown mode %q: want contracts or run", os.Args[1])
+		err = fmt.Errorf("unknown mode %q: want contracts, run or memory", os.Args[1])
 	}
 	if err != nil {
 		fatal(err)
@@ -185,6 +195,9 @@ func run(args []string) error {
 		for len(msgs) < want {
 			msgs = appendBatch(msgs, batch, now)
 			batch++
+		}
+		if len(msgs) == 0 {
+			continue // -rate 0: an idle detector, deadlines only
 		}
 		if err := w.WriteMessages(ctx, msgs...); err != nil {
 			return fmt.Errorf("run: send load: %w", err)
