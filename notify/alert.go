@@ -10,6 +10,7 @@ import (
 	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/model/contract"
 )
 
 // Alert is one alert of Alertmanager's v2 API (POST /api/v2/alerts takes a
@@ -42,6 +43,7 @@ var alertnames = map[detect.Kind]string{
 	detect.Overdue: "HandoffBatchOverdue",
 	detect.Missing: "HandoffBatchMissing",
 	detect.Failed:  "HandoffBatchFailed",
+	detect.Unusual: "HandoffBatchUnusual",
 }
 
 // Labels returns the routing labels of finding f: alertname, the batch
@@ -71,7 +73,12 @@ func Labels(f *detect.Finding) map[string]string {
 	l["status"] = string(f.Status)
 	l["verdict"] = f.Verdict
 	l["severity"] = f.Severity
-	if l["severity"] == "" {
+	switch {
+	case f.Kind == detect.Unusual:
+		// An early warning never pages, whatever the record says: its
+		// route is severity info (deploy/alertmanager/alertmanager.yml).
+		l["severity"] = contract.SeverityInfo
+	case l["severity"] == "":
 		l["severity"] = "warning"
 	}
 	if f.Owner != "" {
@@ -85,7 +92,7 @@ func Labels(f *detect.Finding) map[string]string {
 // verdict), none for anomalies.
 func boundary(f *detect.Finding) string {
 	switch f.Kind {
-	case detect.Overdue, detect.Failed:
+	case detect.Overdue, detect.Failed, detect.Unusual:
 		return f.Name
 	case detect.Missing:
 		return f.Diagnosis.FirstMissing

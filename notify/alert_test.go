@@ -119,6 +119,9 @@ func TestLabelsByKind(t *testing.T) {
 			want: map[string]string{"severity": "warning"}, absent: []string{"owner"}},
 		{name: "missing", kind: detect.Missing, fname: "not_produced", alertname: "HandoffBatchMissing", boundary: "signal_delivered"},
 		{name: "failed", kind: detect.Failed, fname: "consumed", alertname: "HandoffBatchFailed", boundary: "consumed"},
+		// An early warning is info even on a critical pipeline: it never pages.
+		{name: "unusual", kind: detect.Unusual, fname: "produced", alertname: "HandoffBatchUnusual", boundary: "produced", severity: "critical",
+			owner: "treasury-data", want: map[string]string{"severity": "info", "kind": "unusual", "owner": "treasury-data"}},
 		{name: "anomaly with routing", kind: "row_mismatch", alertname: "HandoffBatchAnomaly", severity: "critical", owner: "treasury-data",
 			labels: map[string]string{"team": "treasury", "tier": "1"},
 			want:   map[string]string{"severity": "critical", "owner": "treasury-data", "team": "treasury", "tier": "1", "kind": "row_mismatch"}, absent: []string{"boundary"}},

@@ -46,6 +46,9 @@ type Config struct {
 	// for continuity, their event ids to tell a redelivery from a new
 	// event); 0 means DefaultRetain.
 	Retain int
+	// Baselines, when not nil, turns on the early warning (Unusual) and,
+	// for pipelines without a contract, the learned calendar.
+	Baselines *Baselines
 }
 
 // Detector is the streaming detector's engine: the folded state of every
@@ -119,6 +122,7 @@ type Detector struct {
 	// before the first Advance, heartbeats up to it are as good as folded.
 	floor    time.Time
 	verdicts map[model.BatchKey]outcome // per evaluation round
+	base     *baseState                 // nil: no early warning
 	// graph is the reverse of the contracts' upstreams (nil: none listed);
 	// upstreams answers the blocked rule for one evaluation round.
 	graph     *upstream.Graph
@@ -227,6 +231,7 @@ func New(cfg Config) (*Detector, error) {
 		closed:    make(map[model.BatchKey]closedBatch),
 		first:     make(map[string]model.Date),
 		calendar:  make(map[string]model.Date),
+		base:      newBaseState(cfg.Baselines),
 	}
 	if d.retain == 0 {
 		d.retain = DefaultRetain
@@ -251,6 +256,7 @@ func (d *Detector) owned(k model.BatchKey) bool { return d.owns == nil || d.owns
 // evaluated until the caller has observed its stored history (the results
 // of those calls do not matter) and called Resume.
 func (d *Detector) Observe(e *model.Event) bool {
+	d.learnEvent(e)
 	if !e.Type.HasBatch() {
 		// A heartbeat counts once the safe time reaches it, as diagnose as
 		// of that time counts it: one stamped later (a clock ahead, or a
@@ -588,6 +594,7 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 	d.compactQuiet()
 	d.moveHorizon(safe)
 	d.expand(safe)
+	d.refreshBaselines(safe)
 	for b := d.timers.pop(safe.UnixMilli()); b != nil; b = d.timers.pop(safe.UnixMilli()) {
 		d.markDirty(b)
 	}
@@ -770,5 +777,7 @@ func (d *Detector) diagnose(b *batch, c *contract.Contract, safe time.Time) repl
 	if d.upstreams != nil {
 		ctx.Blocked = d.upstreams.Blocked(k)
 	}
-	return b.state.Evaluate(c, safe, ctx)
+	diag := b.state.Evaluate(c, safe, ctx)
+	d.annotate(&diag, k)
+	return diag
 }

@@ -14,6 +14,12 @@
 // (analyzer/batches) as `handoff diagnose`, so the detector's diagnosis of
 // a batch equals diagnose's on the same events as of the same time.
 //
+// With Config.Baselines it also learns each pipeline's arrivals from the
+// events it observes (analyzer/learn) and raises early warnings, kind
+// unusual, severity info, between a boundary's usual time and its
+// deadline; pipelines without a contract get the learned calendar
+// (docs/learned.md).
+//
 // The Kafka and ClickHouse wiring (the `handoff detect` command) lives
 // outside the analyzer; Detector's doc comment is its contract.
 // docs/detect.md describes the lifecycle, the fingerprints, the finding

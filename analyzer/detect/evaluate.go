@@ -48,6 +48,9 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 	}
 	rerun := !arrived.IsZero()
 	conds := conditions(b, &diag, rerun)
+	if cd, ok := unusual(&diag, conds, rerun, safe); ok {
+		conds = append(conds, cd)
+	}
 	if diag.Superseded() {
 		// Another attempt speaks for the date: this one raises nothing,
 		// and what it had open ends, naming the attempt that replaced it.
@@ -75,6 +78,7 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 			}
 		}
 		f.Severity, f.Owner, f.Labels = routing(c)
+		f.Severity = severityOf(t.kind, c)
 		f.For, f.HasFor = c.For, c.HasFor
 		out = append(out, f)
 	}
@@ -228,7 +232,7 @@ func resolvedLateness(t *tracked, diag *replay.Diagnosis, safe time.Time) resolu
 	deadline := timeOf(t.deadline)
 	proven := time.Time{}
 	switch t.kind {
-	case Overdue:
+	case Overdue, Unusual:
 		for i := range diag.Boundaries {
 			if bs := &diag.Boundaries[i]; bs.Name == t.name && bs.Proven {
 				proven = bs.At
@@ -301,6 +305,9 @@ func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 		if ms := bs.Due.UnixMilli() + 1; next == 0 || ms < next {
 			next = ms
 		}
+	}
+	if ms := nextUnusual(diag, d.safe); ms != 0 && (next == 0 || ms < next) {
+		next = ms
 	}
 	if !diag.Pending.IsZero() {
 		// An anomaly waits for the allowed lateness to pass.

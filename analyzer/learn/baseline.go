@@ -66,6 +66,30 @@ func (s *Sketch) Quantile(q float64) float64 {
 	return float64((keys[len(keys)-1] + 1) * sketchStep)
 }
 
+// Habit returns the q-quantile of the arrivals within the fence of the
+// deadline rule (the 75th percentile plus fenceIQRs interquartile ranges,
+// at least fenceMin): late days are left out, as they are of a suggested
+// deadline, so that one slow day in the window does not move "usually by"
+// by hours. kept is how many arrivals it counts.
+func (s *Sketch) Habit(q float64) (v float64, kept int) {
+	if s.n == 0 {
+		return 0, 0
+	}
+	q25, q75 := s.Quantile(0.25), s.Quantile(0.75)
+	fence := q75 + fenceIQRs*math.Max(q75-q25, fenceMin.Minutes())
+	in := Sketch{}
+	for k, c := range s.counts {
+		if float64(k*sketchStep) <= fence {
+			if in.counts == nil {
+				in.counts = map[int32]uint32{}
+			}
+			in.counts[k] += c
+			in.n += int(c)
+		}
+	}
+	return in.Quantile(q), in.n
+}
+
 // Baseline is when one boundary of one pipeline usually arrives, learned
 // from the business dates From to To as of a time.
 type Baseline struct {
@@ -97,28 +121,11 @@ func (l *Learner) Baselines(asOf time.Time, days int, o Options) []Baseline {
 	if days <= 0 {
 		days = DefaultBaselineDays
 	}
-	u := asOf.UTC()
-	to := model.Date{Year: u.Year(), Month: u.Month(), Day: u.Day()}
-	from := to.AddDays(-(days - 1))
-	cut := asOf.UnixMilli()
+	from, to := window(asOf, days)
 	var out []Baseline
 	for _, name := range l.Pipelines() {
-		seen := &pipe{name: name, batches: map[model.BatchKey]*batch{}}
-		for k, b := range l.pipes[name].batches {
-			if k.BusinessDate.Compare(from) < 0 || k.BusinessDate.Compare(to) > 0 {
-				continue
-			}
-			c := *b
-			for i, t := range c.proven {
-				if t > cut {
-					c.proven[i] = 0
-				}
-			}
-			if _, ok := c.firstProof(); ok {
-				seen.batches[k] = &c
-			}
-		}
-		if len(seen.batches) == 0 {
+		seen := l.pipes[name].asOf(from, to, asOf.UnixMilli())
+		if seen == nil {
 			continue
 		}
 		out = append(out, seen.baselines(o, from, to, days)...)
@@ -129,9 +136,16 @@ func (l *Learner) Baselines(asOf time.Time, days int, o Options) []Baseline {
 // baselines learns p's schedule and zone from its window, then sketches
 // every boundary's arrivals.
 func (p *pipe) baselines(o Options, from, to model.Date, days int) []Baseline {
+	out, _, _ := p.baselinesWork(o, from, to, days)
+	return out
+}
+
+// baselinesWork is baselines with what was learned of p's window (nil
+// when no schedule) and how regular each candidate zone made it.
+func (p *pipe) baselinesWork(o Options, from, to model.Date, days int) ([]Baseline, *pipeWork, []zoneFit) {
 	w := p.learnOwn(Options{Zones: o.Zones, MinBatches: o.MinBatches, MinDates: min(o.MinDates, days)})
 	if !w.schedOK {
-		return nil
+		return nil, nil, nil
 	}
 	var firsts []batchAt
 	for _, b := range w.batches {
@@ -141,7 +155,7 @@ func (p *pipe) baselines(o Options, from, to model.Date, days int) []Baseline {
 			}
 		}
 	}
-	best, _ := chooseZone(firsts, w.timed, o.Zones)
+	best, fits := chooseZone(firsts, w.timed, o.Zones)
 	var out []Baseline
 	for _, bd := range model.Ladder {
 		bl := Baseline{Pipeline: p.name, Boundary: bd, Timed: w.timed, Zone: best.loc, From: from, To: to, Days: days}
@@ -154,5 +168,5 @@ func (p *pipe) baselines(o Options, from, to model.Date, days int) []Baseline {
 			out = append(out, bl)
 		}
 	}
-	return out
+	return out, w, fits
 }

@@ -85,6 +85,9 @@ type Diagnosis struct {
 
 	// Contract names the contract applied ("default" or its file).
 	Contract string `json:"contract"`
+	// Baseline names the learned baseline behind the boundaries'
+	// UsuallyBy ("p95 over 28 days"; analyzer/learn), "" when none.
+	Baseline string `json:"baseline,omitempty"`
 	// Zone is the contract's time zone (UTC for the default contract),
 	// for text that shows times beside UTC. JSON keeps every time in UTC
 	// and does not carry it; nil reads as UTC.
@@ -166,11 +169,15 @@ type BoundaryState struct {
 	// At is when the boundary was first proven (zero when not proven).
 	At time.Time `json:"at,omitzero"`
 	// Due is when the boundary is due (zero when no deadline is known).
-	Due      time.Time `json:"due,omitzero"`
-	Evidence []string  `json:"evidence"`
-	Required bool      `json:"required"`
-	Proven   bool      `json:"proven"`
-	Overdue  bool      `json:"overdue"`
+	Due time.Time `json:"due,omitzero"`
+	// UsuallyBy is by when the boundary usually arrives, the high quantile
+	// of its learned baseline (Diagnosis.Baseline names it); zero when no
+	// baseline is known.
+	UsuallyBy time.Time `json:"usually_by,omitzero"`
+	Evidence  []string  `json:"evidence"`
+	Required  bool      `json:"required"`
+	Proven    bool      `json:"proven"`
+	Overdue   bool      `json:"overdue"`
 	// OutOfOrder is set on a proven boundary above the first missing one:
 	// the evidence exists, but the chain below it is broken.
 	OutOfOrder bool `json:"out_of_order"`

@@ -61,6 +61,10 @@ func (d *Diagnosis) AppendJSON(b []byte) []byte {
 	b = appendJSONTime(b, d.AsOf)
 	b = append(b, `,"contract":`...)
 	b = model.AppendJSONString(b, d.Contract)
+	if d.Baseline != "" {
+		b = append(b, `,"baseline":`...)
+		b = model.AppendJSONString(b, d.Baseline)
+	}
 	b = append(b, `,"boundaries":[`...)
 	for i := range d.Boundaries {
 		s := &d.Boundaries[i]
@@ -80,6 +84,10 @@ func (d *Diagnosis) AppendJSON(b []byte) []byte {
 		if !s.Due.IsZero() {
 			b = append(b, `,"due":`...)
 			b = appendJSONTime(b, s.Due)
+		}
+		if !s.UsuallyBy.IsZero() {
+			b = append(b, `,"usually_by":`...)
+			b = appendJSONTime(b, s.UsuallyBy)
 		}
 		b = append(b, `,"overdue":`...)
 		b = strconv.AppendBool(b, s.Overdue)

@@ -230,6 +230,7 @@ func (p *printer) symptom(d *replay.Diagnosis) {
 	} else {
 		p.para("  ", "  ", "Every boundary the contract requires is proven.")
 	}
+	p.baseline(d)
 	if a := d.Attempt; a != nil {
 		t := "Attempt: the scheduled batch " + a.Of
 		if a.Rerun > 0 {
@@ -242,6 +243,33 @@ func (p *printer) symptom(d *replay.Diagnosis) {
 			t += " This attempt speaks for business date " + d.BusinessDate + "."
 		}
 		p.para("  ", "  ", t)
+	}
+}
+
+// baseline writes the learned baseline of the lowest required boundary
+// not yet proven beside its deadline and the as-of: "Baseline: produced
+// usually by ... (p95 over 28 days), deadline ..., now ...". A boundary
+// later than usual says so: that is the early warning (kind unusual).
+func (p *printer) baseline(d *replay.Diagnosis) {
+	if d.Baseline == "" {
+		return
+	}
+	for _, bs := range d.Boundaries {
+		if !bs.Required || bs.Proven || bs.UsuallyBy.IsZero() {
+			continue
+		}
+		t := "Baseline: " + bs.Name + " usually by " + p.human(bs.UsuallyBy) + " (" + d.Baseline + ")"
+		if !bs.Due.IsZero() {
+			t += ", deadline " + p.human(bs.Due)
+		} else {
+			t += ", no deadline"
+		}
+		t += ", now " + p.human(d.AsOf)
+		if d.AsOf.After(bs.UsuallyBy) {
+			t += "; later than usual by " + replay.FormatDuration(d.AsOf.Sub(bs.UsuallyBy))
+		}
+		p.para("  ", "  ", t+".")
+		return
 	}
 }
 
@@ -273,6 +301,9 @@ func (p *printer) chain(d *replay.Diagnosis) {
 		var notes []string
 		if !bs.Due.IsZero() {
 			notes = append(notes, "due "+p.human(bs.Due))
+		}
+		if !bs.UsuallyBy.IsZero() && !bs.Proven {
+			notes = append(notes, "usually by "+p.human(bs.UsuallyBy)+" ("+d.Baseline+")")
 		}
 		if bs.Overdue {
 			if bs.Proven {

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
+	"github.com/handoff-dev/handoff/analyzer/learn"
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/analyzer/upstream"
 	"github.com/handoff-dev/handoff/model"
@@ -68,6 +69,11 @@ type Config struct {
 	// UnitRows is the most stored rows one read covers; zero:
 	// DefaultUnitRows.
 	UnitRows int
+	// Baselines, when not nil, are the learner's options: each diagnosis
+	// shows the baselines in force at AsOf (learn.BaselineAsOf), learned
+	// from a first read of each unit's window, as handoff detect and
+	// diagnose learn them (docs/learned.md).
+	Baselines *learn.Options
 }
 
 // DefaultUnitRows is the default Config.UnitRows. A unit's rows are held
@@ -347,7 +353,16 @@ func (w *worker) fold(ctx context.Context, u *unit) error {
 		chunk = newChunk()
 		return nil
 	}
+	exp, err := w.expectations(ctx, u)
+	if err != nil {
+		return err
+	}
 	yield := func(d *replay.Diagnosis) error {
+		if exp != nil {
+			if k, err := model.ParseBatchKey(d.Batch); err == nil {
+				exp.Of(k.Pipeline).Annotate(d, k)
+			}
+		}
 		chunk.JSON = d.AppendJSON(chunk.JSON)
 		chunk.Ends = append(chunk.Ends, len(chunk.JSON))
 		chunk.Keys = append(chunk.Keys, d.Batch)
@@ -404,16 +419,7 @@ func (w *worker) fold(ctx context.Context, u *unit) error {
 		}
 		return ord.Add(&e)
 	}
-	var err error
-	if u.big {
-		err = w.r.EachEvent(ctx, history.Filter{Pipeline: u.pipelines[0].Pipeline, From: w.readFrom, To: w.cfg.To}, add)
-	} else {
-		names := make([]string, len(u.pipelines))
-		for i, p := range u.pipelines {
-			names[i] = p.Pipeline
-		}
-		err = w.r.EachBatchEvent(ctx, names, w.readFrom, w.cfg.To, add)
-	}
+	err = w.each(ctx, u, w.readFrom, w.cfg.To, add)
 	if err == nil {
 		err = finish(len(u.pipelines))
 	}
@@ -421,4 +427,36 @@ func (w *worker) fold(ctx context.Context, u *unit) error {
 		err = send()
 	}
 	return err
+}
+
+// each reads the events of u's pipelines of the business dates from to to.
+func (w *worker) each(ctx context.Context, u *unit, from, to model.Date, fn func(model.Event) error) error {
+	if u.big {
+		return w.r.EachEvent(ctx, history.Filter{Pipeline: u.pipelines[0].Pipeline, From: from, To: to}, fn)
+	}
+	names := make([]string, len(u.pipelines))
+	for i, p := range u.pipelines {
+		names[i] = p.Pipeline
+	}
+	return w.r.EachBatchEvent(ctx, names, from, to, fn)
+}
+
+// expectations learns the baselines in force at the as-of for u's
+// pipelines from a first read of their window; nil without baselines.
+func (w *worker) expectations(ctx context.Context, u *unit) (*learn.Expectations, error) {
+	if w.cfg.Baselines == nil {
+		return nil, nil
+	}
+	asOf := learn.BaselineAsOf(w.asOf)
+	y, m, d := asOf.UTC().Date()
+	to := model.Date{Year: y, Month: m, Day: d}
+	l := learn.New()
+	err := w.each(ctx, u, to.AddDays(-(learn.DefaultBaselineDays - 1)), to, func(e model.Event) error {
+		l.Add(&e)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the baselines' window: %w", err)
+	}
+	return l.Expect(asOf, 0, *w.cfg.Baselines), nil
 }

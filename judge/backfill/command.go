@@ -11,6 +11,7 @@ import (
 	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/internal/exitcode"
 	"github.com/handoff-dev/handoff/internal/progress"
+	"github.com/handoff-dev/handoff/judge/suggest"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/store/chconfig"
 	"github.com/handoff-dev/handoff/store/history"
@@ -90,6 +91,12 @@ func (c *Command) Prepare() error {
 	if c.cfg.UnitRows == 0 {
 		c.cfg.UnitRows = DefaultUnitRows
 	}
+	// The baselines detect and diagnose learn, shown in every diagnosis.
+	lo, err := suggest.BaselineOptions()
+	if err != nil {
+		return err
+	}
+	c.cfg.Baselines = &lo
 	if c.Publish && c.DryRun {
 		return exitcode.Usagef("--publish and --dry-run are exclusive")
 	}

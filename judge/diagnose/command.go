@@ -76,6 +76,9 @@ func (c *Command) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Wr
 	rep := &Reporter{w: msgs, name: src.Name(), strict: c.Strict, log: log, started: started, next: started.Add(progressEvery), sum: sum}
 	out := bufio.NewWriterSize(stdout, 1<<20)
 	d := &diagnoser{src: src, rep: rep, sum: sum, out: out, contracts: c.Contracts, asOf: c.AsOf, show: report.Options{Zone: c.Zone}}
+	if d.base, err = newBaselines(); err != nil {
+		return err
+	}
 	switch {
 	case c.Batch != "":
 		err = d.one(ctx, only, c.Format)

@@ -156,11 +156,24 @@ type diagnoser struct {
 	contracts *contract.Set
 	asOf      time.Time
 	show      report.Options // how the text shows times
+	// base learns the baselines every diagnosis shows.
+	base *baselines
+}
+
+// windowLearner is a source that reads the baselines' window apart from
+// the range it feeds (ClickHouse); a file's events are all fed anyway.
+type windowLearner interface {
+	LearnWindow(ctx context.Context, asOf time.Time, learn func(*model.Event)) error
 }
 
 // feed reads the source into add, then says how many bad lines it did not
 // show.
 func (d *diagnoser) feed(ctx context.Context, add func(*model.Event) error) error {
+	if w, ok := d.src.(windowLearner); ok && d.base != nil {
+		if err := w.LearnWindow(ctx, d.asOf, d.base.learn); err != nil {
+			return err
+		}
+	}
 	err := d.src.Feed(ctx, add, d.rep)
 	d.rep.HiddenBad()
 	return err
@@ -174,7 +187,11 @@ func foldAll[T any](ctx context.Context, d *diagnoser, render func([]replay.Diag
 	written := func(p T) error { return writing(yield(p)) }
 	sc := d.src.Scope()
 	f := fold.New(ctx, batches.Contracts(d.contracts), d.asOf, fold.Options{Grouped: d.src.Grouped(), From: sc.From, To: sc.To, First: sc.FirstOf, Upstreams: sc.Upstreams}, render, written)
-	if err := d.feed(ctx, f.Add); err != nil {
+	add := f.Add
+	if d.base != nil {
+		add = d.base.add(add)
+	}
+	if err := d.feed(ctx, add); err != nil {
 		return err
 	}
 	err := f.Finish()
@@ -198,6 +215,7 @@ func (d *diagnoser) json(ctx context.Context) error {
 	// and left up to half of every waiting piece unused.
 	var scratch sync.Pool
 	render := func(ds []replay.Diagnosis) jsonPiece {
+		d.base.annotate(ds)
 		var p jsonPiece
 		bp, _ := scratch.Get().(*[]byte)
 		if bp == nil {
@@ -250,6 +268,9 @@ func (d *diagnoser) text(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	if d.base != nil {
+		d.base.annotate(all)
+	}
 	d.sum.count(all)
 	return writing(d.show.TextAll(d.out, all))
 }
@@ -287,6 +308,9 @@ func (d *diagnoser) one(ctx context.Context, k model.BatchKey, format string) er
 	if err := d.feed(ctx, func(e *model.Event) error {
 		if keep[e.Pipeline] {
 			set.Add(e)
+			if d.base != nil {
+				d.base.learn(e)
+			}
 		}
 		return nil
 	}); err != nil {
@@ -298,6 +322,9 @@ func (d *diagnoser) one(ctx context.Context, k model.BatchKey, format string) er
 		return exitcode.Usagef("--batch %s: no events of that batch in %s", k, d.src.Name())
 	}
 	ds := []replay.Diagnosis{dg}
+	if d.base != nil {
+		d.base.annotate(ds)
+	}
 	d.sum.count(ds)
 	if format == "json" {
 		return writing(report.JSON(d.out, ds))

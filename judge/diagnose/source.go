@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/handoff-dev/handoff/analyzer/learn"
 	"github.com/handoff-dev/handoff/analyzer/upstream"
 	"github.com/handoff-dev/handoff/ingest/jsonl"
 	"github.com/handoff-dev/handoff/internal/exitcode"
@@ -207,7 +208,7 @@ func openClickHouse(ctx context.Context, cfg SourceConfig, only model.BatchKey, 
 	if ups != nil {
 		w.Scope.Upstreams = ups
 	}
-	return &clickhouseSource{label: label, st: st, close: conn.Close, heartbeats: w.Heartbeats, filter: w.Filter, sc: w.Scope}, nil
+	return &clickhouseSource{label: label, st: st, close: conn.Close, heartbeats: w.Heartbeats, filter: w.Filter, sc: w.Scope, pipeline: pipeline}, nil
 }
 
 // window is what a read of one pipeline's stored history covers: the
@@ -271,6 +272,21 @@ type clickhouseSource struct {
 	heartbeats []model.Event
 	sc         Scope
 	close      func() error
+	pipeline   string
+}
+
+// LearnWindow reads the pipeline's events of the baselines' window as of
+// asOf (learn.BaselineAsOf: the 28 business dates before its UTC day) into
+// learn, as backfill's first read does, so that a range that does not
+// cover the window shows the same baselines as backfill and detect.
+func (s *clickhouseSource) LearnWindow(ctx context.Context, asOf time.Time, learnEvent func(*model.Event)) error {
+	y, m, d := learn.BaselineAsOf(asOf).UTC().Date()
+	to := model.Date{Year: y, Month: m, Day: d}
+	f := history.Filter{Pipeline: s.pipeline, From: to.AddDays(-(learn.DefaultBaselineDays - 1)), To: to}
+	if err := s.st.EachEvent(ctx, f, func(e model.Event) error { learnEvent(&e); return nil }); err != nil {
+		return fmt.Errorf("%s: read the baselines' window: %w", s.label, err)
+	}
+	return nil
 }
 
 func (s *clickhouseSource) Name() string { return s.label }

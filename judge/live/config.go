@@ -44,6 +44,9 @@ type Config struct {
 	Instance       string        `env:"HANDOFF_DETECT_INSTANCE"`
 	SessionTimeout time.Duration `env:"HANDOFF_SESSION_TIMEOUT" envDefault:"10s"`
 	MetricsAddr    string        `env:"HANDOFF_DETECT_METRICS_ADDR" envDefault:"127.0.0.1:9465"`
+	// Baselines turns on the early warning (unusual findings) and the
+	// learned calendar of pipelines without a contract (docs/learned.md).
+	Baselines bool `env:"HANDOFF_DETECT_BASELINES" envDefault:"true"`
 	// Now, for demos and tests only, starts the detector's clock at this
 	// RFC 3339 time instead of the wall clock; it then runs at the wall
 	// clock's pace. Empty: the wall clock.
@@ -87,6 +90,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Instance, "instance", c.Instance, "name of this detector in its heartbeats (HANDOFF_DETECT_INSTANCE; default host-pid)")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", c.SessionTimeout, "consumer group session timeout (HANDOFF_SESSION_TIMEOUT)")
 	fs.StringVar(&c.Now, "now", c.Now, "for demos and tests only: start the detector's clock at this RFC 3339 time (it then runs at the wall clock's pace) instead of now (HANDOFF_DETECT_NOW)")
+	fs.BoolVar(&c.Baselines, "baselines", c.Baselines, "learn each pipeline's arrivals: early warnings (unusual, severity info) and the calendar of pipelines without a contract (HANDOFF_DETECT_BASELINES)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "address of /metrics and /healthz, empty to disable (HANDOFF_DETECT_METRICS_ADDR)")
 }
 

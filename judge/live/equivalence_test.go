@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,11 +22,13 @@ import (
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
 	"github.com/handoff-dev/handoff/analyzer/fold"
+	"github.com/handoff-dev/handoff/analyzer/learn"
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/ingest/jsonl"
 	"github.com/handoff-dev/handoff/internal/gen"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/judge/backfill"
+	"github.com/handoff-dev/handoff/judge/suggest"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/query/serve"
@@ -102,9 +105,11 @@ func diagnoseFile(t *testing.T, path string, contracts *contract.Set, asOf time.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out := map[model.BatchKey][]byte{}
+	base := newBaselines(t, asOf)
 	render := func(ds []replay.Diagnosis) [][]byte {
 		r := make([][]byte, len(ds))
 		for i := range ds {
+			base.annotate(&ds[i])
 			r[i] = ds[i].AppendJSON(nil)
 		}
 		return r
@@ -128,6 +133,7 @@ func diagnoseFile(t *testing.T, path string, contracts *contract.Set, asOf time.
 		if err != nil {
 			return nil // rejected lines: diagnose counts them and goes on
 		}
+		base.l.Add(e)
 		return f.Add(e)
 	})
 	if err != nil {
@@ -137,6 +143,33 @@ func diagnoseFile(t *testing.T, path string, contracts *contract.Set, asOf time.
 		t.Fatal(err)
 	}
 	return out
+}
+
+// baselines is what diagnose and backfill add to each diagnosis: the
+// baselines in force at the as-of, learned from the events read with the
+// options every command uses (suggest.BaselineOptions).
+type baselines struct {
+	l    *learn.Learner
+	o    learn.Options
+	asOf time.Time
+	once sync.Once
+	exp  *learn.Expectations
+}
+
+func newBaselines(t *testing.T, asOf time.Time) *baselines {
+	o, err := suggest.BaselineOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &baselines{l: learn.New(), o: o, asOf: asOf}
+}
+
+// annotate is called once every event is in (at the fold's Finish).
+func (b *baselines) annotate(d *replay.Diagnosis) {
+	b.once.Do(func() { b.exp = b.l.Expect(learn.BaselineAsOf(b.asOf), 0, b.o) })
+	if k, err := model.ParseBatchKey(d.Batch); err == nil {
+		b.exp.Of(k.Pipeline).Annotate(d, k)
+	}
 }
 
 // batchOf returns the "batch" field of a diagnosis JSON (its first field).
@@ -186,6 +219,7 @@ func TestDetectEqualsDiagnoseAtScale(t *testing.T) {
 	e.cfg.ExpectFrom = res.First.Format(time.DateOnly)
 	e.cfg.RetainDays = o.Days + 10 // the whole history stays in the detector's window
 	e.cfg.Heartbeat = 0
+	e.cfg.Baselines = true // early warnings and baselines: every surface shows the same
 	started := time.Now()
 	n := e.publishFile(t, path, 1)
 	t.Logf("published %d lines (%d batches, %d never produced) in %v", n, res.Batches, len(res.NeverProduced), time.Since(started).Round(time.Millisecond))
@@ -205,6 +239,16 @@ func TestDetectEqualsDiagnoseAtScale(t *testing.T) {
 	det := d.r.Detector()
 
 	want := diagnoseFile(t, path, contracts, now)
+	withBaseline := 0
+	for _, w := range want {
+		if bytes.Contains(w, []byte(`"baseline":"p95 over 28 days"`)) {
+			withBaseline++
+		}
+	}
+	if withBaseline == 0 {
+		t.Fatalf("no diagnosis shows a baseline: the agreement on baselines below would say nothing")
+	}
+	t.Logf("%d of %d diagnoses show a baseline", withBaseline, len(want))
 	open, closed := 0, 0
 	for k, w := range want {
 		got, ok := det.Diagnosis(k)
@@ -352,7 +396,11 @@ func backfillAll(t *testing.T, e *env, contracts *contract.Set, first, last, asO
 		t.Fatal(err)
 	}
 	out := map[model.BatchKey][]byte{}
-	_, err = backfill.Run(ctx, st, backfill.Config{From: day(first), To: day(last), AsOf: asOf, Contracts: contracts},
+	lo, err := suggest.BaselineOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = backfill.Run(ctx, st, backfill.Config{From: day(first), To: day(last), AsOf: asOf, Contracts: contracts, Baselines: &lo},
 		backfill.Hooks{Chunk: func(c *backfill.Chunk) error {
 			for i := range c.Len() {
 				k, err := model.ParseBatchKey(c.Keys[i])
@@ -394,10 +442,12 @@ func diagnoseClickHouse(t *testing.T, e *env, contracts *contract.Set, pipelines
 			t.Fatal(err)
 		}
 		first, _ := cx.First(name)
+		base := newBaselines(t, asOf)
 		f := fold.New(ctx, batches.Contracts(contracts), asOf, fold.Options{Grouped: true, From: from, To: to,
 			First: func(string) (model.Date, bool) { return first, true }}, func(ds []replay.Diagnosis) [][]byte {
 			r := make([][]byte, len(ds))
 			for i := range ds {
+				base.annotate(&ds[i])
 				r[i] = ds[i].AppendJSON(nil)
 			}
 			return r
@@ -416,7 +466,7 @@ func diagnoseClickHouse(t *testing.T, e *env, contracts *contract.Set, pipelines
 				t.Fatal(err)
 			}
 		}
-		if err := st.EachEvent(ctx, cx.Filter(name), func(ev model.Event) error { return f.Add(&ev) }); err != nil {
+		if err := st.EachEvent(ctx, cx.Filter(name), func(ev model.Event) error { base.l.Add(&ev); return f.Add(&ev) }); err != nil {
 			t.Fatal(err)
 		}
 		if err := f.Finish(); err != nil {

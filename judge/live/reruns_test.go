@@ -140,6 +140,7 @@ func TestRerunsAgreeEverywhere(t *testing.T) {
 	e.cfg.ExpectFrom = res.First.Format(time.DateOnly)
 	e.cfg.RetainDays = o.Days + 10
 	e.cfg.Heartbeat = 0
+	e.cfg.Baselines = true // diagnoseFile shows the baselines: the detector learns them too
 	clk := newClock(res.First)
 	d := e.startDetectorClock(t, clk.now)
 	// Six hours at a time: publish what has happened by then, move the

@@ -12,6 +12,7 @@ import (
 	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/judge/stream"
+	"github.com/handoff-dev/handoff/judge/suggest"
 	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/history"
 	"github.com/handoff-dev/handoff/store/replicas"
@@ -45,7 +46,15 @@ func Run(ctx context.Context, cfg Config, o RunOptions) error {
 	if err != nil {
 		return err
 	}
-	d, err := detect.New(detect.Config{Contracts: o.Contracts, From: from, Retain: cfg.RetainDays})
+	var base *detect.Baselines
+	if cfg.Baselines {
+		lo, err := suggest.BaselineOptions()
+		if err != nil {
+			return err
+		}
+		base = &detect.Baselines{Options: lo}
+	}
+	d, err := detect.New(detect.Config{Contracts: o.Contracts, From: from, Retain: cfg.RetainDays, Baselines: base})
 	if err != nil {
 		return err
 	}

@@ -55,6 +55,17 @@ func CheckPatterns(patterns []string) error {
 	return nil
 }
 
+// BaselineOptions are the learner's options for baselines, the same in
+// `handoff detect`, `diagnose` and `backfill` so that they learn the same
+// ones from the same events: the default candidate zones.
+func BaselineOptions() (learn.Options, error) {
+	zones, err := LoadZones(DefaultZones)
+	if err != nil {
+		return learn.Options{}, fmt.Errorf("baselines: %w", err)
+	}
+	return learn.Options{Zones: zones}, nil
+}
+
 // LoadZones loads time zones by name.
 func LoadZones(names []string) ([]*time.Location, error) {
 	var out []*time.Location

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"html/template"
 	"io/fs"
@@ -10,10 +11,12 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
+	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/analyzer/report"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
+	"github.com/handoff-dev/handoff/query/findings"
 )
 
 // The pages are plain HTML templates and one stylesheet, embedded: no build
@@ -174,6 +177,9 @@ func (s *Server) gridPage(w http.ResponseWriter, r *http.Request) error {
 	for i := range rows {
 		s.notDue(&rows[i], f.dates, listed)
 	}
+	if err := s.markUnusual(r.Context(), rows, f); err != nil {
+		return err
+	}
 	return render(w, http.StatusOK, "grid.html", map[string]any{
 		"Filter": map[string]string{"pipeline": f.pipeline, "from": f.dates.from.String(), "to": f.dates.to.String(), "status": f.status, "verdict": f.verdict},
 		"Days":   days, "Rows": rows, "Total": len(all), "Counts": counts,
@@ -318,4 +324,38 @@ func (s *Server) findingsPage(w http.ResponseWriter, r *http.Request) error {
 	return render(w, http.StatusOK, "findings.html", map[string]any{
 		"Findings": all, "Filter": map[string]string{"pipeline": p.str("pipeline"), "state": f.State, "kind": p.str("kind"), "from": p.str("from"), "to": p.str("to")},
 	})
+}
+
+// markUnusual marks the grid's batches that have an open early warning
+// (kind unusual): the cell keeps its status colour, a dotted outline and
+// a "!" after its letter say the batch is later than usual.
+func (s *Server) markUnusual(ctx context.Context, rows []gridRow, f batchFilter) error {
+	ff := findings.Filter{From: f.dates.from, To: f.dates.to, State: findings.StateOpen, Kinds: []string{string(detect.Unusual)}}
+	if f.pipeline != "" {
+		ff.Pipelines = []string{f.pipeline}
+	}
+	open, err := s.rd.findings(ctx, ff, 0)
+	if err != nil {
+		return err
+	}
+	if len(open) == 0 {
+		return nil
+	}
+	warned := make(map[string]string, len(open))
+	for _, o := range open {
+		warned[o.Batch.String()] = o.Name
+	}
+	for i := range rows {
+		for j := range rows[i].Cells {
+			for b := range rows[i].Cells[j].Batches {
+				c := &rows[i].Cells[j].Batches[b]
+				if name, ok := warned[c.Batch]; ok {
+					c.Class += " unusual"
+					c.Label += "!"
+					c.Title += "; early warning: " + name + " later than usual"
+				}
+			}
+		}
+	}
+	return nil
 }

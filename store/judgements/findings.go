@@ -39,7 +39,7 @@ const (
 // batch (late is overdue's, and a continuity gap is the previous batch's
 // own finding).
 func Kinds() []string {
-	out := []string{string(detect.Overdue), string(detect.Missing), string(detect.Failed)}
+	out := []string{string(detect.Overdue), string(detect.Missing), string(detect.Failed), string(detect.Unusual)}
 	for _, k := range replay.AnomalyKinds {
 		if k.Breaks() {
 			out = append(out, string(k))
