@@ -178,6 +178,9 @@ func Markdown(results []Result, date string) string {
 var commands = map[string]string{
 	"replay":    "go test -run '^$' -bench Replay -cpu 1 ./analyzer/replay/",
 	"openbatch": "go test -run '^$' -bench OpenBatchMemory ./analyzer/detect/",
+	// backfill.sh names each leg it runs.
+	"backfill-dry":     "LEGS=dry deploy/bench/backfill.sh",
+	"backfill-publish": "LEGS=publish deploy/bench/backfill.sh",
 }
 
 func command(bench string) string {
