@@ -31,6 +31,9 @@ for name in $BENCH; do
     case $name in
       replay) go test -run '^$' -bench Replay -cpu 1 ./analyzer/replay/ | tee "$out/$name.go.txt" | bin/bench-table -gobench replay -load "$load" ;;
       openbatch) go test -run '^$' -bench OpenBatchMemory ./analyzer/detect/ | tee "$out/$name.go.txt" | bin/bench-table -gobench openbatch -load "$load" ;;
+      # backfill keeps its database (a year of 1,000 pipelines takes
+      # minutes to load) for the next run and for other benchmarks.
+      backfill) KEEP="${KEEP:-1}" bash deploy/bench/backfill.sh ;;
       *) bash "deploy/bench/$name.sh" ;;
     esac
   } 2>&1 | tee "$out/$name.txt"
