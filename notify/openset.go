@@ -196,17 +196,7 @@ func (s *openSet) rootAlerts(incidents []string, skip, serveURL string, now time
 			fps = append(fps, fp)
 		}
 	}
-	sort.Strings(fps)
-	out := make([]Alert, 0, len(fps))
-	for _, fp := range fps {
-		o := s.open[fp]
-		o.sent = true
-		a := AlertOf(&o.f, serveURL, now, lease)
-		a.Labels = o.labels
-		s.radius(&a, &o.f)
-		out = append(out, a)
-	}
-	return out
+	return s.fire(fps, serveURL, now, lease)
 }
 
 // radius adds the blast radius of f's incident to its alert: how many
@@ -250,6 +240,23 @@ func (s *openSet) holdOf(f *detect.Finding) time.Duration {
 	return s.hold(f)
 }
 
+// fire returns the alerts of the open findings fps, in fingerprint order,
+// as sent at now (endsAt now + lease) with their blast radius, and marks
+// them sent. The caller holds s.mu.
+func (s *openSet) fire(fps []string, serveURL string, now time.Time, lease time.Duration) []Alert {
+	sort.Strings(fps)
+	out := make([]Alert, 0, len(fps))
+	for _, fp := range fps {
+		o := s.open[fp]
+		o.sent = true
+		a := AlertOf(&o.f, serveURL, now, lease)
+		a.Labels = o.labels
+		s.radius(&a, &o.f)
+		out = append(out, a)
+	}
+	return out
+}
+
 // firing returns the alerts of every open finding whose hold ran out by
 // now, as sent at now (endsAt now + lease), in fingerprint order, and
 // marks them sent.
@@ -262,17 +269,7 @@ func (s *openSet) firing(serveURL string, now time.Time, lease time.Duration) []
 			fps = append(fps, fp)
 		}
 	}
-	sort.Strings(fps)
-	out := make([]Alert, 0, len(fps))
-	for _, fp := range fps {
-		o := s.open[fp]
-		o.sent = true
-		a := AlertOf(&o.f, serveURL, now, lease)
-		a.Labels = o.labels
-		s.radius(&a, &o.f)
-		out = append(out, a)
-	}
-	return out
+	return s.fire(fps, serveURL, now, lease)
 }
 
 // nextDue returns the earliest time a finding held at now stops being

@@ -338,24 +338,32 @@ func (d *Detector) expand(safe time.Time) {
 		lo = d.horizon
 	}
 	for _, p := range d.contracts.Pipelines() {
-		start := lo
-		if last, ok := d.calendar[p]; ok && last.AddDays(1).Compare(start) > 0 {
-			start = last.AddDays(1)
-		}
-		if start.Compare(to) > 0 {
+		d.expectPipeline(d.calendar, p, lo, to, d.contracts.For(p).Expected)
+	}
+}
+
+// expectPipeline opens, as expected, the batches of pipeline p that
+// expected lists from the day after the last date cal walked for p (lo at
+// the earliest) through to, but for those another instance owns, held open
+// or closed; cal then records that p was walked through to.
+func (d *Detector) expectPipeline(cal map[string]model.Date, p string, lo, to model.Date, expected func(from, to model.Date) []model.BatchKey) {
+	start := lo
+	if last, ok := cal[p]; ok && last.AddDays(1).Compare(start) > 0 {
+		start = last.AddDays(1)
+	}
+	if start.Compare(to) > 0 {
+		return
+	}
+	for _, k := range expected(start, to) {
+		if !d.owned(k) || d.open[k] != nil {
 			continue
 		}
-		for _, k := range d.contracts.For(p).Expected(start, to) {
-			if !d.owned(k) || d.open[k] != nil {
-				continue
-			}
-			if _, ok := d.closed[k]; ok {
-				continue
-			}
-			b := d.newBatch(k)
-			b.expected = true
-			d.markDirty(b)
+		if _, ok := d.closed[k]; ok {
+			continue
 		}
-		d.calendar[p] = to
+		b := d.newBatch(k)
+		b.expected = true
+		d.markDirty(b)
 	}
+	cal[p] = to
 }

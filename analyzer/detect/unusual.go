@@ -85,25 +85,7 @@ func (d *Detector) refreshBaselines(safe time.Time) {
 		if !d.contracts.For(p).IsDefault() {
 			continue // the contract's own calendar speaks
 		}
-		start := lo
-		if last, ok := s.calendar[p]; ok && last.AddDays(1).Compare(start) > 0 {
-			start = last.AddDays(1)
-		}
-		if start.Compare(to) > 0 {
-			continue
-		}
-		for _, k := range s.exp.Of(p).BatchesBetween(start, to) {
-			if !d.owned(k) || d.open[k] != nil {
-				continue
-			}
-			if _, ok := d.closed[k]; ok {
-				continue
-			}
-			b := d.newBatch(k)
-			b.expected = true
-			d.markDirty(b)
-		}
-		s.calendar[p] = to
+		d.expectPipeline(s.calendar, p, lo, to, s.exp.Of(p).BatchesBetween)
 	}
 }
 
