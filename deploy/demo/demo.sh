@@ -25,7 +25,9 @@
 # name is refused), starts its embedded broker on an empty log, and resets
 # the files. With an external Kafka (HANDOFF_KAFKA_BROKERS), each run gets
 # topics of its own unless HANDOFF_TOPIC names them, so that a run's
-# detector never judges the fix an earlier run made.
+# detector never judges the fix an earlier run made. A step that waits for
+# the services gives up after HANDOFF_DEMO_WAIT seconds (default 180),
+# naming what it waited for.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
@@ -75,6 +77,12 @@ cleanup() {
   done
 }
 trap cleanup EXIT
+
+# How long a step may wait for the services before the demo gives up with
+# what it waited for: each wait ends as soon as its condition holds, so the
+# bound costs nothing when the machine is quick, and a busy 2-core machine
+# needs more than a minute at times.
+WAIT=${HANDOFF_DEMO_WAIT:-180}
 
 # wait_for DESC SECONDS CMD...: poll CMD until it succeeds or the deadline passes.
 wait_for() {
@@ -145,7 +153,7 @@ count_stored() {
      WHERE pipeline = 'account-balance-snapshot.daily' AND ingested_ms >= $start_ms" 2>/dev/null) || return 1
   [ "${n:-0}" -ge "$want" ]
 }
-wait_for "this run's $want events in ClickHouse ($HANDOFF_CLICKHOUSE_DATABASE.events)" 60 count_stored
+wait_for "this run's $want events in ClickHouse ($HANDOFF_CLICKHOUSE_DATABASE.events)" "$WAIT" count_stored
 step 1 "events: the seed's $want events went through Kafka into ClickHouse ($HANDOFF_CLICKHOUSE_DATABASE.events)"
 
 say "diagnose, read back from ClickHouse, as of 2026-10-03T00:00:00Z"
@@ -177,7 +185,7 @@ say "detect: streaming detection as of 2026-10-03T00:00:00Z, calendar from 2026-
 "$BIN" detect --contract deploy/contracts/account-balance-snapshot.daily.yaml --expect-from 2026-09-29 --now 2026-10-03T00:00:00Z \
   --group "handoff-demo-detect-$start_ms" --metrics-addr "" --tick 200ms --log-level debug >"$detect_log" 2>&1 &
 pids+=($!)
-wait_for "this run's detector to judge every event in the topic" 60 grep -q "detect: caught up" "$detect_log"
+wait_for "this run's detector to judge every event in the topic" "$WAIT" grep -q "detect: caught up" "$detect_log"
 
 # What the detector decided, from its log (findings are logged one by one
 # at debug level only): the findings it published (to
@@ -201,8 +209,8 @@ seed_stored() {
     grep '"business_date":"2026-09-30"' | grep '"name":"signal_delivered"' | grep -q '"verdict":"not_identified"'
 }
 all_stored() { [ "$(findings_of --state all --format jsonl | grep -c .)" -ge "$n_decided" ]; }
-wait_for "the open overdue signal_delivered finding of 2026-09-30 (not_identified) in $HANDOFF_CLICKHOUSE_DATABASE.findings_v2" 60 seed_stored
-wait_for "the $n_decided findings of this run's detector in $HANDOFF_CLICKHOUSE_DATABASE.findings_v2" 60 all_stored
+wait_for "the open overdue signal_delivered finding of 2026-09-30 (not_identified) in $HANDOFF_CLICKHOUSE_DATABASE.findings_v2" "$WAIT" seed_stored
+wait_for "the $n_decided findings of this run's detector in $HANDOFF_CLICKHOUSE_DATABASE.findings_v2" "$WAIT" all_stored
 if [ -n "$(findings_of --to 2026-09-29 --state all --format jsonl)" ]; then
   echo "demo: the delivered batch 2026-09-29 has a finding in $HANDOFF_CLICKHOUSE_DATABASE.findings_v2; detector log $detect_log" >&2
   findings_of --to 2026-09-29 --state all >&2
@@ -232,7 +240,7 @@ consumer() {
   local flag="$INBOX/account_balance_snapshot_20260930.flag" csv="$INBOX/account_balance_snapshot_20260930.csv" n=0 rows
   until [ -e "$flag" ]; do
     n=$((n + 1))
-    [ $n -le 600 ] || { echo "demo: consumer stand-in: no flag after 60s" >&2; return 1; }
+    [ $n -le $((WAIT * 10)) ] || { echo "demo: consumer stand-in: no flag after ${WAIT}s" >&2; return 1; }
     sleep 0.1
   done
   rows=$(($(wc -l <"$csv") - 1))
@@ -259,7 +267,7 @@ step 6 "consume: the consumer saw the flag, identified 2026-09-30/20260930 and c
 
 say "verify: end to end, waiting for the consumer's events to reach ClickHouse"
 set +e
-"$BIN" verify "${remedy_flags[@]}" --wait 60s --poll 500ms
+"$BIN" verify "${remedy_flags[@]}" --wait "${WAIT}s" --poll 500ms
 code=$?
 set -e
 [ $code -eq 0 ] || { echo "demo: verify failed (exit $code)" >&2; exit 1; }
@@ -269,7 +277,7 @@ set -e
 seed_resolved() {
   findings_of --from 2026-09-30 --to 2026-09-30 --state resolved --kind overdue --format jsonl | grep -q '"name":"signal_delivered"'
 }
-wait_for "the detector to resolve the overdue finding of 2026-09-30 in $HANDOFF_CLICKHOUSE_DATABASE.findings_v2" 60 seed_resolved
+wait_for "the detector to resolve the overdue finding of 2026-09-30 in $HANDOFF_CLICKHOUSE_DATABASE.findings_v2" "$WAIT" seed_resolved
 say "findings of 2026-09-30 after the fix (handoff findings --state all)"
 findings_of --from 2026-09-30 --to 2026-09-30 --state all >&2
 step 7 "verify: artifact readable, signal identity and continuity, consumed exactly once, rows equal the verified file, no other batch touched; the overdue finding is resolved"
