@@ -283,26 +283,6 @@ func (s *Store) rangeCensus(ctx context.Context, f CensusFilter) ([]PipelineRows
 		w.in("pipeline", f.Pipelines)
 	}
 	args := append([]any{f.From.String()}, w.args...)
-	rows, err := s.conn.Query(ctx, "SELECT pipeline, min(business_date), count(), countIf(business_date >= toDate(?)) FROM "+
-		s.events()+" WHERE "+w.String()+" GROUP BY pipeline ORDER BY pipeline", args...)
-	if err != nil {
-		return nil, fmt.Errorf("count the events of %s by pipeline: %w", s.events(), err)
-	}
-	defer rows.Close()
-	var out []PipelineRows
-	for rows.Next() {
-		var (
-			p     PipelineRows
-			first time.Time
-		)
-		if err := rows.Scan(&p.Pipeline, &first, &p.Rows, &p.InRange); err != nil {
-			return nil, fmt.Errorf("count the events of %s by pipeline: scan: %w", s.events(), err)
-		}
-		p.First = model.Date{Year: first.Year(), Month: first.Month(), Day: first.Day()}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("count the events of %s by pipeline: %w", s.events(), err)
-	}
-	return out, nil
+	return s.census(ctx, "SELECT pipeline, min(business_date), count(), countIf(business_date >= toDate(?)) FROM "+
+		s.events()+" WHERE "+w.String()+" GROUP BY pipeline ORDER BY pipeline", args, nil)
 }

@@ -356,8 +356,17 @@ func (s *Store) Census(ctx context.Context, f CensusFilter) ([]PipelineRows, err
 		w.in("pipeline", f.Pipelines)
 	}
 	args := append([]any{f.ReadFrom.String(), f.From.String()}, w.args...)
-	rows, err := s.conn.Query(ctx, "SELECT pipeline, min(business_date), countIf(business_date >= toDate(?)), countIf(business_date >= toDate(?)) FROM "+
-		s.events()+" WHERE "+w.String()+" GROUP BY pipeline ORDER BY pipeline", args...)
+	return s.census(ctx, "SELECT pipeline, min(business_date), countIf(business_date >= toDate(?)), countIf(business_date >= toDate(?)) FROM "+
+		s.events()+" WHERE "+w.String()+" GROUP BY pipeline ORDER BY pipeline", args, func(p PipelineRows) bool {
+		return p.InRange > 0 || slices.Contains(f.Scheduled, p.Pipeline)
+	})
+}
+
+// census runs a count by pipeline whose columns are the pipeline, its
+// earliest date, and its Rows and InRange counts, keeping the rows keep
+// accepts (nil: all).
+func (s *Store) census(ctx context.Context, query string, args []any, keep func(PipelineRows) bool) ([]PipelineRows, error) {
+	rows, err := s.conn.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("count the events of %s by pipeline: %w", s.events(), err)
 	}
@@ -371,7 +380,7 @@ func (s *Store) Census(ctx context.Context, f CensusFilter) ([]PipelineRows, err
 		if err := rows.Scan(&p.Pipeline, &first, &p.Rows, &p.InRange); err != nil {
 			return nil, fmt.Errorf("count the events of %s by pipeline: scan: %w", s.events(), err)
 		}
-		if p.InRange == 0 && !slices.Contains(f.Scheduled, p.Pipeline) {
+		if keep != nil && !keep(p) {
 			continue
 		}
 		p.First = model.Date{Year: first.Year(), Month: first.Month(), Day: first.Day()}
