@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/model/contract"
 )
 
 // The deadline rule (docs/learned.md): arrivals far later than the rest
@@ -55,19 +56,11 @@ func offset(ms int64, k model.BatchKey, slot int, timed bool, loc *time.Location
 	return float64(days*1440) + float64(t.Hour()*60+t.Minute()) + float64(t.Second())/60 + float64(t.Nanosecond())/6e10
 }
 
-// wallClock is hh:mi of d in loc, moved forward by the gap where a
-// daylight-saving change skips it, as the contract's batch starts are.
+// wallClock is hh:mi of d in loc by the contracts' one rule for daylight-
+// saving changes, so that a learned arrival and a contract's deadline name
+// the same instant.
 func wallClock(d model.Date, hh, mi int, loc *time.Location) time.Time {
-	t := time.Date(d.Year, d.Month, d.Day, hh, mi, 0, 0, loc)
-	if h, m, _ := t.Clock(); h == hh && m == mi {
-		return t
-	}
-	_, before := t.Zone()
-	_, after := t.Add(3 * time.Hour).Zone()
-	if after > before {
-		t = t.Add(time.Duration(after-before) * time.Second)
-	}
-	return t
+	return contract.WallClock(d, time.Duration(hh)*time.Hour+time.Duration(mi)*time.Minute, loc)
 }
 
 // quantile returns the q-quantile of sorted values (nearest rank).
