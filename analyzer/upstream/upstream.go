@@ -96,11 +96,12 @@ func (r *Resolver) resolve(k model.BatchKey) *node {
 	n.delivered = v == model.Delivered
 	var by, roots []replay.Link
 	for _, u := range c.Upstreams {
-		uk, ok := contract.UpstreamKey(k, u, r.cs.For(u.Pipeline))
+		uc := r.cs.For(u.Pipeline)
+		uk, ok := contract.UpstreamKey(k, u, uc)
 		if !ok {
 			continue
 		}
-		un := r.resolve(uk)
+		un := r.resolve(r.speaker(uk, uc))
 		if un.delivered || !un.known {
 			continue
 		}
@@ -116,6 +117,51 @@ func (r *Resolver) resolve(k model.BatchKey) *node {
 	}
 	n.state = 2
 	return n
+}
+
+// rerunProbe is how many re-run numbers in a row may have no event
+// before the search for a date's later attempts stops.
+const rerunProbe = 3
+
+// speaker returns the attempt of scheduled batch k's date that speaks for
+// it, by the rule the replay applies to the attempts of one date
+// (replay.Attempts): the latest delivered attempt, or when none is
+// delivered the latest attempt with events; k itself when it has no
+// declared re-run with events. A downstream waits on the date's delivery,
+// not on the attempt the schedule named: a failed run that a re-run
+// delivered blocks nothing, and a re-run that failed again is the link
+// that is broken.
+func (r *Resolver) speaker(k model.BatchKey, c *contract.Contract) model.BatchKey {
+	if c == nil || c.Reruns.Off() {
+		return k
+	}
+	latest, delivered := k, model.BatchKey{}
+	v, _, seen := r.b.Brief(k)
+	if seen && v == model.Delivered {
+		delivered = k
+	}
+	if !seen {
+		latest = model.BatchKey{}
+	}
+	for n, miss := 1, 0; miss < rerunProbe; n++ {
+		rk := model.BatchKey{Pipeline: k.Pipeline, BusinessDate: k.BusinessDate, BatchID: c.Reruns.Render(k.BatchID, n)}
+		v, _, seen := r.b.Brief(rk)
+		if !seen {
+			miss++
+			continue
+		}
+		miss, latest = 0, rk
+		if v == model.Delivered {
+			delivered = rk
+		}
+	}
+	switch {
+	case delivered != (model.BatchKey{}):
+		return delivered
+	case latest != (model.BatchKey{}):
+		return latest
+	}
+	return k
 }
 
 func firstRequired(c *contract.Contract) model.Boundary {

@@ -47,7 +47,7 @@ func key(p string, d model.Date) model.BatchKey {
 
 // table records outcomes: "p=delivered", "p=not_identified@signal_delivered",
 // "p=absent" (known, no event), each on day unless "p~prev" is used for
-// the day before. Every pipeline is known from the day before.
+// the day before; "p#r2=..." is re-run 2 of p's batch. Every pipeline is known from the day before.
 func table(t *testing.T, set *contract.Set, outcomes ...string) *upstream.Table {
 	t.Helper()
 	var tb upstream.Table
@@ -63,12 +63,17 @@ func table(t *testing.T, set *contract.Set, outcomes ...string) *upstream.Table 
 		if what == "absent" {
 			continue
 		}
+		name, rerun, _ := strings.Cut(name, "#")
+		k := key(name, d)
+		if rerun != "" {
+			k.BatchID += "-" + rerun
+		}
 		verdict, missing, _ := strings.Cut(what, "@")
 		v, err := model.ParseHypothesis(verdict)
 		if err != nil {
 			t.Fatal(err)
 		}
-		diag := replay.Diagnosis{Batch: key(name, d).String(), Verdict: v, FirstMissing: missing, Events: 3}
+		diag := replay.Diagnosis{Batch: k.String(), Verdict: v, FirstMissing: missing, Events: 3}
 		if err := tb.Add(&diag); err != nil {
 			t.Fatal(err)
 		}
@@ -100,6 +105,16 @@ func TestBlocked(t *testing.T) {
 		{"previous date delivered, same date not: not blocked", "a:\nb: a@previous", []string{"a~prev=delivered", "a=not_produced@produced"},
 			key("b", day), "", ""},
 		{"absent upstream counts as not delivered", "a:\nb: a", nil, key("b", day), "a/2026-09-30/20260930", "a/2026-09-30/20260930"},
+		{"a re-run delivered the upstream's date: not blocked", "a:\nb: a", []string{"a=not_produced@produced", "a#r1=delivered", "b=not_produced@produced"},
+			key("b", day), "", ""},
+		{"the re-run failed again: it is the broken link", "a:\nb: a", []string{"a=not_produced@produced", "a#r1=not_final@finalized"},
+			key("b", day), "a/2026-09-30/20260930-r1", "a/2026-09-30/20260930-r1"},
+		{"the latest delivered attempt speaks, not the latest", "a:\nb: a", []string{"a=not_produced@produced", "a#r1=delivered", "a#r2=not_produced@produced"},
+			key("b", day), "", ""},
+		{"a gap in the re-run numbers", "a:\nb: a", []string{"a=not_produced@produced", "a#r2=not_transferred@transferred"},
+			key("b", day), "a/2026-09-30/20260930-r2", "a/2026-09-30/20260930-r2"},
+		{"a re-run stopped behind its own upstream", "x:\na: x\nb: a", []string{"x=not_identified@signal_delivered", "a#r1=not_produced@produced"},
+			key("b", day), "a/2026-09-30/20260930-r1", "x/2026-09-30/20260930"},
 		{"upstream before its pipeline's history: not known", "a:\nb: a", nil, key("b", day.AddDays(-5)), "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
