@@ -120,8 +120,12 @@ func (r *Resolver) resolve(k model.BatchKey) *node {
 }
 
 // rerunProbe is how many re-run numbers in a row may have no event
-// before the search for a date's later attempts stops.
-const rerunProbe = 3
+// before the search for a date's later attempts stops; maxRerun bounds
+// the search whatever the answers.
+const (
+	rerunProbe = 3
+	maxRerun   = 1000
+)
 
 // speaker returns the attempt of scheduled batch k's date that speaks for
 // it, by the rule the replay applies to the attempts of one date
@@ -130,38 +134,27 @@ const rerunProbe = 3
 // declared re-run with events. A downstream waits on the date's delivery,
 // not on the attempt the schedule named: a failed run that a re-run
 // delivered blocks nothing, and a re-run that failed again is the link
-// that is broken.
+// that is broken. Any delivered attempt ends the search: which one
+// speaks does not matter to a downstream once one is delivered.
 func (r *Resolver) speaker(k model.BatchKey, c *contract.Contract) model.BatchKey {
-	if c == nil || c.Reruns.Off() {
+	v, _, seen := r.b.Brief(k)
+	if c == nil || c.Reruns.Off() || seen && v == model.Delivered {
 		return k
 	}
-	latest, delivered := k, model.BatchKey{}
-	v, _, seen := r.b.Brief(k)
-	if seen && v == model.Delivered {
-		delivered = k
-	}
-	if !seen {
-		latest = model.BatchKey{}
-	}
-	for n, miss := 1, 0; miss < rerunProbe; n++ {
+	latest := k
+	for n, miss := 1, 0; miss < rerunProbe && n <= maxRerun; n++ {
 		rk := model.BatchKey{Pipeline: k.Pipeline, BusinessDate: k.BusinessDate, BatchID: c.Reruns.Render(k.BatchID, n)}
 		v, _, seen := r.b.Brief(rk)
-		if !seen {
+		switch {
+		case !seen:
 			miss++
-			continue
-		}
-		miss, latest = 0, rk
-		if v == model.Delivered {
-			delivered = rk
+		case v == model.Delivered:
+			return rk
+		default:
+			miss, latest = 0, rk
 		}
 	}
-	switch {
-	case delivered != (model.BatchKey{}):
-		return delivered
-	case latest != (model.BatchKey{}):
-		return latest
-	}
-	return k
+	return latest
 }
 
 func firstRequired(c *contract.Contract) model.Boundary {
