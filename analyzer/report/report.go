@@ -246,31 +246,41 @@ func (p *printer) symptom(d *replay.Diagnosis) {
 	}
 }
 
-// baseline writes the learned baseline of the lowest required boundary
-// not yet proven beside its deadline and the as-of: "Baseline: produced
-// usually by ... (p95 over 28 days), deadline ..., now ...". A boundary
-// later than usual says so: that is the early warning (kind unusual).
+// baseline writes the learned baseline beside the deadline and the
+// as-of (BaselineText): "Baseline: produced usually by ...".
 func (p *printer) baseline(d *replay.Diagnosis) {
+	if t := BaselineText(d, p.loc); t != "" {
+		p.para("  ", "  ", "Baseline: "+t+".")
+	}
+}
+
+// BaselineText says the learned baseline of the lowest required boundary
+// of d not yet proven beside its deadline and the as-of: "produced usually
+// by ... (p95 over 28 days), deadline ..., now ...", times in UTC with loc
+// beside (model.HumanTime); "" when d shows no baseline. A boundary later
+// than usual says so: that is the early warning (kind unusual). The text
+// report and the batch page of `handoff serve` both show it.
+func BaselineText(d *replay.Diagnosis, loc *time.Location) string {
 	if d.Baseline == "" {
-		return
+		return ""
 	}
 	for _, bs := range d.Boundaries {
 		if !bs.Required || bs.Proven || bs.UsuallyBy.IsZero() {
 			continue
 		}
-		t := "Baseline: " + bs.Name + " usually by " + p.human(bs.UsuallyBy) + " (" + d.Baseline + ")"
+		t := bs.Name + " usually by " + model.HumanTime(bs.UsuallyBy, loc) + " (" + d.Baseline + ")"
 		if !bs.Due.IsZero() {
-			t += ", deadline " + p.human(bs.Due)
+			t += ", deadline " + model.HumanTime(bs.Due, loc)
 		} else {
 			t += ", no deadline"
 		}
-		t += ", now " + p.human(d.AsOf)
+		t += ", now " + model.HumanTime(d.AsOf, loc)
 		if d.AsOf.After(bs.UsuallyBy) {
 			t += "; later than usual by " + replay.FormatDuration(d.AsOf.Sub(bs.UsuallyBy))
 		}
-		p.para("  ", "  ", t+".")
-		return
+		return t
 	}
+	return ""
 }
 
 func (p *printer) chain(d *replay.Diagnosis) {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/handoff-dev/handoff/analyzer/learn"
 	"github.com/handoff-dev/handoff/analyzer/replay"
-	"github.com/handoff-dev/handoff/judge/suggest"
 	"github.com/handoff-dev/handoff/model"
 )
 
@@ -26,7 +25,7 @@ type baselines struct {
 }
 
 func newBaselines() (*baselines, error) {
-	o, err := suggest.BaselineOptions()
+	o, err := learn.BaselineOptions()
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +75,7 @@ func (b *baselines) expected(pipeline string, asOf time.Time) *learn.Expected {
 	}
 	var x *learn.Expected
 	if l := b.per[pipeline]; l != nil {
-		x = l.Expect(learn.BaselineAsOf(asOf), 0, b.o).Of(pipeline)
+		x = l.ExpectedAt(pipeline, asOf, b.o)
 	}
 	b.exp[pipeline] = x
 	return x

@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/handoff-dev/handoff/analyzer/learn"
 	"github.com/handoff-dev/handoff/analyzer/upstream"
 	"github.com/handoff-dev/handoff/ingest/jsonl"
 	"github.com/handoff-dev/handoff/internal/exitcode"
@@ -276,14 +275,11 @@ type clickhouseSource struct {
 }
 
 // LearnWindow reads the pipeline's events of the baselines' window as of
-// asOf (learn.BaselineAsOf: the 28 business dates before its UTC day) into
+// asOf (history.BaselineWindow: the 28 business dates before its UTC day) into
 // learn, as backfill's first read does, so that a range that does not
 // cover the window shows the same baselines as backfill and detect.
 func (s *clickhouseSource) LearnWindow(ctx context.Context, asOf time.Time, learnEvent func(*model.Event)) error {
-	y, m, d := learn.BaselineAsOf(asOf).UTC().Date()
-	to := model.Date{Year: y, Month: m, Day: d}
-	f := history.Filter{Pipeline: s.pipeline, From: to.AddDays(-(learn.DefaultBaselineDays - 1)), To: to}
-	if err := s.st.EachEvent(ctx, f, func(e model.Event) error { learnEvent(&e); return nil }); err != nil {
+	if err := s.st.EachEvent(ctx, history.BaselineWindow(s.pipeline, asOf), func(e model.Event) error { learnEvent(&e); return nil }); err != nil {
 		return fmt.Errorf("%s: read the baselines' window: %w", s.label, err)
 	}
 	return nil

@@ -25,13 +25,8 @@ import (
 )
 
 // DefaultZones are the time zones the learner chooses from unless told
-// otherwise, in order of preference on a tie: UTC first, so that a
-// once-a-day pipeline whose arrivals fit any fixed offset keeps UTC.
-var DefaultZones = []string{
-	"UTC", "Europe/London", "Europe/Berlin", "Europe/Moscow", "America/New_York", "America/Chicago",
-	"America/Denver", "America/Los_Angeles", "America/Sao_Paulo", "Asia/Kolkata", "Asia/Singapore",
-	"Asia/Shanghai", "Asia/Tokyo", "Australia/Sydney", "Pacific/Auckland",
-}
+// otherwise (learn.DefaultZones).
+var DefaultZones = learn.DefaultZones
 
 // Config says what history to learn from.
 type Config struct {
@@ -56,28 +51,11 @@ func CheckPatterns(patterns []string) error {
 }
 
 // BaselineOptions are the learner's options for baselines, the same in
-// `handoff detect`, `diagnose` and `backfill` so that they learn the same
-// ones from the same events: the default candidate zones.
-func BaselineOptions() (learn.Options, error) {
-	zones, err := LoadZones(DefaultZones)
-	if err != nil {
-		return learn.Options{}, fmt.Errorf("baselines: %w", err)
-	}
-	return learn.Options{Zones: zones}, nil
-}
+// every command (learn.BaselineOptions).
+func BaselineOptions() (learn.Options, error) { return learn.BaselineOptions() }
 
-// LoadZones loads time zones by name.
-func LoadZones(names []string) ([]*time.Location, error) {
-	var out []*time.Location
-	for _, n := range names {
-		loc, err := time.LoadLocation(n)
-		if err != nil {
-			return nil, fmt.Errorf("time zone %q: %w", n, err)
-		}
-		out = append(out, loc)
-	}
-	return out, nil
-}
+// LoadZones loads time zones by name (learn.LoadZones).
+func LoadZones(names []string) ([]*time.Location, error) { return learn.LoadZones(names) }
 
 // selects reports whether cfg takes pipeline name.
 func (cfg Config) selects(name string) bool {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
+	"github.com/handoff-dev/handoff/analyzer/learn"
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
@@ -355,6 +356,17 @@ func (s *Server) batch(ctx context.Context, k model.BatchKey) (*BatchDetail, err
 		b, err := s.rd.storedDiagnosis(ctx, k)
 		storedc <- storedResult{b, err}
 	}()
+	// The baselines' window too: a diagnosis on read shows them.
+	type baseResult struct {
+		x   *learn.Expected
+		err error
+	}
+	basec := make(chan baseResult, 1)
+	asOf := s.now()
+	go func() {
+		x, err := s.baselines(ctx, k.Pipeline, asOf)
+		basec <- baseResult{x, err}
+	}()
 	set, readErr := s.readHistory(ctx, k.Pipeline, k.BusinessDate, k.BusinessDate, nil)
 	stored := <-storedc
 	if stored.err != nil {
@@ -384,7 +396,35 @@ func (s *Server) batch(ctx context.Context, k model.BatchKey) (*BatchDetail, err
 	if !ok {
 		return nil, s.noBatch(k)
 	}
+	base := <-basec
+	if base.err != nil {
+		return nil, base.err
+	}
+	if !learn.BaselineAsOf(d.AsOf).Equal(learn.BaselineAsOf(asOf)) {
+		// The UTC day turned between the two reads: the diagnosis's
+		// as-of has the next day's baselines.
+		if base.x, err = s.baselines(ctx, k.Pipeline, d.AsOf); err != nil {
+			return nil, err
+		}
+	}
+	base.x.Annotate(&d, k)
 	return &BatchDetail{Source: "on_read", Diagnosis: &d, Sides: replay.Narrate(&d)}, nil
+}
+
+// baselines learns pipeline's baselines in force at asOf from its stored
+// events of their window (history.BaselineWindow), as `handoff diagnose
+// --clickhouse` does, so that a batch diagnosed on read shows the
+// baseline the command shows for the same as-of; nil when the history
+// supports none.
+func (s *Server) baselines(ctx context.Context, pipeline string, asOf time.Time) (*learn.Expected, error) {
+	l := learn.New()
+	if err := s.readEvents(ctx, history.BaselineWindow(pipeline, asOf), func(e *model.Event) error {
+		l.Add(e)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return l.ExpectedAt(pipeline, asOf, s.baseline), nil
 }
 
 // batchPath is the web page of batch k; the alerting links to it.

@@ -275,7 +275,7 @@ func (s *Server) batchPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return render(w, http.StatusOK, "batch.html", map[string]any{
-		"Findings": fs, "BatchID": k.BatchID,
+		"Findings": fs, "BatchID": k.BatchID, "Baseline": report.BaselineText(d, d.Zone),
 		"Key": k.String(), "D": d, "Zone": d.Zone, "APIURL": "/api/v1" + batchPath(k), "Source": b.Source, "Ladder": ladder, "Report": text.String(), "Sides": b.Sides,
 		"Absent":  expectedOf(s.contracts.For(k.Pipeline), k, d),
 		"GridURL": "/?pipeline=" + pathEscape(k.Pipeline) + "&from=" + k.BusinessDate.AddDays(-13).String() + "&to=" + k.BusinessDate.String(),

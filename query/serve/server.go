@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/handoff-dev/handoff/analyzer/learn"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/query/findings"
@@ -82,6 +83,9 @@ type Server struct {
 	requests  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	mux       *http.ServeMux
+	// baseline is the learner's options of the baselines a diagnosis on
+	// read shows, the same as every command's (learn.BaselineOptions).
+	baseline learn.Options
 }
 
 // New returns a Server reading conn. It asks the server whether the user
@@ -127,6 +131,9 @@ func New(ctx context.Context, conn chconn.Conn, opts Options) (*Server, error) {
 	}
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()
+	}
+	if s.baseline, err = learn.BaselineOptions(); err != nil {
+		return nil, err
 	}
 	if err := s.rd.detectReadonly(ctx); err != nil {
 		return nil, err
