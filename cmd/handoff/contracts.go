@@ -14,6 +14,7 @@ import (
 	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/judge/suggest"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/store/chconfig"
 	"github.com/handoff-dev/handoff/store/history"
 )
@@ -113,9 +114,9 @@ func suggestScope(from, to string, patterns, zones []string) (suggest.Config, er
 	}
 	sc.Patterns = patterns
 	if len(zones) == 0 {
-		zones = suggest.DefaultZones
+		zones = learn.DefaultZones()
 	}
-	locs, err := suggest.LoadZones(zones)
+	locs, err := contract.LoadZones(zones)
 	if err != nil {
 		return sc, usageError("--zone: %v", err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/handoff-dev/handoff/internal/cliflag"
 	"github.com/handoff-dev/handoff/internal/exitcode"
 	"github.com/handoff-dev/handoff/internal/progress"
-	"github.com/handoff-dev/handoff/judge/suggest"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/store/chconfig"
 	"github.com/handoff-dev/handoff/store/history"
@@ -92,7 +91,7 @@ func (c *Command) Prepare() error {
 		c.cfg.UnitRows = DefaultUnitRows
 	}
 	// The baselines detect and diagnose learn, shown in every diagnosis.
-	lo, err := suggest.BaselineOptions()
+	lo, err := history.BaselineOptions()
 	if err != nil {
 		return err
 	}

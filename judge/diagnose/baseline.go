@@ -7,6 +7,7 @@ import (
 	"github.com/handoff-dev/handoff/analyzer/learn"
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/store/history"
 )
 
 // baselines learns the arrivals of the events diagnose reads, so that a
@@ -25,7 +26,7 @@ type baselines struct {
 }
 
 func newBaselines() (*baselines, error) {
-	o, err := learn.BaselineOptions()
+	o, err := history.BaselineOptions()
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,6 @@ import (
 	"github.com/handoff-dev/handoff/internal/gen"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/judge/backfill"
-	"github.com/handoff-dev/handoff/judge/suggest"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/query/serve"
@@ -147,7 +146,7 @@ func diagnoseFile(t *testing.T, path string, contracts *contract.Set, asOf time.
 
 // baselines is what diagnose and backfill add to each diagnosis: the
 // baselines in force at the as-of, learned from the events read with the
-// options every command uses (suggest.BaselineOptions).
+// options every command uses (history.BaselineOptions).
 type baselines struct {
 	l    *learn.Learner
 	o    learn.Options
@@ -157,7 +156,7 @@ type baselines struct {
 }
 
 func newBaselines(t *testing.T, asOf time.Time) *baselines {
-	o, err := suggest.BaselineOptions()
+	o, err := history.BaselineOptions()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +395,7 @@ func backfillAll(t *testing.T, e *env, contracts *contract.Set, first, last, asO
 		t.Fatal(err)
 	}
 	out := map[model.BatchKey][]byte{}
-	lo, err := suggest.BaselineOptions()
+	lo, err := history.BaselineOptions()
 	if err != nil {
 		t.Fatal(err)
 	}

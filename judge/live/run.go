@@ -12,7 +12,6 @@ import (
 	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/judge/stream"
-	"github.com/handoff-dev/handoff/judge/suggest"
 	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/history"
 	"github.com/handoff-dev/handoff/store/replicas"
@@ -48,7 +47,7 @@ func Run(ctx context.Context, cfg Config, o RunOptions) error {
 	}
 	var base *detect.Baselines
 	if cfg.Baselines {
-		lo, err := suggest.BaselineOptions()
+		lo, err := history.BaselineOptions()
 		if err != nil {
 			return err
 		}

@@ -24,10 +24,6 @@ import (
 	"github.com/handoff-dev/handoff/store/history"
 )
 
-// DefaultZones are the time zones the learner chooses from unless told
-// otherwise (learn.DefaultZones).
-var DefaultZones = learn.DefaultZones
-
 // Config says what history to learn from.
 type Config struct {
 	// From and To bound the business dates read, inclusive; a zero Date
@@ -36,7 +32,7 @@ type Config struct {
 	// Patterns select pipelines by name (path.Match globs such as
 	// "finance.*"); empty: every pipeline.
 	Patterns []string
-	// Zones are the candidate time zones (nil: DefaultZones).
+	// Zones are the candidate time zones (nil: learn.DefaultZones).
 	Zones []*time.Location
 }
 
@@ -49,13 +45,6 @@ func CheckPatterns(patterns []string) error {
 	}
 	return nil
 }
-
-// BaselineOptions are the learner's options for baselines, the same in
-// every command (learn.BaselineOptions).
-func BaselineOptions() (learn.Options, error) { return learn.BaselineOptions() }
-
-// LoadZones loads time zones by name (learn.LoadZones).
-func LoadZones(names []string) ([]*time.Location, error) { return learn.LoadZones(names) }
 
 // selects reports whether cfg takes pipeline name.
 func (cfg Config) selects(name string) bool {

@@ -426,6 +426,20 @@ func reason(err error) string {
 	return err.Error()
 }
 
+// LoadZones loads time zones by name from the zone database, under the
+// rules a contract's timezone is loaded by.
+func LoadZones(names []string) ([]*time.Location, error) {
+	out := make([]*time.Location, 0, len(names))
+	for _, n := range names {
+		loc, err := loadLocation(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, loc)
+	}
+	return out, nil
+}
+
 // loadLocation is time.LoadLocation minus the names that do not name one
 // zone everywhere.
 func loadLocation(name string) (*time.Location, error) {

@@ -132,7 +132,7 @@ func New(ctx context.Context, conn chconn.Conn, opts Options) (*Server, error) {
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()
 	}
-	if s.baseline, err = learn.BaselineOptions(); err != nil {
+	if s.baseline, err = history.BaselineOptions(); err != nil {
 		return nil, err
 	}
 	if err := s.rd.detectReadonly(ctx); err != nil {

@@ -1,11 +1,25 @@
 package history
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/learn"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/model/contract"
 )
+
+// BaselineOptions are the learner's options for baselines, the same
+// wherever a diagnosis shows one (`handoff detect`, `diagnose`, `backfill`
+// and `serve`), so that they learn the same ones from the same events:
+// the default candidate zones (learn.DefaultZones).
+func BaselineOptions() (learn.Options, error) {
+	zones, err := contract.LoadZones(learn.DefaultZones())
+	if err != nil {
+		return learn.Options{}, fmt.Errorf("baselines: %w", err)
+	}
+	return learn.Options{Zones: zones}, nil
+}
 
 // BaselineWindow selects the events of pipeline that the baselines in
 // force at asOf learn from: the learn.DefaultBaselineDays business dates
