@@ -47,10 +47,11 @@ var hostileContracts = map[string]string{
 }
 
 // newGraphFixture loads a generated graph of 12 pipelines in 3 levels (seed
-// 1: a diamond, and a batch blocked by two roots), and the hostile pair.
+// 10: a diamond of a root and a batch it blocks, and a batch blocked by
+// two roots), and the hostile pair.
 func newGraphFixture(t *testing.T, opts serve.Options) *graphFixture {
 	t.Helper()
-	g, err := gen.GenerateGraph(gen.GraphOptions{Pipelines: 12, Levels: 3, Days: 2, Date: time.Date(2026, 9, 30, 0, 0, 0, 0, time.UTC), Seed: 1})
+	g, err := gen.GenerateGraph(gen.GraphOptions{Pipelines: 12, Levels: 3, Days: 2, Date: time.Date(2026, 9, 30, 0, 0, 0, 0, time.UTC), Seed: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
