@@ -223,14 +223,14 @@ func incidentSummary(inc *Incident) string {
 	}
 	switch inc.State {
 	case IncidentOver:
-		return fmt.Sprintf("%s is delivered: the incident is over. Its %d downstream batches are shown as they are now%s.", inc.Root.Batch, inc.Read, capped)
+		return fmt.Sprintf("%s is delivered: the incident is over. Its %s are shown as they are now%s.", inc.Root.Batch, downstreamN(inc.Read), capped)
 	case IncidentNotRoot:
 		var rs []string
 		for _, r := range inc.Roots {
 			rs = append(rs, r.Batch)
 		}
-		return fmt.Sprintf("%s is not the root of an incident: it is blocked by %s further up. Its %d downstream batches are shown as they are now%s.",
-			inc.Root.Batch, strings.Join(rs, " and "), inc.Read, capped)
+		return fmt.Sprintf("%s is not the root of an incident: it is blocked by %s further up. Its %s are shown as they are now%s.",
+			inc.Root.Batch, strings.Join(rs, " and "), downstreamN(inc.Read), capped)
 	}
 	stop := "it has no delivery event"
 	if inc.Root.Seen {
@@ -239,7 +239,15 @@ func incidentSummary(inc *Incident) string {
 	if inc.Root.FirstMissing == "" {
 		stop = "it is " + inc.Root.Status
 	}
-	return fmt.Sprintf("%s is not delivered (%s, %s) and blocks %d downstream batches%s.", inc.Root.Batch, stop, inc.Root.Verdict, inc.Blocked, capped)
+	return fmt.Sprintf("%s is not delivered (%s, %s) and blocks %s%s.", inc.Root.Batch, stop, inc.Root.Verdict, downstreamN(inc.Blocked), capped)
+}
+
+// downstreamN is "n downstream batches", singular for one.
+func downstreamN(n int) string {
+	if n == 1 {
+		return "1 downstream batch"
+	}
+	return fmt.Sprintf("%d downstream batches", n)
 }
 
 // upstreamsOf returns the pipelines p's contract waits for.
