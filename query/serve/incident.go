@@ -99,7 +99,8 @@ type IncidentBatch struct {
 	Note   string `json:"note,omitempty"`
 	// Blocked is the diagnosis' own blocked cause.
 	Blocked *replay.Blocked `json:"blocked,omitempty"`
-	// InIncident: the root is among Blocked.Roots.
+	// InIncident: the batch is part of the incident: the root while the
+	// incident is open, a batch whose Blocked.Roots include the root.
 	InIncident bool `json:"in_incident"`
 	// Incidents are the pages of every root of Blocked.
 	Incidents []IncidentRef `json:"incidents,omitempty"`
@@ -179,6 +180,7 @@ func (s *Server) incident(ctx context.Context, k model.BatchKey, b *BatchDetail)
 		inc.Root.Incidents = inc.Roots
 	default:
 		inc.State = IncidentOpen
+		inc.Root.InIncident = true
 	}
 	keys := s.graph.Downstream(k)
 	inc.InGraph = len(keys)
