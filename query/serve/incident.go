@@ -112,7 +112,7 @@ type IncidentNode struct {
 	IncidentBatch
 	// AlsoWaitsFor names the node's other parents in the tree (a diamond:
 	// the node is shown once, under its first parent).
-	AlsoWaitsFor []IncidentRef  `json:"also_waits_for,omitempty"`
+	AlsoWaitsFor []IncidentRef   `json:"also_waits_for,omitempty"`
 	Children     []*IncidentNode `json:"children,omitempty"`
 }
 

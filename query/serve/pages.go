@@ -274,7 +274,7 @@ func (s *Server) batchPage(w http.ResponseWriter, r *http.Request) error {
 	return render(w, http.StatusOK, "batch.html", map[string]any{
 		"Findings": fs, "BatchID": k.BatchID,
 		"Key": k.String(), "D": d, "Zone": d.Zone, "APIURL": "/api/v1" + batchPath(k), "Source": b.Source, "Ladder": ladder, "Report": text.String(), "Sides": b.Sides,
-		"Absent":  expectedOf(s.contracts.For(k.Pipeline), k, d), "IncidentURL": s.ownIncident(k, d),
+		"Absent": expectedOf(s.contracts.For(k.Pipeline), k, d), "IncidentURL": s.ownIncident(k, d),
 		"GridURL": "/?pipeline=" + pathEscape(k.Pipeline) + "&from=" + k.BusinessDate.AddDays(-13).String() + "&to=" + k.BusinessDate.String(),
 	})
 }

@@ -87,10 +87,10 @@ type Server struct {
 	// downstream batches.
 	graph       *upstream.Graph
 	maxIncident int
-	reg       *prometheus.Registry
-	requests  *prometheus.CounterVec
-	latency   *prometheus.HistogramVec
-	mux       *http.ServeMux
+	reg         *prometheus.Registry
+	requests    *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+	mux         *http.ServeMux
 }
 
 // New returns a Server reading conn. It asks the server whether the user
