@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -387,13 +388,20 @@ func (s *Server) diagnoseMany(ctx context.Context, keys []model.BatchKey) (map[m
 	}
 	wg.Wait()
 	up := <-upc
+	// The first read that failed cancelled the others: its error, not
+	// theirs, says what went wrong.
+	errs := []error{up.err}
 	for _, rd := range reads {
-		if rd.err != nil {
-			return nil, rd.err
+		errs = append(errs, rd.err)
+	}
+	var first error
+	for _, err := range errs {
+		if err != nil && (first == nil || errors.Is(first, context.Canceled)) {
+			first = err
 		}
 	}
-	if up.err != nil {
-		return nil, up.err
+	if first != nil {
+		return nil, first
 	}
 	for _, rd := range reads {
 		if up.ups != nil {
