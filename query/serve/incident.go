@@ -108,13 +108,20 @@ type IncidentBatch struct {
 	URL       string        `json:"url"`
 }
 
+// OtherIncidents are the incidents the node is part of besides the
+// page's.
+func (n *IncidentNode) OtherIncidents() []IncidentRef { return n.others }
+
 // IncidentNode is one batch of the tree, with its children.
 type IncidentNode struct {
 	IncidentBatch
 	// AlsoWaitsFor names the node's other parents in the tree (a diamond:
 	// the node is shown once, under its first parent).
-	AlsoWaitsFor []IncidentRef   `json:"also_waits_for,omitempty"`
-	Children     []*IncidentNode `json:"children,omitempty"`
+	AlsoWaitsFor []IncidentRef `json:"also_waits_for,omitempty"`
+	// others are the node's incidents but this one (the page's "also
+	// part of"); the JSON has them all in Incidents.
+	others   []IncidentRef
+	Children []*IncidentNode `json:"children,omitempty"`
 }
 
 // incidentPath is the incident page of root batch k.
@@ -458,7 +465,13 @@ func (s *Server) incidentTree(inc *Incident) ([]*IncidentNode, int) {
 		if open && !b.InIncident {
 			continue
 		}
-		nodes[b.Batch] = &IncidentNode{IncidentBatch: b}
+		n := &IncidentNode{IncidentBatch: b}
+		for _, r := range b.Incidents {
+			if r.Batch != root {
+				n.others = append(n.others, r)
+			}
+		}
+		nodes[b.Batch] = n
 		order = append(order, b.Batch)
 	}
 	parents := map[string][]string{}

@@ -314,6 +314,17 @@ func TestIncidentTree(t *testing.T) {
 	if two == "" || inAny[two] != 2 {
 		t.Fatalf("no batch blocked by two roots in both trees (%q in %d)", two, inAny[two])
 	}
+	// Each of its roots' pages names the other incident beside it.
+	for i, r := range f.g.Blocked[two] {
+		other := f.g.Blocked[two][1-i]
+		_, page := f.get(t, "/incidents"+keyPath(r))
+		if !bytes.Contains(page, []byte(`<a class="incident" href="/incidents`+keyPath(other)+`">incident `+other+`</a>`)) {
+			t.Errorf("the incident page of %s does not say %s is also part of incident %s", r, two, other)
+		}
+		if bytes.Contains(page, []byte(`">incident `+r+`</a>`)) {
+			t.Errorf("the incident page of %s names itself as another incident", r)
+		}
+	}
 	_, page := f.get(t, "/batches"+keyPath(two))
 	for _, r := range f.g.Blocked[two] {
 		if !bytes.Contains(page, []byte(`class="incident" href="/incidents`+keyPath(r)+`"`)) {
