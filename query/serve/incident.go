@@ -233,13 +233,13 @@ func incidentSummary(inc *Incident) string {
 	}
 	switch inc.State {
 	case IncidentOver:
-		return fmt.Sprintf("%s is delivered: the incident is over. Its %s are shown as they are now%s.", inc.Root.Batch, downstreamN(inc.Read), capped)
+		return fmt.Sprintf("%s is delivered: the incident is over. Shown as they are now: %s%s.", inc.Root.Batch, downstreamN(inc.Read), capped)
 	case IncidentNotRoot:
 		var rs []string
 		for _, r := range inc.Roots {
 			rs = append(rs, r.Batch)
 		}
-		return fmt.Sprintf("%s is not the root of an incident: it is blocked by %s further up. Its %s are shown as they are now%s.",
+		return fmt.Sprintf("%s is not the root of an incident: it is blocked by %s further up. Shown as they are now: %s%s.",
 			inc.Root.Batch, strings.Join(rs, " and "), downstreamN(inc.Read), capped)
 	}
 	stop := "it has no delivery event"
