@@ -217,14 +217,12 @@ func (c Chain) SVG() []byte {
 	}
 	for _, e := range c.Edges {
 		u, d := at[e.From], at[e.To]
-		x1, y1 := u.X+chainBoxW, u.Y+chainBoxH/2
-		x2, y2 := d.X, d.Y+chainBoxH/2
 		stroke, marker := "#7a8291", "arrow"
 		if e.Blocked {
 			stroke, marker = "#c77800", "arrow-blocked"
 		}
-		fmt.Fprintf(&b, `<path class="edge" data-from="%s" data-to="%s" d="M%d,%d C%d,%d %d,%d %d,%d" fill="none" stroke="%s" stroke-width="1.5" marker-end="url(#%s)"/>`+"\n",
-			svgEsc(e.From), svgEsc(e.To), x1, y1, x1+chainGapX/2, y1, x2-chainGapX/2, y2, x2, y2, stroke, marker)
+		fmt.Fprintf(&b, `<path class="edge" data-from="%s" data-to="%s" d="%s" fill="none" stroke="%s" stroke-width="1.5" marker-end="url(#%s)"/>`+"\n",
+			svgEsc(e.From), svgEsc(e.To), edgePath(u, d), stroke, marker)
 	}
 	for _, n := range c.Nodes {
 		st := chainStyle[n.State]
@@ -250,6 +248,25 @@ func (c Chain) SVG() []byte {
 	}
 	b.WriteString("</svg>\n")
 	return b.Bytes()
+}
+
+// edgePath is the arrow from box u to box d: a curve from u's right side
+// to d's left side; one that skips levels runs through the gap between
+// two rows (the rows line up across the levels, so the gap holds no box)
+// and curves out of it into d.
+func edgePath(u, d ChainNode) string {
+	x1, y1 := u.X+chainBoxW, u.Y+chainBoxH/2
+	x2, y2 := d.X, d.Y+chainBoxH/2
+	if d.Level-u.Level <= 1 {
+		return fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", x1, y1, x1+chainGapX/2, y1, x2-chainGapX/2, y2, x2, y2)
+	}
+	lane := u.Y + chainBoxH + chainGapY/2 // below u's row, toward d
+	if y2 < y1 {
+		lane = u.Y - chainGapY/2
+	}
+	a, z := x1+chainGapX, x2-chainGapX
+	return fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d L%d,%d C%d,%d %d,%d %d,%d",
+		x1, y1, x1+chainGapX/2, y1, x1+chainGapX/2, lane, a, lane, z, lane, z+chainGapX/2, lane, z+chainGapX/2, y2, x2, y2)
 }
 
 // svgHTML is the SVG for a page (built here, escaped here).
