@@ -211,6 +211,7 @@ func (s *Server) incident(ctx context.Context, k model.BatchKey, b *BatchDetail)
 	}
 	slices.SortFunc(keys, func(a, b model.BatchKey) int { return a.Compare(b) })
 	root := k.String()
+	inc.Downstream = make([]IncidentBatch, 0, len(keys)) // [] in the JSON, not null
 	for _, dk := range keys {
 		ib := got[dk]
 		if ib.Blocked != nil {
@@ -513,7 +514,7 @@ func (s *Server) incidentTree(inc *Incident) ([]*IncidentNode, int) {
 		depth[b] = d
 		return d
 	}
-	var top []*IncidentNode
+	top := []*IncidentNode{} // [] in the JSON, not null
 	// Placed in key order, so that children come out sorted.
 	for _, name := range order {
 		n := nodes[name]
