@@ -111,12 +111,35 @@ func BatchURL(base string, k model.BatchKey) string {
 		k.BusinessDate.String() + "/" + url.PathEscape(k.BatchID)
 }
 
+// IncidentURL returns the link to the incident page of `handoff serve`
+// (/incidents/{pipeline}/{business_date}/{batch_id}) of root batch k under
+// base, or "" when base is empty.
+func IncidentURL(base string, k model.BatchKey) string {
+	if base == "" {
+		return ""
+	}
+	return strings.TrimRight(base, "/") + "/incidents/" + url.PathEscape(k.Pipeline) + "/" +
+		k.BusinessDate.String() + "/" + url.PathEscape(k.BatchID)
+}
+
+// incidentRoot is the root batch of f's incident: its RootBatch when a
+// blocked finding names one, else its own batch.
+func incidentRoot(f *detect.Finding) model.BatchKey {
+	if f.RootBatch != "" && f.RootBatch != f.Batch.String() {
+		if k, err := model.ParseBatchKey(f.RootBatch); err == nil {
+			return k
+		}
+	}
+	return f.Batch
+}
+
 // Annotations returns what a person reads in the alert: a one-line
 // summary (the symptom), a description (where the delivery stopped, by
 // when it was due, how late, what is known), the first missing boundary,
 // deadline and lateness, how a resolved finding ended when not the plain
 // way (resolution, superseded_by, reporting_delay), the safe next step,
-// the batch page and the finding's fingerprint and record number.
+// the batch page, the incident page of its root (its own batch unless it
+// is blocked) and the finding's fingerprint and record number.
 func Annotations(f *detect.Finding, serveURL string) map[string]string {
 	d := &f.Diagnosis
 	a := map[string]string{
@@ -150,6 +173,9 @@ func Annotations(f *detect.Finding, serveURL string) map[string]string {
 	}
 	if u := BatchURL(serveURL, f.Batch); u != "" {
 		a["batch_url"] = u
+	}
+	if u := IncidentURL(serveURL, incidentRoot(f)); u != "" {
+		a["incident_url"] = u
 	}
 	return a
 }

@@ -276,3 +276,37 @@ func TestResolutionAnnotations(t *testing.T) {
 		})
 	}
 }
+
+// TestIncidentURLAnnotation: a root finding's alert links the incident page
+// of its own batch beside its batch page, under the same serve URL; a
+// blocked finding's links its root's; without a serve URL, no link.
+func TestIncidentURLAnnotation(t *testing.T) {
+	root := seedFinding(t)
+	blocked := seedFinding(t)
+	blocked.Batch = model.BatchKey{Pipeline: "risk report/é", BusinessDate: root.Batch.BusinessDate, BatchID: "20260930"}
+	blocked.Root, blocked.RootBatch = "fp-root", root.Batch.String()
+	own := seedFinding(t)
+	own.RootBatch = own.Batch.String() // a root may name itself
+	for _, tt := range []struct {
+		name, base string
+		f          detect.Finding
+		batch, inc string
+	}{
+		{"root", "http://handoff.example:8080/", root,
+			"http://handoff.example:8080/batches/account-balance-snapshot.daily/2026-09-30/20260930",
+			"http://handoff.example:8080/incidents/account-balance-snapshot.daily/2026-09-30/20260930"},
+		{"root naming itself", "http://h", own, "http://h/batches/account-balance-snapshot.daily/2026-09-30/20260930",
+			"http://h/incidents/account-balance-snapshot.daily/2026-09-30/20260930"},
+		{"blocked", "http://h", blocked, "http://h/batches/risk%20report%2F%C3%A9/2026-09-30/20260930",
+			"http://h/incidents/account-balance-snapshot.daily/2026-09-30/20260930"},
+		{"no serve URL", "", root, "", ""},
+	} {
+		a := Annotations(&tt.f, tt.base)
+		if a["batch_url"] != tt.batch || a["incident_url"] != tt.inc {
+			t.Errorf("%s: batch_url %q incident_url %q, want %q and %q", tt.name, a["batch_url"], a["incident_url"], tt.batch, tt.inc)
+		}
+		if _, ok := a["incident_url"]; ok && tt.inc == "" {
+			t.Errorf("%s: incident_url set without a serve URL", tt.name)
+		}
+	}
+}

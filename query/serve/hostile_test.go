@@ -75,6 +75,7 @@ func hostilePages(key model.BatchKey) []string {
 		"/batches/" + url.PathEscape(key.Pipeline) + "/2026-10-01/" + url.PathEscape(key.BatchID),
 		"/findings",
 		"/findings?state=open",
+		"/incidents/" + url.PathEscape(key.Pipeline) + "/2026-10-01/" + url.PathEscape(key.BatchID),
 	}
 }
 
@@ -245,7 +246,8 @@ func TestServicesReadonlyUser(t *testing.T) {
 func TestHostileParamsEveryRoute(t *testing.T) {
 	f := newFixture(t)
 	routes := []string{"/api/v1/batches", "/api/v1/batches/" + seedBatch, "/api/v1/findings", "/api/v1/dashboards",
-		"/api/v1/dashboards/batch_status", "/api/v1/dashboards/open_findings", "/", "/batches/" + seedBatch, "/findings", "/healthz"}
+		"/api/v1/dashboards/batch_status", "/api/v1/dashboards/open_findings", "/", "/batches/" + seedBatch, "/findings", "/healthz",
+		"/incidents/" + seedBatch, "/api/v1/incidents/" + seedBatch}
 	names := []string{"pipeline", "from", "to", "status", "verdict", "page", "size", "state", "kind", "limit", "x"}
 	values := []string{"'", `"`, "\x00", "%00", "../../etc/passwd", strings.Repeat("a", 5000), "<script>alert(1)</script>", "\u202e",
 		"1e309", "-1", "99999999999999999999", "2026-02-30", "x' OR '1'='1", "; DROP TABLE events --", "\x1b[2J", "NaN", " "}
@@ -279,7 +281,8 @@ func TestHostileParamsEveryRoute(t *testing.T) {
 	}
 	for _, seg := range []string{"..", "%2e%2e", "%00", "a%2Fb", url.PathEscape("<script>"), strings.Repeat("a", 300), url.PathEscape("\u202e")} {
 		for _, p := range []string{"/batches/" + seg + "/2026-09-30/20260930", "/batches/" + seedPipeline + "/" + seg + "/20260930", "/batches/" + seedPipeline + "/2026-09-30/" + seg,
-			"/api/v1/batches/" + seg + "/2026-09-30/20260930", "/api/v1/dashboards/" + seg, "/static/" + seg} {
+			"/api/v1/batches/" + seg + "/2026-09-30/20260930", "/api/v1/dashboards/" + seg, "/static/" + seg,
+			"/incidents/" + seg + "/2026-09-30/20260930", "/incidents/" + seedPipeline + "/" + seg + "/20260930", "/api/v1/incidents/" + seedPipeline + "/2026-09-30/" + seg} {
 			check(p)
 			n++
 		}

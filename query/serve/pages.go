@@ -35,6 +35,15 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 		}
 		return batchPath(k)
 	},
+	// incidentLink is the incident page of a root batch named by its key
+	// ("" when the key does not parse).
+	"incidentLink": func(batch string) string {
+		k, err := model.ParseBatchKey(batch)
+		if err != nil {
+			return ""
+		}
+		return incidentPath(k)
+	},
 	// fmtTime shows a time in UTC with the zone given (the contract's)
 	// beside it, as the text reports do (model.HumanTime); none: UTC alone.
 	"fmtTime": func(v any, zone ...*time.Location) string {
@@ -63,6 +72,7 @@ func (s *Server) pageRoutes() {
 	s.mux.HandleFunc("GET /static/{file}", staticFile)
 	s.handle("GET /{$}", "page_grid", s.gridPage)
 	s.handle("GET /batches/{pipeline}/{date}/{id}", "page_batch", s.batchPage)
+	s.handle("GET /incidents/{pipeline}/{date}/{id}", "page_incident", s.incidentPage)
 	s.handle("GET /findings", "page_findings", s.findingsPage)
 }
 
@@ -252,6 +262,27 @@ func (s *Server) batchPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	d := b.Diagnosis
+	ladder := ladderOf(d)
+	var text bytes.Buffer
+	if err := report.Text(&text, d); err != nil {
+		return err
+	}
+	fs, err := s.dateFindings(r.Context(), k)
+	if err != nil {
+		return err
+	}
+	return render(w, http.StatusOK, "batch.html", map[string]any{
+		"Findings": fs, "BatchID": k.BatchID, "Baseline": report.BaselineText(d, d.Zone),
+		"Key": k.String(), "D": d, "Zone": d.Zone, "APIURL": "/api/v1" + batchPath(k), "Source": b.Source, "Ladder": ladder, "Report": text.String(), "Sides": b.Sides,
+		"Absent": expectedOf(s.contracts.For(k.Pipeline), k, d), "IncidentURL": s.ownIncident(k, d),
+		"GridURL": "/?pipeline=" + pathEscape(k.Pipeline) + "&from=" + k.BusinessDate.AddDays(-13).String() + "&to=" + k.BusinessDate.String(),
+	})
+}
+
+// ladderOf is d's boundary ladder with each boundary's evidence events
+// resolved from the timeline: the ladder template's input (the batch
+// page's and the incident page's).
+func ladderOf(d *replay.Diagnosis) []ladderStep {
 	byID := make(map[string]replay.Entry, len(d.Timeline))
 	for _, e := range d.Timeline {
 		byID[e.EventID] = e
@@ -266,20 +297,19 @@ func (s *Server) batchPage(w http.ResponseWriter, r *http.Request) error {
 		}
 		ladder = append(ladder, st)
 	}
-	var text bytes.Buffer
-	if err := report.Text(&text, d); err != nil {
-		return err
+	return ladder
+}
+
+// ownIncident is the incident page a batch's page links to as the root
+// of one: when the batch is not delivered, not blocked itself, and the
+// contracts' upstreams put batches downstream of it ("" otherwise). The
+// page is not asked whether any of them is blocked: the incident page
+// says so, and the batch page stays one read.
+func (s *Server) ownIncident(k model.BatchKey, d *replay.Diagnosis) string {
+	if d.Verdict == model.Delivered || d.Blocked != nil || len(s.graph.Downstream(k)) == 0 {
+		return ""
 	}
-	fs, err := s.dateFindings(r.Context(), k)
-	if err != nil {
-		return err
-	}
-	return render(w, http.StatusOK, "batch.html", map[string]any{
-		"Findings": fs, "BatchID": k.BatchID, "Baseline": report.BaselineText(d, d.Zone),
-		"Key": k.String(), "D": d, "Zone": d.Zone, "APIURL": "/api/v1" + batchPath(k), "Source": b.Source, "Ladder": ladder, "Report": text.String(), "Sides": b.Sides,
-		"Absent":  expectedOf(s.contracts.For(k.Pipeline), k, d),
-		"GridURL": "/?pipeline=" + pathEscape(k.Pipeline) + "&from=" + k.BusinessDate.AddDays(-13).String() + "&to=" + k.BusinessDate.String(),
-	})
+	return incidentPath(k)
 }
 
 // absentBatch is what the page of an expected batch that sent no event

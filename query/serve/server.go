@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/handoff-dev/handoff/analyzer/learn"
+	"github.com/handoff-dev/handoff/analyzer/upstream"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/query/findings"
@@ -62,6 +63,10 @@ type Options struct {
 	// kept before it is read again (default DefaultFirstDatesTTL;
 	// negative: read per request). docs/serve.md, "Caches", has the rule.
 	FirstDatesTTL time.Duration
+	// MaxIncidentBatches is how many downstream batches one incident page
+	// reads at most (default DefaultMaxIncidentBatches); the page says
+	// when it was hit.
+	MaxIncidentBatches int
 }
 
 // DefaultFirstDatesTTL is Options.FirstDatesTTL's default.
@@ -79,12 +84,16 @@ type Server struct {
 	now       func() time.Time
 	log       *slog.Logger
 	maxScan   int
-	reg       *prometheus.Registry
-	requests  *prometheus.CounterVec
-	latency   *prometheus.HistogramVec
-	mux       *http.ServeMux
+	// graph is the contracts' upstreams, reversed: an incident's
+	// downstream batches.
+	graph       *upstream.Graph
+	maxIncident int
+	reg         *prometheus.Registry
+	requests    *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+	mux         *http.ServeMux
 	// baseline is the learner's options of the baselines a diagnosis on
-	// read shows, the same as every command's (learn.BaselineOptions).
+	// read shows, the same as every command's (history.BaselineOptions).
 	baseline learn.Options
 }
 
@@ -120,9 +129,13 @@ func New(ctx context.Context, conn chconn.Conn, opts Options) (*Server, error) {
 	if s.maxScan <= 0 {
 		s.maxScan = DefaultMaxScanEvents
 	}
+	if s.maxIncident = opts.MaxIncidentBatches; s.maxIncident <= 0 {
+		s.maxIncident = DefaultMaxIncidentBatches
+	}
 	if s.contracts == nil {
 		s.contracts = (*contract.Set)(nil) // the default contract for every pipeline
 	}
+	s.graph = upstream.NewGraph(s.contracts)
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -206,6 +219,7 @@ func (s *Server) routes() {
 	s.mux = http.NewServeMux()
 	s.handle("GET /api/v1/batches", "api_batches", s.apiBatches)
 	s.handle("GET /api/v1/batches/{pipeline}/{date}/{id}", "api_batch", s.apiBatch)
+	s.handle("GET /api/v1/incidents/{pipeline}/{date}/{id}", "api_incident", s.apiIncident)
 	s.handle("GET /api/v1/findings", "api_findings", s.apiFindings)
 	s.handle("GET /api/v1/dashboards", "api_dashboards", s.apiDashboards)
 	s.handle("GET /api/v1/dashboards/{name}", "api_dashboard", s.apiDashboard)
