@@ -30,7 +30,7 @@ func (b *batch) find(fp uint64) int {
 // lifecycle, re-arms its timer and closes it when it is done. It appends
 // the findings to publish to out.
 func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Finding {
-	k := b.state.Key()
+	k := b.key()
 	c := d.contracts.For(k.Pipeline)
 	diag := d.diagnose(b, c, safe)
 	// A batch with no event as of safe whose date another attempt reached
@@ -264,7 +264,7 @@ func resolvedLateness(t *tracked, diag *replay.Diagnosis, safe time.Time) resolu
 // delivered under another batch id is dropped.
 func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 	openFindings := slices.ContainsFunc(b.findings, func(t tracked) bool { return t.state == Open })
-	k := b.state.Key()
+	k := b.key()
 	// Status, not verdict: a superseded attempt with a delivered verdict
 	// and broken evidence stays open, as diagnose shows it.
 	// An anomaly waiting for the allowed lateness keeps the batch open
@@ -273,10 +273,10 @@ func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 	// that never reached the receiver, restored by an operator) stays
 	// open too: its deadline can still pass, and diagnose will say so.
 	done := diag.Status == replay.StatusDelivered && diag.FirstMissing == ""
-	if !openFindings && diag.Events == b.state.Len() && diag.Pending.IsZero() && (done || rerun) {
+	if !openFindings && diag.Events == b.len() && diag.Pending.IsZero() && (done || rerun) {
 		d.timers.disarm(b)
 		b.slot = slotGone
-		delete(d.open, k)
+		d.open.del(b)
 		if rerun {
 			return
 		}
@@ -316,8 +316,8 @@ func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 		}
 	}
 	d.wakes.add(next)
-	if diag.Events < b.state.Len() {
-		if ms := b.state.LastEventAt().UnixMilli(); next == 0 || ms < next {
+	if diag.Events < b.len() {
+		if ms := d.thaw(b).LastEventAt().UnixMilli(); next == 0 || ms < next {
 			next = ms
 		}
 	}
@@ -355,7 +355,7 @@ func (d *Detector) expectPipeline(cal map[string]model.Date, p string, lo, to mo
 		return
 	}
 	for _, k := range expected(start, to) {
-		if !d.owned(k) || d.open[k] != nil {
+		if !d.owned(k) || d.open.get(k) != nil {
 			continue
 		}
 		if _, ok := d.closed[k]; ok {
