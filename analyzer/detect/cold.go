@@ -22,13 +22,14 @@ import (
 // the same: Evaluate sorts what it reads), and the next Advance after it
 // has gone quiet again freezes it again.
 //
-// The packed form, after the number of events (uvarint), is per event, in
-// time order:
+// The packed form, after a uvarint of the number of events times 2, plus 1
+// when times are in seconds rather than milliseconds (every one is a whole
+// second), is per event, in time order:
 //
 //	byte  event type index | system index << 5
 //	byte  which of component, object, checksum, error, rows, bytes, attempt are set
 //	str   event id
-//	var   time: ms after the previous event (the first: after the business date's UTC midnight), zigzag
+//	var   time after the previous event (the first: after the business date's UTC midnight), zigzag
 //	str   component, object, checksum, error, each when set
 //	var   rows, bytes, attempt, each when set, zigzag
 //
@@ -84,8 +85,8 @@ func coldLen(cold string) int {
 	if cold == "" {
 		return 0
 	}
-	n, _ := uvarint(cold, 0)
-	return int(n)
+	head, _ := uvarint(cold, 0)
+	return int(head >> 1)
 }
 
 // freeze packs b's live state into its frozen form and drops the state.
@@ -107,8 +108,21 @@ func (d *Detector) freeze(b *batch) {
 		}
 		return strings.Compare(x.ID, y.ID)
 	})
-	w := coldWriter{d: d, buf: binary.AppendUvarint(d.enc[:0], uint64(len(evs))), table: d.table[:0]}
-	prev := b.date().In(time.UTC).UnixMilli()
+	// Times in seconds when every one is a whole second (producers that
+	// stamp seconds): a minute apart is one byte rather than three.
+	unit := int64(1000)
+	for i := range evs {
+		if evs[i].Time.UnixMilli()%1000 != 0 {
+			unit = 1
+			break
+		}
+	}
+	head := uint64(len(evs)) << 1
+	if unit == 1000 {
+		head |= 1
+	}
+	w := coldWriter{d: d, buf: binary.AppendUvarint(d.enc[:0], head), table: d.table[:0]}
+	prev := b.date().In(time.UTC).UnixMilli() / unit
 	for i := range evs {
 		e := &evs[i]
 		ti, side := e.Type.Index(), len(systems)-1
@@ -126,9 +140,9 @@ func (d *Detector) freeze(b *batch) {
 		}
 		w.buf = append(w.buf, byte(ti)|byte(side)<<5, set)
 		w.str(e.ID, false, false)
-		ms := e.Time.UnixMilli()
-		w.buf = binary.AppendVarint(w.buf, ms-prev)
-		prev = ms
+		t := e.Time.UnixMilli() / unit
+		w.buf = binary.AppendVarint(w.buf, t-prev)
+		prev = t
 		w.str(e.Component, true, true)
 		w.str(e.Object, true, false)
 		w.str(e.Checksum, true, false)
@@ -281,16 +295,20 @@ func (d *Detector) thaw(b *batch) *replay.State {
 	}
 	k := s.Key()
 	r := coldReader{d: d, cold: b.cold, table: d.table[:0]}
-	n := r.uvarint()
-	prev := b.date().In(time.UTC).UnixMilli()
-	for range n {
+	head := r.uvarint()
+	unit := int64(1)
+	if head&1 != 0 {
+		unit = 1000
+	}
+	prev := b.date().In(time.UTC).UnixMilli() / unit
+	for range head >> 1 {
 		ts, set := r.cold[r.at], r.cold[r.at+1]
 		r.at += 2
 		e := model.Event{Type: model.EventTypes[ts&31], System: systems[ts>>5],
 			Pipeline: k.Pipeline, BusinessDate: k.BusinessDate, BatchID: k.BatchID}
 		e.ID = r.str(false)
 		prev += r.varint()
-		e.Time = time.UnixMilli(prev).UTC()
+		e.Time = time.UnixMilli(prev * unit).UTC()
 		if set&hasComponent != 0 {
 			e.Component = r.str(true)
 		}

@@ -16,7 +16,7 @@ import (
 type noContracts struct{}
 
 func (noContracts) For(p string) *contract.Contract { return contract.Default(p) }
-func (noContracts) Pipelines() []string            { return nil }
+func (noContracts) Pipelines() []string             { return nil }
 
 // eventsOf returns what b's state holds, in a fixed order, with strings of
 // their own.
@@ -91,7 +91,7 @@ func TestFreezeKeepsEveryField(t *testing.T) {
 			ev("1", model.ArtifactStaged, model.Producer, t0, func(e *model.Event) { e.Object, e.Component = "snapshot_20260930.csv.tmp", long }),
 			ev("2", model.ArtifactFinalized, model.Producer, t0.Add(time.Second), func(e *model.Event) { e.Object, e.Component = "snapshot_20260930.csv", long }),
 			ev("3", model.SignalPublished, model.Producer, t0.Add(2*time.Second), func(e *model.Event) { e.Object, e.Error = "snapshot_20260930.flag", long }),
-			ev("4", model.JobFailed, model.Operator, t0.Add(3*time.Second), func(e *model.Event) { e.Object, e.Error = "snap", long + "y" }),
+			ev("4", model.JobFailed, model.Operator, t0.Add(3*time.Second), func(e *model.Event) { e.Object, e.Error = "snap", long+"y" }),
 			ev("5", model.ConsumeFailed, model.System("elsewhere"), t0.Add(4*time.Second), func(e *model.Event) { e.Error = "failed: ünïcode" }),
 		}},
 		{"a repeat beyond the window", many(200, func(i int, e *model.Event) { e.Object = fmt.Sprintf("file-%d", i%(tableWindow+10)) })},

@@ -18,8 +18,8 @@ type condition struct {
 }
 
 func (b *batch) find(fp uint64) int {
-	for i := range b.findings {
-		if b.findings[i].fp == fp {
+	for i := range b.findings() {
+		if b.findings()[i].fp == fp {
 			return i
 		}
 	}
@@ -83,17 +83,17 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 		out = append(out, f)
 	}
 	start := len(out)
-	active := make([]bool, len(b.findings), len(b.findings)+len(conds))
+	active := make([]bool, len(b.findings()), len(b.findings())+len(conds))
 	for _, cd := range conds {
 		fp := fingerprint(k, cd.kind, cd.name)
 		j := b.find(fp)
 		if j < 0 {
-			b.findings = append(b.findings, tracked{fp: fp, kind: cd.kind, name: cd.name})
+			b.track(tracked{fp: fp, kind: cd.kind, name: cd.name})
 			active = append(active, false)
-			j = len(b.findings) - 1
+			j = len(b.findings()) - 1
 		}
 		active[j] = true
-		t := &b.findings[j]
+		t := &b.findings()[j]
 		switch {
 		case t.state != Open:
 			// New, or back after it was resolved: a new open record. (A
@@ -111,8 +111,8 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 		}
 		t.root = rootHash
 	}
-	for j := range b.findings {
-		t := &b.findings[j]
+	for j := range b.findings() {
+		t := &b.findings()[j]
 		if active[j] || t.state != Open {
 			continue
 		}
@@ -132,9 +132,9 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 		if b.find(fp) >= 0 {
 			continue
 		}
-		b.findings = append(b.findings, tracked{fp: fp, kind: Overdue, name: bs.Name, state: Resolved,
+		b.track(tracked{fp: fp, kind: Overdue, name: bs.Name, state: Resolved,
 			status: diag.Status, seq: 1, raised: msOf(now), resolved: msOf(now), deadline: msOf(bs.Due)})
-		emit(&b.findings[len(b.findings)-1], resolution{lateness: bs.At.Sub(bs.Due)})
+		emit(&b.findings()[len(b.findings())-1], resolution{lateness: bs.At.Sub(bs.Due)})
 	}
 	slices.SortFunc(out[start:], func(x, y Finding) int {
 		if c := strings.Compare(string(x.Kind), string(y.Kind)); c != 0 {
@@ -263,7 +263,7 @@ func resolvedLateness(t *tracked, diag *replay.Diagnosis, safe time.Time) resolu
 // keeps only its event-id hashes; an expected batch whose date was
 // delivered under another batch id is dropped.
 func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
-	openFindings := slices.ContainsFunc(b.findings, func(t tracked) bool { return t.state == Open })
+	openFindings := slices.ContainsFunc(b.findings(), func(t tracked) bool { return t.state == Open })
 	k := b.key()
 	// Status, not verdict: a superseded attempt with a delivered verdict
 	// and broken evidence stays open, as diagnose shows it.
@@ -286,7 +286,7 @@ func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 		}
 		slices.Sort(ids)
 		cb := closedBatch{ids: slices.Compact(ids)}
-		for _, t := range b.findings {
+		for _, t := range b.findings() {
 			cb.done = append(cb.done, doneFinding{fp: t.fp, seq: t.seq})
 		}
 		d.closed[k] = cb
