@@ -144,3 +144,43 @@ func TestFreezeKeepsEveryField(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenSetSharedHash: two open batches whose keys share a hash slot
+// are both found, and each is removed alone. The slot is taken by hand:
+// 64-bit hashes of real keys do not collide in a test.
+func TestOpenSetSharedHash(t *testing.T) {
+	d, err := New(Config{Contracts: noContracts{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	date := model.MustParseDate("2026-09-30")
+	k1 := model.BatchKey{Pipeline: "a.daily", BusinessDate: date, BatchID: "1"}
+	k2 := model.BatchKey{Pipeline: "a.daily", BusinessDate: date, BatchID: "2"}
+	b1 := d.newBatch(k1)
+	// As if k2 hashed to b1's slot: newBatch must put b2 aside.
+	d.open.m[d.open.hash(k2)] = b1
+	b2 := d.newBatch(k2)
+	if len(d.open.more) != 1 {
+		t.Fatalf("%d keys aside, want 1", len(d.open.more))
+	}
+	if d.open.get(k1) != b1 || d.open.get(k2) != b2 {
+		t.Fatalf("get: %p %p, want %p %p", d.open.get(k1), d.open.get(k2), b1, b2)
+	}
+	var all []*batch
+	for b := range d.open.all() {
+		all = append(all, b)
+	}
+	if !slices.Contains(all, b1) || !slices.Contains(all, b2) {
+		t.Fatalf("all: %v, want both batches", all)
+	}
+	d.open.del(b2)
+	if d.open.get(k2) != nil || d.open.get(k1) != b1 || len(d.open.more) != 0 {
+		t.Fatalf("after removing the batch aside: get %p %p, %d aside", d.open.get(k1), d.open.get(k2), len(d.open.more))
+	}
+	d.open.put(b2)
+	delete(d.open.m, d.open.hash(k2)) // the slot b1 took by hand
+	d.open.del(b1)
+	if d.open.get(k1) != nil || d.open.get(k2) != b2 || d.open.len() != 1 {
+		t.Fatalf("after removing the first: get %p %p, %d open", d.open.get(k1), d.open.get(k2), d.open.len())
+	}
+}
