@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"iter"
-	"slices"
 	"strings"
 	"time"
 	"unsafe"
@@ -24,7 +23,9 @@ import (
 //
 // The packed form, after a uvarint of the number of events times 2, plus 1
 // when times are in seconds rather than milliseconds (every one is a whole
-// second), is per event, in time order:
+// second), is per event, in the order they were folded (mostly time
+// order, so the deltas are small; a thawed state folds them back in that
+// order, and freezes to the same bytes):
 //
 //	byte  event type index | system index << 5
 //	byte  which of component, object, checksum, error, rows, bytes, attempt are set
@@ -102,12 +103,6 @@ func (d *Detector) freeze(b *batch) {
 	}
 	evs := d.scratch[:0]
 	s.Each(func(e *model.Event) { evs = append(evs, *e) })
-	slices.SortFunc(evs, func(x, y model.Event) int {
-		if c := x.Time.Compare(y.Time); c != 0 {
-			return c
-		}
-		return strings.Compare(x.ID, y.ID)
-	})
 	// Times in seconds when every one is a whole second (producers that
 	// stamp seconds): a minute apart is one byte rather than three.
 	unit := int64(1000)
@@ -199,14 +194,9 @@ func (w *coldWriter) str(v string, table, shared bool) {
 			}
 		}
 	}
-	switch {
-	case isUUID(v):
-		w.buf = append(w.buf, 0)
-		w.buf = appendHexBytes(w.buf, v)
-	case isSHA256(v):
-		w.buf = append(w.buf, 4)
-		w.buf = appendHexBytes(w.buf, v[len(sha256Prefix):])
-	default:
+	if buf, ok := appendBinary(w.buf, v); ok {
+		w.buf = buf
+	} else {
 		p := 0
 		if table && len(w.table) > 0 {
 			last := w.table[len(w.table)-1]
@@ -230,49 +220,55 @@ func (w *coldWriter) str(v string, table, shared bool) {
 
 const sha256Prefix = "sha256:"
 
-func isLowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
+// hexValue is the value of each lowercase hex digit, 0xff for every other
+// byte.
+var hexValue = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
 	}
-	return true
-}
+	for i, c := range "0123456789abcdef" {
+		t[c] = byte(i)
+	}
+	return t
+}()
 
-// isUUID: 8-4-4-4-12 lowercase hex digits, which 16 bytes give back.
-func isUUID(s string) bool {
-	return len(s) == 36 && s[8] == '-' && s[13] == '-' && s[18] == '-' && s[23] == '-' &&
-		isLowerHex(s[0:8]) && isLowerHex(s[9:13]) && isLowerHex(s[14:18]) && isLowerHex(s[19:23]) && isLowerHex(s[24:36])
-}
-
-// isSHA256: "sha256:" and 64 lowercase hex digits.
-func isSHA256(s string) bool {
-	return len(s) == len(sha256Prefix)+64 && strings.HasPrefix(s, sha256Prefix) && isLowerHex(s[len(sha256Prefix):])
-}
-
-// appendHexBytes appends the bytes of lowercase hex digits h (checked by
-// isUUID or isSHA256), skipping the hyphens of a UUID.
-func appendHexBytes(b []byte, h string) []byte {
-	var hi byte
-	odd := false
-	for i := 0; i < len(h); i++ {
-		c := h[i]
-		switch {
-		case c == '-':
+// appendHex appends the bytes of the lowercase hex digits h, skipping the
+// hyphens at the positions of a UUID's when uuid is set; it returns b as
+// it was and false when h is not that.
+func appendHex(b []byte, h string, uuid bool) ([]byte, bool) {
+	n := len(b)
+	for i := 0; i < len(h); {
+		if uuid && (i == 8 || i == 13 || i == 18 || i == 23) {
+			if h[i] != '-' {
+				return b[:n], false
+			}
+			i++
 			continue
-		case c <= '9':
-			c -= '0'
-		default:
-			c -= 'a' - 10
 		}
-		if odd {
-			b = append(b, hi<<4|c)
-		} else {
-			hi = c
+		hi, lo := hexValue[h[i]], hexValue[h[i+1]]
+		if hi|lo > 15 {
+			return b[:n], false
 		}
-		odd = !odd
+		b = append(b, hi<<4|lo)
+		i += 2
 	}
-	return b
+	return b, true
+}
+
+// appendBinary appends v in one of the binary forms (a lowercase UUID as 16
+// bytes, a sha256 checksum as 32) and reports whether it is one.
+func appendBinary(b []byte, v string) ([]byte, bool) {
+	switch {
+	case len(v) == 36:
+		if out, ok := appendHex(append(b, 0), v, true); ok {
+			return out, true
+		}
+	case len(v) == len(sha256Prefix)+64 && strings.HasPrefix(v, sha256Prefix):
+		if out, ok := appendHex(append(b, 4), v[len(sha256Prefix):], false); ok {
+			return out, true
+		}
+	}
+	return b, false
 }
 
 // putHex writes the lowercase hex digits of raw into b.
