@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/model"
@@ -182,5 +183,14 @@ func TestOpenSetSharedHash(t *testing.T) {
 	d.open.del(b1)
 	if d.open.get(k1) != nil || d.open.get(k2) != b2 || d.open.len() != 1 {
 		t.Fatalf("after removing the first: get %p %p, %d open", d.open.get(k1), d.open.get(k2), d.open.len())
+	}
+}
+
+// TestBatchSize: the batch struct is held once per open batch; a field
+// more that takes it past 80 bytes costs 16 bytes a batch (the next size
+// class), 16 MB a million batches.
+func TestBatchSize(t *testing.T) {
+	if n := unsafe.Sizeof(batch{}); n > 80 {
+		t.Fatalf("batch is %d bytes, want at most 80", n)
 	}
 }

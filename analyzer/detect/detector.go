@@ -153,7 +153,8 @@ type early struct {
 // batch is one open batch: its folded state (live while it changes or is
 // read, frozen once it has gone quiet: cold.go), its timer and the records
 // of its findings. No raw event is kept. Its key is kept in parts: the
-// pipeline interned, the date in 6 bytes (model.Date takes 24).
+// pipeline interned, the date in 6 bytes (model.Date takes 24; business
+// dates have 4-digit years, model.ParseDate).
 type batch struct {
 	pipe *pipeline
 	id   string
@@ -222,8 +223,8 @@ func (b *batch) len() int {
 }
 
 // slotGone marks a batch no longer open (closed or released): a flag in
-// the slot rather than a field, which would take the batch struct past 96
-// bytes, a size class up, for every open batch.
+// the slot rather than a field. The batch struct is 80 bytes, 2 short of
+// the next size class (TestBatchSize), for every open batch.
 const slotGone = -2
 
 // tracked is what the detector remembers of one fingerprint between
