@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
@@ -84,7 +85,7 @@ type Detector struct {
 	from      model.Date
 	retain    int
 
-	open   map[model.BatchKey]*batch
+	open   openSet
 	closed map[model.BatchKey]closedBatch
 	// reruns lists the declared re-runs with events (open or closed) of
 	// each scheduled batch: the attempts of a date.
@@ -109,13 +110,21 @@ type Detector struct {
 	waiting []*batch
 	// evaluated lists the batches evaluated at the last Advance; those
 	// that got no event since have gone quiet, and the next Advance
-	// compacts their state (their records and arena grew for events that
-	// kept coming; compacting after every evaluation would shrink and
-	// regrow a busy batch at every event).
+	// freezes their state (cold.go; freezing after every evaluation would
+	// pack and unpack a busy batch at every event).
 	evaluated []*batch
 	// calendar is the last business date expanded per pipeline.
 	calendar map[string]model.Date
 	horizon  model.Date // closed batches before it are forgotten
+	// pipelines interns the pipeline names of batches; names and nameList
+	// are the names frozen batches share (cold.go); scratch, enc and table
+	// are freeze's and thaw's buffers.
+	pipelines map[string]*pipeline
+	names     map[string]uint32
+	nameList  []string
+	scratch   []model.Event
+	enc       []byte
+	table     []string
 
 	safe time.Time
 	// floor is the earliest safe time an Advance may come with (Floor):
@@ -141,13 +150,27 @@ type early struct {
 	heartbeat *model.Event // or a heartbeat
 }
 
-// batch is one open batch: its folded state, its timer and the records of
-// its findings. No raw event is kept.
+// batch is one open batch: its folded state (live while it changes or is
+// read, frozen once it has gone quiet: cold.go), its timer and the records
+// of its findings. No raw event is kept. Its key is kept in parts: the
+// pipeline interned, the date in 6 bytes (model.Date takes 24; business
+// dates have 4-digit years, model.ParseDate).
 type batch struct {
-	state    replay.State
-	findings []tracked
+	pipe *pipeline
+	id   string
+	// live is the state while the batch changes or is read (nil: frozen
+	// in cold, the empty string for a batch without events).
+	live *replay.State
+	cold string
+	// fs holds the records of the batch's findings (nil: none yet): most
+	// open batches have none, and a pointer takes 16 bytes less than a
+	// slice, a size class less for every open batch.
+	fs       *[]tracked
 	due      int64 // next timer, Unix ms; 0 when not armed
 	slot     int32 // position in the timer heap, -1 when not armed, slotGone once closed or released
+	year     int32
+	month    uint8
+	day      uint8
 	dirty    bool
 	expected bool // put there by the calendar, not by an event
 	// suspended: the batch was closed, an event reopened it, and its
@@ -158,9 +181,50 @@ type batch struct {
 	delivered bool
 }
 
+func (b *batch) date() model.Date {
+	return model.Date{Year: int(b.year), Month: time.Month(b.month), Day: int(b.day)}
+}
+
+// key returns b's batch key; its strings are the detector's (the
+// pipeline) and b's own.
+func (b *batch) key() model.BatchKey {
+	return model.BatchKey{Pipeline: b.pipe.name, BusinessDate: b.date(), BatchID: b.id}
+}
+
+// is reports whether b is batch k.
+func (b *batch) is(k model.BatchKey) bool {
+	return b.id == k.BatchID && int(b.day) == k.BusinessDate.Day && time.Month(b.month) == k.BusinessDate.Month &&
+		int(b.year) == k.BusinessDate.Year && b.pipe.name == k.Pipeline
+}
+
+// findings returns the records of b's findings; they may be changed in
+// place, not appended to (see track).
+func (b *batch) findings() []tracked {
+	if b.fs == nil {
+		return nil
+	}
+	return *b.fs
+}
+
+// track appends t to b's findings records.
+func (b *batch) track(t tracked) {
+	if b.fs == nil {
+		b.fs = new([]tracked)
+	}
+	*b.fs = append(*b.fs, t)
+}
+
+// len is the number of distinct events folded into b.
+func (b *batch) len() int {
+	if b.live != nil {
+		return b.live.Len()
+	}
+	return coldLen(b.cold)
+}
+
 // slotGone marks a batch no longer open (closed or released): a flag in
-// the slot rather than a field, which would take the batch struct past 160
-// bytes, a size class up, for every open batch.
+// the slot rather than a field. The batch struct is 80 bytes, 2 short of
+// the next size class (TestBatchSize), for every open batch.
 const slotGone = -2
 
 // tracked is what the detector remembers of one fingerprint between
@@ -227,7 +291,9 @@ func New(cfg Config) (*Detector, error) {
 		owns:      cfg.Owns,
 		from:      cfg.From,
 		retain:    cfg.Retain,
-		open:      make(map[model.BatchKey]*batch),
+		open:      newOpenSet(),
+		pipelines: make(map[string]*pipeline),
+		names:     make(map[string]uint32),
 		closed:    make(map[model.BatchKey]closedBatch),
 		first:     make(map[string]model.Date),
 		calendar:  make(map[string]model.Date),
@@ -279,7 +345,7 @@ func (d *Detector) Observe(e *model.Event) bool {
 	if !d.owned(k) {
 		return true
 	}
-	if b := d.open[k]; b != nil {
+	if b := d.open.get(k); b != nil {
 		d.step(b, e)
 		return !b.suspended
 	}
@@ -329,22 +395,24 @@ func (d *Detector) reopen(k model.BatchKey, cb closedBatch) *batch {
 	d.suspend(b)
 	b.delivered = true
 	for _, f := range cb.done {
-		b.findings = append(b.findings, tracked{fp: f.fp, state: Resolved, seq: f.seq})
+		b.track(tracked{fp: f.fp, state: Resolved, seq: f.seq})
 	}
 	return b
 }
 
 func (d *Detector) newBatch(k model.BatchKey) *batch {
-	b := &batch{state: replay.NewState(k), slot: -1}
-	// Keyed by the state's own copy of k: k may point into a decoded
-	// event's buffer, which the batch would then keep alive.
-	d.open[b.state.Key()] = b
+	// The key's strings are copies: k may point into a decoded event's
+	// buffer, which the batch would then keep alive. The state comes with
+	// the first event (an expected batch may never have one).
+	b := &batch{pipe: d.pipelineOf(k.Pipeline), id: strings.Clone(k.BatchID), slot: -1,
+		year: int32(k.BusinessDate.Year), month: uint8(k.BusinessDate.Month), day: uint8(k.BusinessDate.Day)}
+	d.open.put(b)
 	return b
 }
 
 func (d *Detector) step(b *batch, e *model.Event) {
-	had := b.state.Len() > 0
-	if !b.state.Step(e) {
+	had := b.len() > 0
+	if !d.liveOf(b).Step(e) {
 		return
 	}
 	if !d.safe.IsZero() && e.Time.After(d.safe) {
@@ -353,7 +421,7 @@ func (d *Detector) step(b *batch, e *model.Event) {
 		d.early = append(d.early, early{ms: e.Time.UnixMilli(), b: b})
 	}
 	if !had {
-		k := b.state.Key()
+		k := b.key()
 		d.reruns.Add(d.contracts.For(k.Pipeline), k)
 		if f, ok := d.first[k.Pipeline]; !ok || k.BusinessDate.Compare(f) < 0 {
 			d.first[k.Pipeline] = k.BusinessDate
@@ -367,10 +435,10 @@ func (d *Detector) step(b *batch, e *model.Event) {
 // can supersede another, end a missing one, or hand the date back.
 func (d *Detector) touch(b *batch) {
 	d.markDirty(b)
-	k := b.state.Key()
+	k := b.key()
 	// The batches waiting on this one: their blocked cause may change.
 	for _, dk := range d.graph.Downstream(k) {
-		if o := d.open[dk]; o != nil {
+		if o := d.open.get(dk); o != nil {
 			d.markDirty(o)
 		}
 	}
@@ -380,14 +448,14 @@ func (d *Detector) touch(b *batch) {
 	}
 	base, _, _ := c.AttemptOf(k)
 	if base != k {
-		if o := d.open[base]; o != nil {
+		if o := d.open.get(base); o != nil {
 			d.markDirty(o)
 		}
 	}
 	sib := base
 	for _, id := range d.reruns.Ids(base) {
 		if sib.BatchID = id; id != k.BatchID {
-			if o := d.open[sib]; o != nil {
+			if o := d.open.get(sib); o != nil {
 				d.markDirty(o)
 			}
 		}
@@ -405,7 +473,7 @@ func (d *Detector) markDirty(b *batch) {
 // observed; it is evaluated at the next Advance. It reports whether k was
 // suspended.
 func (d *Detector) Resume(k model.BatchKey) bool {
-	b := d.open[k]
+	b := d.open.get(k)
 	if b == nil || !b.suspended {
 		return false
 	}
@@ -423,7 +491,7 @@ func (d *Detector) Suspended() []model.BatchKey {
 	}
 	out := make([]model.BatchKey, len(d.waiting))
 	for i, b := range d.waiting {
-		out[i] = b.state.Key()
+		out[i] = b.key()
 	}
 	return out
 }
@@ -440,14 +508,14 @@ func (d *Detector) suspend(b *batch) {
 func (d *Detector) pruneWaiting() {
 	kept := d.waiting[:0]
 	for _, b := range d.waiting {
-		if b.suspended && b.slot != slotGone && d.open[b.state.Key()] == b {
+		if b.suspended && b.slot != slotGone && d.open.get(b.key()) == b {
 			kept = append(kept, b)
 		}
 	}
 	clear(d.waiting[len(kept):])
 	// In key order, once each (a batch resumed and suspended again is
 	// listed twice).
-	slices.SortFunc(kept, func(a, b *batch) int { return a.state.Key().Compare(b.state.Key()) })
+	slices.SortFunc(kept, func(a, b *batch) int { return a.key().Compare(b.key()) })
 	d.waiting = slices.Compact(kept)
 }
 
@@ -474,7 +542,7 @@ func (d *Detector) Restore(fs ...Finding) error {
 		if !d.owned(f.Batch) {
 			continue
 		}
-		b := d.open[f.Batch]
+		b := d.open.get(f.Batch)
 		if b == nil {
 			if f.State == Resolved {
 				// Nothing of the batch is open: its conditions have ended
@@ -492,12 +560,12 @@ func (d *Detector) Restore(fs ...Finding) error {
 		t := tracked{fp: fp, kind: f.Kind, name: f.Name, state: f.State, status: f.Status, seq: int32(f.Seq),
 			raised: msOf(f.RaisedAt), resolved: msOf(f.ResolvedAt), deadline: msOf(f.Deadline)}
 		if j := b.find(fp); j >= 0 {
-			if b.findings[j].seq >= t.seq {
+			if b.findings()[j].seq >= t.seq {
 				continue
 			}
-			b.findings[j] = t
+			b.findings()[j] = t
 		} else {
-			b.findings = append(b.findings, t)
+			b.track(t)
 		}
 		d.markDirty(b)
 	}
@@ -518,11 +586,11 @@ func (d *Detector) SetOwns(owns func(model.BatchKey) bool) {
 // findings). Nothing is published for them.
 func (d *Detector) Release(pred func(model.BatchKey) bool) int {
 	n := 0
-	for k, b := range d.open {
-		if pred(k) {
+	for b := range d.open.all() {
+		if k := b.key(); pred(k) {
 			d.timers.disarm(b)
 			b.dirty, b.slot = false, slotGone
-			delete(d.open, k)
+			d.open.del(b)
 			d.forgetDate(k)
 			n++
 		}
@@ -552,7 +620,7 @@ type Stats struct {
 // Stats returns the current counts.
 func (d *Detector) Stats() Stats {
 	d.pruneWaiting()
-	return Stats{Open: len(d.open), Closed: len(d.closed), Armed: len(d.timers), Suspended: len(d.waiting), Safe: d.safe}
+	return Stats{Open: d.open.len(), Closed: len(d.closed), Armed: len(d.timers), Suspended: len(d.waiting), Safe: d.safe}
 }
 
 // Safe returns the safe time of the last Advance (zero before the first):
@@ -601,7 +669,7 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 	d.reach(safe.UnixMilli())
 	work := d.dirty
 	d.dirty = nil
-	slices.SortFunc(work, func(a, b *batch) int { return a.state.Key().Compare(b.state.Key()) })
+	slices.SortFunc(work, func(a, b *batch) int { return a.key().Compare(b.key()) })
 	d.verdicts = make(map[model.BatchKey]outcome)
 	d.round()
 	var out []Finding
@@ -612,7 +680,7 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 			continue
 		}
 		b.dirty = false
-		if d.open[b.state.Key()] != b {
+		if d.open.get(b.key()) != b {
 			continue // released meanwhile
 		}
 		out = d.evaluate(b, now, safe, out)
@@ -632,14 +700,14 @@ func (d *Detector) round() {
 	}
 }
 
-// compactQuiet compacts the state of every batch evaluated at the last
+// compactQuiet freezes the state of every batch evaluated at the last
 // Advance that has had no event since and is still open: an open batch
 // waits for its next event or deadline, often for hours, at the size of
 // what it holds.
 func (d *Detector) compactQuiet() {
 	for _, b := range d.evaluated {
 		if !b.dirty && b.slot != slotGone {
-			b.state.Compact()
+			d.freeze(b)
 		}
 	}
 	// Dropped rather than cleared: a round can evaluate every open batch,
@@ -657,7 +725,7 @@ func (d *Detector) reach(safeMs int64) {
 			kept = append(kept, x)
 		case x.heartbeat != nil:
 			d.procs.Add(x.heartbeat)
-		case d.open[x.b.state.Key()] == x.b:
+		case d.open.get(x.b.key()) == x.b:
 			d.touch(x.b)
 		}
 	}
@@ -711,12 +779,12 @@ func (n neighbours) First(pipeline string) (model.Date, bool) {
 
 func (n neighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
 	d := n.d
-	if b := d.open[k]; b != nil && b.suspended && b.delivered {
+	if b := d.open.get(k); b != nil && b.suspended && b.delivered {
 		return model.Delivered, true
-	} else if b != nil && b.state.Len() > 0 {
+	} else if b != nil && b.len() > 0 {
 		o, ok := d.verdicts[k]
 		if !ok {
-			o.verdict, o.seen = b.state.Outcome(d.contracts.For(k.Pipeline), d.safe)
+			o.verdict, o.seen = d.thaw(b).Outcome(d.contracts.For(k.Pipeline), d.safe)
 			d.verdicts[k] = o
 		}
 		return o.verdict, o.seen
@@ -736,10 +804,10 @@ func (n neighbours) Brief(k model.BatchKey) (model.Hypothesis, model.Boundary, b
 		// block anything, as diagnose over that window would not know it.
 		return model.Delivered, model.NoBoundary, true
 	}
-	if b := d.open[k]; b != nil && b.suspended && b.delivered {
+	if b := d.open.get(k); b != nil && b.suspended && b.delivered {
 		return model.Delivered, model.NoBoundary, true
-	} else if b != nil && b.state.Len() > 0 {
-		v, fm, seen := b.state.Brief(d.contracts.For(k.Pipeline), d.safe)
+	} else if b != nil && b.len() > 0 {
+		v, fm, seen := d.thaw(b).Brief(d.contracts.For(k.Pipeline), d.safe)
 		return v, fm, seen
 	}
 	if _, ok := d.closed[k]; ok {
@@ -755,7 +823,7 @@ func (n neighbours) Reruns(base model.BatchKey) []model.BatchKey { return n.d.re
 // a `handoff detect` status page would show). It reports false when k is
 // not open: closed (delivered, nothing open), released or never seen.
 func (d *Detector) Diagnosis(k model.BatchKey) (replay.Diagnosis, bool) {
-	b := d.open[k]
+	b := d.open.get(k)
 	if b == nil {
 		return replay.Diagnosis{}, false
 	}
@@ -768,7 +836,7 @@ func (d *Detector) Diagnosis(k model.BatchKey) (replay.Diagnosis, bool) {
 // diagnose evaluates b as of safe with its continuity and heartbeat
 // context, as batches.Set does for `handoff diagnose`.
 func (d *Detector) diagnose(b *batch, c *contract.Contract, safe time.Time) replay.Diagnosis {
-	k := b.state.Key()
+	k := b.key()
 	ctx := replay.Context{
 		Previous: batches.PreviousOf(k, c, neighbours{d}),
 		Attempt:  batches.AttemptContext(k, c, neighbours{d}),
@@ -777,7 +845,7 @@ func (d *Detector) diagnose(b *batch, c *contract.Contract, safe time.Time) repl
 	if d.upstreams != nil {
 		ctx.Blocked = d.upstreams.Blocked(k)
 	}
-	diag := b.state.Evaluate(c, safe, ctx)
+	diag := d.thaw(b).Evaluate(c, safe, ctx)
 	d.annotate(&diag, k)
 	return diag
 }

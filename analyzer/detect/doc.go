@@ -1,6 +1,6 @@
 // Package detect is the streaming detector's engine: it folds
-// delivery events into one replay.State per open batch as they arrive,
-// keeps a deadline timer per batch from its contract, watches the batches
+// delivery events into one replay.State per open batch as they arrive
+// (packed into a string of its own once the batch has gone quiet), keeps a deadline timer per batch from its contract, watches the batches
 // the contracts' schedules expect, and turns what the diagnoses show into
 // findings with a lifecycle (open, resolved), in the manner of
 // Alertmanager alerts.

@@ -18,8 +18,8 @@ type condition struct {
 }
 
 func (b *batch) find(fp uint64) int {
-	for i := range b.findings {
-		if b.findings[i].fp == fp {
+	for i := range b.findings() {
+		if b.findings()[i].fp == fp {
 			return i
 		}
 	}
@@ -30,7 +30,7 @@ func (b *batch) find(fp uint64) int {
 // lifecycle, re-arms its timer and closes it when it is done. It appends
 // the findings to publish to out.
 func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Finding {
-	k := b.state.Key()
+	k := b.key()
 	c := d.contracts.For(k.Pipeline)
 	diag := d.diagnose(b, c, safe)
 	// A batch with no event as of safe whose date another attempt reached
@@ -83,17 +83,17 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 		out = append(out, f)
 	}
 	start := len(out)
-	active := make([]bool, len(b.findings), len(b.findings)+len(conds))
+	active := make([]bool, len(b.findings()), len(b.findings())+len(conds))
 	for _, cd := range conds {
 		fp := fingerprint(k, cd.kind, cd.name)
 		j := b.find(fp)
 		if j < 0 {
-			b.findings = append(b.findings, tracked{fp: fp, kind: cd.kind, name: cd.name})
+			b.track(tracked{fp: fp, kind: cd.kind, name: cd.name})
 			active = append(active, false)
-			j = len(b.findings) - 1
+			j = len(b.findings()) - 1
 		}
 		active[j] = true
-		t := &b.findings[j]
+		t := &b.findings()[j]
 		switch {
 		case t.state != Open:
 			// New, or back after it was resolved: a new open record. (A
@@ -111,8 +111,8 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 		}
 		t.root = rootHash
 	}
-	for j := range b.findings {
-		t := &b.findings[j]
+	for j := range b.findings() {
+		t := &b.findings()[j]
 		if active[j] || t.state != Open {
 			continue
 		}
@@ -132,9 +132,9 @@ func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Find
 		if b.find(fp) >= 0 {
 			continue
 		}
-		b.findings = append(b.findings, tracked{fp: fp, kind: Overdue, name: bs.Name, state: Resolved,
+		b.track(tracked{fp: fp, kind: Overdue, name: bs.Name, state: Resolved,
 			status: diag.Status, seq: 1, raised: msOf(now), resolved: msOf(now), deadline: msOf(bs.Due)})
-		emit(&b.findings[len(b.findings)-1], resolution{lateness: bs.At.Sub(bs.Due)})
+		emit(&b.findings()[len(b.findings())-1], resolution{lateness: bs.At.Sub(bs.Due)})
 	}
 	slices.SortFunc(out[start:], func(x, y Finding) int {
 		if c := strings.Compare(string(x.Kind), string(y.Kind)); c != 0 {
@@ -263,8 +263,8 @@ func resolvedLateness(t *tracked, diag *replay.Diagnosis, safe time.Time) resolu
 // keeps only its event-id hashes; an expected batch whose date was
 // delivered under another batch id is dropped.
 func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
-	openFindings := slices.ContainsFunc(b.findings, func(t tracked) bool { return t.state == Open })
-	k := b.state.Key()
+	openFindings := slices.ContainsFunc(b.findings(), func(t tracked) bool { return t.state == Open })
+	k := b.key()
 	// Status, not verdict: a superseded attempt with a delivered verdict
 	// and broken evidence stays open, as diagnose shows it.
 	// An anomaly waiting for the allowed lateness keeps the batch open
@@ -273,10 +273,10 @@ func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 	// that never reached the receiver, restored by an operator) stays
 	// open too: its deadline can still pass, and diagnose will say so.
 	done := diag.Status == replay.StatusDelivered && diag.FirstMissing == ""
-	if !openFindings && diag.Events == b.state.Len() && diag.Pending.IsZero() && (done || rerun) {
+	if !openFindings && diag.Events == b.len() && diag.Pending.IsZero() && (done || rerun) {
 		d.timers.disarm(b)
 		b.slot = slotGone
-		delete(d.open, k)
+		d.open.del(b)
 		if rerun {
 			return
 		}
@@ -286,7 +286,7 @@ func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 		}
 		slices.Sort(ids)
 		cb := closedBatch{ids: slices.Compact(ids)}
-		for _, t := range b.findings {
+		for _, t := range b.findings() {
 			cb.done = append(cb.done, doneFinding{fp: t.fp, seq: t.seq})
 		}
 		d.closed[k] = cb
@@ -316,8 +316,8 @@ func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 		}
 	}
 	d.wakes.add(next)
-	if diag.Events < b.state.Len() {
-		if ms := b.state.LastEventAt().UnixMilli(); next == 0 || ms < next {
+	if diag.Events < b.len() {
+		if ms := d.thaw(b).LastEventAt().UnixMilli(); next == 0 || ms < next {
 			next = ms
 		}
 	}
@@ -355,7 +355,7 @@ func (d *Detector) expectPipeline(cal map[string]model.Date, p string, lo, to mo
 		return
 	}
 	for _, k := range expected(start, to) {
-		if !d.owned(k) || d.open[k] != nil {
+		if !d.owned(k) || d.open.get(k) != nil {
 			continue
 		}
 		if _, ok := d.closed[k]; ok {

@@ -95,20 +95,23 @@ func openBatchBytes(tb testing.TB, records [][]byte, batches int) float64 {
 }
 
 // TestOpenBatchMemory holds 20,000 typical open batches, decoded from wire
-// JSON, and checks the heap they take: under 1,536 bytes each, well under
-// the target's 2 KiB (docs/performance.md) but tight enough to fail when quiet batches are not
-// compacted (about 1,730) or when states keep their events' decoder
-// buffers (about 2,680). BenchmarkOpenBatchMemory gives the figure itself.
+// JSON, and checks the heap they take: at most 512 bytes each, the target
+// (1,000,000 quiet open batches in 512 MiB). It fails when quiet batches
+// are not frozen (about 1,220 bytes as compacted replay states) or when a
+// frozen batch keeps its events' decoder buffers or its thawed state.
+// BenchmarkOpenBatchMemory gives the figure itself.
 func TestOpenBatchMemory(t *testing.T) {
-	const n, limit = 20_000, 1536
-	if per := openBatchBytes(t, wireBatches(n), n); per > limit {
-		t.Fatalf("%.0f bytes per open batch, want under %d (docs/detect.md, Memory)", per, limit)
+	const n, limit = 20_000, 512
+	per := openBatchBytes(t, wireBatches(n), n)
+	t.Logf("%.0f bytes per open batch", per)
+	if per > limit {
+		t.Fatalf("%.0f bytes per open batch, want at most %d (docs/detect.md, Memory)", per, limit)
 	}
 }
 
 // BenchmarkOpenBatchMemory reports the heap bytes per open batch
 // (B/open-batch) of 100,000 typical batches of 6 to 9 events. The target
-// (docs/performance.md) is under 2 KiB (1,000,000 open batches in under 2 GiB).
+// is at most 512 B (1,000,000 quiet open batches in 512 MiB).
 //
 //	go test -run '^$' -bench OpenBatchMemory -count 1 ./analyzer/detect/
 func BenchmarkOpenBatchMemory(b *testing.B) {

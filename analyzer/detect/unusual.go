@@ -69,7 +69,7 @@ func (d *Detector) refreshBaselines(safe time.Time) {
 		s.asOf = asOf
 		s.learner.Forget(dateOf(asOf).AddDays(-(s.cfg.Days - 1)))
 		s.exp = s.learner.Expect(asOf, s.cfg.Days, s.cfg.Options)
-		for _, b := range d.open {
+		for b := range d.open.all() {
 			d.markDirty(b)
 		}
 	}

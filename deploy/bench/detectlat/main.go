@@ -24,9 +24,11 @@
 // memory holds -batches quiet open batches in a detector of this process,
 // as handoff detect does (typical batches of 6 to 9 events stalled
 // between the staged file and the consume attempt, decoded from their
-// wire JSON one batch at a time, advanced twice so that every timer is
-// armed and every state compacted) and prints the heap bytes per open
-// batch and the process's resident memory as RESULT lines.
+// wire JSON one batch at a time, advanced every 10,000 batches as the
+// wiring's ticks would and twice at the end, so that every timer is armed
+// and every batch frozen) and prints the heap bytes per open batch and the
+// process's resident memory over the empty process as RESULT lines (the
+// peak in the summary line).
 package main
 
 import (
