@@ -133,7 +133,7 @@ func (p *PreparedEvents) Send() error {
 			hi := min(lo+BlockRows, b.Len())
 			// The driver copies the columns: buf is free again after.
 			for i, c := range b.AppendColumns(buf, lo, hi) {
-				if err := p.batch.Column(i).Append(c); err != nil {
+				if err := appendColumn(p.batch.Column(i), c); err != nil {
 					_ = p.batch.Abort()
 					return fmt.Errorf("%s: column %d: %w", what, i, err)
 				}
@@ -149,6 +149,22 @@ func (p *PreparedEvents) Send() error {
 	}
 	if err := p.batch.Send(); err != nil {
 		return fmt.Errorf("%s: send: %w", what, err)
+	}
+	return nil
+}
+
+// appendColumn appends a block's values of one column. The driver appends
+// a [][]string (the attrs arrays) by reflection, row by row and element by
+// element (~5% of the ingester's CPU); row by row its typed path is used.
+func appendColumn(col driver.BatchColumn, c any) error {
+	rows, ok := c.([][]string)
+	if !ok {
+		return col.Append(c)
+	}
+	for _, r := range rows {
+		if err := col.AppendRow(r); err != nil {
+			return err
+		}
 	}
 	return nil
 }
