@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/handoff-dev/handoff/internal/cliflag"
 )
 
 // daemonSpec describes a long-running command (ingest, detect, notify) to
@@ -36,6 +38,8 @@ func startDaemon(spec daemonSpec, args []string, stderr io.Writer) (*daemon, err
 	fs := flag.NewFlagSet("handoff "+spec.name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	spec.register(fs)
+	var prof cliflag.CPUProfile
+	prof.RegisterFlags(fs)
 	logLevel := fs.String("log-level", envOr("HANDOFF_LOG_LEVEL", "info"), "log level: debug, info, warn, error (HANDOFF_LOG_LEVEL)")
 	logFormat := fs.String("log-format", envOr("HANDOFF_LOG_FORMAT", "text"), "log format: text or json (HANDOFF_LOG_FORMAT)")
 	fs.Usage = func() {
@@ -56,9 +60,19 @@ func startDaemon(spec daemonSpec, args []string, stderr io.Writer) (*daemon, err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	stop, err := serveMetrics(spec.metricsAddr(), reg, log)
+	stopProfile, err := cpuProfileTo(prof.Path)
 	if err != nil {
 		return nil, err
 	}
-	return &daemon{log: log, reg: reg, stop: stop}, nil
+	stop, err := serveMetrics(spec.metricsAddr(), reg, log)
+	if err != nil {
+		_ = stopProfile()
+		return nil, err
+	}
+	return &daemon{log: log, reg: reg, stop: func() {
+		stop()
+		if err := stopProfile(); err != nil {
+			log.Warn("writing the CPU profile failed", "path", prof.Path, "err", err)
+		}
+	}}, nil
 }

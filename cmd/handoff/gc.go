@@ -3,7 +3,8 @@ package main
 import (
 	"os"
 	"runtime/debug"
-	"runtime/pprof"
+
+	"github.com/handoff-dev/handoff/internal/cliflag"
 )
 
 // Garbage-collector settings of the long-running commands, applied when the
@@ -56,21 +57,12 @@ func gcDefaults(percent int, limit int64) (restore func()) {
 }
 
 // cpuProfileTo starts a CPU profile written to path (nothing when path is
-// empty) and returns what stops it and closes the file.
+// empty) and returns what stops it and closes the file (cliflag's one
+// implementation; a bad path is a usage error).
 func cpuProfileTo(path string) (stop func() error, err error) {
-	if path == "" {
-		return func() error { return nil }, nil
-	}
-	f, err := os.Create(path)
+	stop, err = cliflag.StartCPUProfile(path)
 	if err != nil {
-		return nil, usageError("--cpuprofile: %v", err)
+		return nil, usageError("%v", err)
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() error {
-		pprof.StopCPUProfile()
-		return f.Close()
-	}, nil
+	return stop, nil
 }

@@ -37,7 +37,12 @@
 # LEGS ("handoff engine": which legs, in order), HANDOFF_BIN (bin/handoff,
 # built here: another binary to measure, for A/B runs), PROFILE (0; 1: record
 # each leg with a system-wide `perf record -g` into .data/bench/ingest-<id>/
-# and print the CPU samples by command and by shared object). HANDOFF_* variables
+# and print the CPU samples by command and by shared object). The handoff leg
+# also writes a Go CPU profile of the ingester (HANDOFF_CPUPROFILE, by default
+# .data/bench/ingest-<id>/handoff.cpu.pprof; read it with go tool pprof -top)
+# and logs its INSERTs in ClickHouse's system.query_log
+# (HANDOFF_CLICKHOUSE_LOG_QUERIES=1) to print what they cost the server, apart
+# from other clients of a shared server. HANDOFF_* variables
 # (HANDOFF_BATCH_SIZE, HANDOFF_DECODE_WORKERS, ...) reach `handoff ingest`,
 # except the topic, group, database and metrics address, which the script
 # sets.
@@ -249,7 +254,8 @@ leg_handoff() {
 	start=$(now)
 	HANDOFF_TOPIC=$TOPIC HANDOFF_DLQ_TOPIC=$DLQ HANDOFF_GROUP=$GROUP_H \
 		HANDOFF_CLICKHOUSE_DATABASE=$DB_H HANDOFF_METRICS_ADDR=127.0.0.1:0 \
-		HANDOFF_LOG_LEVEL=${HANDOFF_LOG_LEVEL:-debug} \
+		HANDOFF_LOG_LEVEL=${HANDOFF_LOG_LEVEL:-debug} HANDOFF_CLICKHOUSE_LOG_QUERIES=1 \
+		HANDOFF_CPUPROFILE=${HANDOFF_CPUPROFILE:-$RUN/handoff.cpu.pprof} \
 		"$HANDOFF_BIN" ingest >"$RUN/handoff.log" 2>&1 &
 	HANDOFF_PID=$!
 	profile_start handoff
@@ -289,7 +295,33 @@ leg_handoff() {
 			END { if (n > 0) printf "  %d flushes, %d INSERTs taking %.2fs in all (%.0f ms each), %d rejected\n", f, n, s, 1000 * s / n, r }
 		' "$RUN/metrics.txt"
 	fi
+	insert_cpu
 	profile_report handoff
+}
+
+# insert_cpu: what handoff's INSERTs cost ClickHouse, from system.query_log
+# (the leg runs the ingester with HANDOFF_CLICKHOUSE_LOG_QUERIES=1): the
+# server's CPU seconds in those queries, user and system, and the parts
+# they wrote. On a shared server the process's CPU includes other clients'
+# queries; this does not (it leaves out background merges).
+H_INS_CPU=''
+insert_cpu() {
+	query "SYSTEM FLUSH LOGS" >/dev/null
+	local pe="arrayFilter((v, n) -> n = '%s', ProfileEvents.Values, ProfileEvents.Names)" line
+	# shellcheck disable=SC2059 # pe is a format
+	line=$(query "SELECT count(), sum(arraySum($(printf "$pe" UserTimeMicroseconds))) / 1e6,
+		sum(arraySum($(printf "$pe" SystemTimeMicroseconds))) / 1e6, sum(arraySum($(printf "$pe" MergeTreeDataWriterBlocks))), sum(written_rows)
+		FROM system.query_log WHERE type = 2 AND query LIKE 'INSERT INTO $DB_H.events (%' FORMAT TSV")
+	local n user sys parts rows
+	read -r n user sys parts rows <<<"$line"
+	if [ "${n:-0}" -gt 0 ] 2>/dev/null; then
+		H_INS_CPU=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')
+		printf '  ClickHouse in handoff'"'"'s %d INSERTs (system.query_log): %s CPU s (user %.2f, system %.2f), %d parts written for %d rows\n' \
+			"$n" "$H_INS_CPU" "$user" "$sys" "$parts" "$rows"
+	fi
+	if [ -s "$RUN/handoff.cpu.pprof" ]; then
+		echo "  CPU profile of handoff: go tool pprof -top $HANDOFF_BIN $RUN/handoff.cpu.pprof"
+	fi
 }
 
 # --- leg 2: ClickHouse Kafka engine -------------------------------------------
@@ -434,8 +466,8 @@ fi
 per_m() { awk -v c="$1" -v n="$EVENTS" 'BEGIN { printf "%.2f", c * 1000000 / n }'; }
 LOAD1=$(cut -d' ' -f1 /proc/loadavg)
 if [ -n "$H_RATE" ]; then
-	printf 'CPU seconds per 1M events, handoff leg: handoff %s, clickhouse-server %s, kafka %s\n' \
-		"$(per_m "$H_CPU")" "$(per_m "$H_CH_CPU")" "$(per_m "$H_K_CPU")"
+	printf 'CPU seconds per 1M events, handoff leg: handoff %s, clickhouse-server %s%s, kafka %s\n' \
+		"$(per_m "$H_CPU")" "$(per_m "$H_CH_CPU")" "${H_INS_CPU:+ (in the INSERTs $(per_m "$H_INS_CPU"))}" "$(per_m "$H_K_CPU")"
 fi
 if [ -n "$E_RATE" ]; then
 	printf 'CPU seconds per 1M events, engine leg: clickhouse-server %s, kafka %s\n' "$(per_m "$E_CH_CPU")" "$(per_m "$E_K_CPU")"
@@ -452,5 +484,6 @@ elif [ -n "$H_RATE" ]; then
 fi
 if [ -n "$H_RATE" ]; then
 	echo "RESULT bench=ingest metric=handoff_cpu_s_per_1m_events value=$(per_m "$H_CPU") unit=s load=$LOAD1"
+	[ -z "$H_INS_CPU" ] || echo "RESULT bench=ingest metric=clickhouse_insert_cpu_s_per_1m_events value=$(per_m "$H_INS_CPU") unit=s load=$LOAD1"
 	echo "RESULT bench=ingest metric=clickhouse_cpu_s_per_1m_events value=$(per_m "$H_CH_CPU") unit=s${E_RATE:+ ref=$(per_m "$E_CH_CPU") ratio=$(awk -v a="$H_CH_CPU" -v b="$E_CH_CPU" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')} load=$LOAD1"
 fi

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"reflect"
 	"strconv"
 	"strings"
@@ -28,9 +29,14 @@ type Config struct {
 	Group    string `env:"HANDOFF_GROUP" envDefault:"handoff-ingest"`
 	// ClickHouse is where the events are stored, as every command takes
 	// it (the cluster included).
-	ClickHouse      chconfig.Service
-	RetainMonths    int           `env:"HANDOFF_RETAIN_MONTHS" envDefault:"0"`
-	Compression     string        `env:"HANDOFF_CLICKHOUSE_COMPRESSION" envDefault:"none"`
+	ClickHouse   chconfig.Service
+	RetainMonths int    `env:"HANDOFF_RETAIN_MONTHS" envDefault:"0"`
+	Compression  string `env:"HANDOFF_CLICKHOUSE_COMPRESSION" envDefault:"none"`
+	// LogQueries asks ClickHouse to log the ingester's queries (its
+	// INSERTs) in system.query_log with their CPU time: how a benchmark
+	// tells what the INSERTs cost the server from what other clients of
+	// a shared server cost it.
+	LogQueries      bool          `env:"HANDOFF_CLICKHOUSE_LOG_QUERIES" envDefault:"false"`
 	BatchSize       int           `env:"HANDOFF_BATCH_SIZE" envDefault:"50000"`
 	BatchBytes      ByteSize      `env:"HANDOFF_BATCH_BYTES" envDefault:"64MiB"`
 	FlushInterval   time.Duration `env:"HANDOFF_FLUSH_INTERVAL" envDefault:"1s"`
@@ -89,6 +95,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.ClickHouse.RegisterFlags(fs, chconfig.WithCluster())
 	fs.IntVar(&c.RetainMonths, "retain-months", c.RetainMonths, "drop history older than this many whole months before the current one, daily; 0 keeps everything (HANDOFF_RETAIN_MONTHS)")
 	fs.StringVar(&c.Compression, "clickhouse-compression", c.Compression, "compression of blocks sent to ClickHouse: none, lz4 or zstd (HANDOFF_CLICKHOUSE_COMPRESSION)")
+	fs.BoolVar(&c.LogQueries, "clickhouse-log-queries", c.LogQueries, "log the ingester's queries in ClickHouse's system.query_log, with their CPU time (HANDOFF_CLICKHOUSE_LOG_QUERIES)")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "flush after this many messages (HANDOFF_BATCH_SIZE)")
 	fs.Var(&c.BatchBytes, "batch-bytes", "flush before a batch's messages exceed this many bytes, e.g. 64MiB; the pipeline holds at most 4 times this (HANDOFF_BATCH_BYTES)")
 	fs.DurationVar(&c.FlushInterval, "flush-interval", c.FlushInterval, "flush messages at the latest this long after the first of a batch arrived (HANDOFF_FLUSH_INTERVAL)")
@@ -97,6 +104,20 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", c.SessionTimeout, "consumer group session timeout (HANDOFF_SESSION_TIMEOUT)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long a shutdown may spend on the last flush and commit (HANDOFF_SHUTDOWN_TIMEOUT)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "serve Prometheus /metrics here; empty to disable (HANDOFF_METRICS_ADDR)")
+}
+
+// querySettings are the settings of the ingester's queries: the layout's
+// insert settings, and log_queries when LogQueries is set.
+func (c *Config) querySettings() map[string]any {
+	s := c.Layout().InsertSettings()
+	if c.LogQueries {
+		s = maps.Clone(s)
+		if s == nil {
+			s = map[string]any{}
+		}
+		s["log_queries"] = 1
+	}
+	return s
 }
 
 // Layout is the schema layout the configuration selects: the cluster

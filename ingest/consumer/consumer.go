@@ -98,7 +98,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 	c.dec = make([]model.Decoder, c.workers)
 
 	err := c.retry(ctx, "startup", "connect to ClickHouse "+cfg.ClickHouse.Addr+" and ensure the schema", 0, func(ctx context.Context) error {
-		conn, err := chconn.Open(ctx, chconn.Config{Addr: cfg.ClickHouse.Addr, User: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password, Compression: cfg.Compression, Settings: cfg.Layout().InsertSettings(), Dial: opts.ClickHouseDial})
+		conn, err := chconn.Open(ctx, chconn.Config{Addr: cfg.ClickHouse.Addr, User: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password, Compression: cfg.Compression, Settings: cfg.querySettings(), Dial: opts.ClickHouseDial})
 		if err != nil {
 			return err
 		}
