@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +32,24 @@ func TestAppendJSONString(t *testing.T) {
 		var back string
 		if err := json.Unmarshal([]byte(tt.want), &back); err != nil || back != tt.back {
 			t.Errorf("encoding/json reads %s as %q, %v; want %q", tt.want, back, err, tt.back)
+		}
+	}
+}
+
+// TestAppendJSONStringEveryByteEveryPlace: the scan that passes plain
+// bytes eight at a time stops at a byte to escape wherever it sits in a
+// word: every byte value, after 0 to 17 plain bytes, written as a string
+// of its own would be.
+func TestAppendJSONStringEveryByteEveryPlace(t *testing.T) {
+	for b := 0; b < 256; b++ {
+		one := string(model.AppendJSONString(nil, string([]byte{byte(b)})))
+		one = one[1 : len(one)-1]
+		for before := 0; before <= 17; before++ {
+			in := strings.Repeat("a", before) + string([]byte{byte(b)}) + strings.Repeat("z", 9)
+			want := `"` + strings.Repeat("a", before) + one + strings.Repeat("z", 9) + `"`
+			if got := string(model.AppendJSONString(nil, in)); got != want {
+				t.Fatalf("byte %#02x after %d: %s, want %s", b, before, got, want)
+			}
 		}
 	}
 }

@@ -295,8 +295,8 @@ func (s *Store) each(ctx context.Context, q query, prev *rowKey, fn func(model.E
 	}
 	defer rows.Close()
 	sc := schema.EventScanner{ReplayOnly: s.ReplayOnly}
+	var e model.Event
 	for rows.Next() {
-		var e model.Event
 		if err := sc.Scan(rows, &e); err != nil {
 			return fmt.Errorf("read events from %s: %w", s.events(), err)
 		}
