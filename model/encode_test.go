@@ -75,3 +75,15 @@ func TestAppendTime(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkAppendJSONString(b *testing.B) {
+	ss := []string{"pipe-0042.daily", "2026-01-02", "b-20260102-01", "batch.completed", "warehouse", "8c1f0e2a-6d3b-4b8e-9f7a-3c2d1e0f9a8b",
+		"s3://bucket/exports/2026/01/02/part-0001.parquet", "the load stopped after the export: no warehouse.loaded event came by the deadline"}
+	var buf []byte
+	for b.Loop() {
+		buf = buf[:0]
+		for _, s := range ss {
+			buf = model.AppendJSONString(buf, s)
+		}
+	}
+}

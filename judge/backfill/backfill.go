@@ -118,8 +118,12 @@ type Hooks struct {
 
 // Chunk is a run of consecutive diagnoses (in batch key order), rendered.
 type Chunk struct {
-	// JSON holds the compact diagnoses (replay.Diagnosis.AppendJSON) back
-	// to back; diagnosis i is JSON[Ends[i-1]:Ends[i]] (from 0 for i = 0).
+	// JSON holds the compact diagnoses (replay.Diagnosis.AppendJSON), each
+	// after the two bytes of Sep: diagnosis i is JSON[Ends[i-1]+2:Ends[i]]
+	// (from 2 for i = 0). So the chunk is a piece of the JSON array of
+	// every diagnosis, written in one piece (with "[\n" for the Sep
+	// opening the first chunk), where a write of each diagnosis and its
+	// separator copied the output once more.
 	JSON []byte
 	Ends []int
 	// Keys are the batch keys of the diagnoses (pipeline/business_date/batch_id).
@@ -130,13 +134,17 @@ type Chunk struct {
 // Len returns the number of diagnoses.
 func (c *Chunk) Len() int { return len(c.Ends) }
 
+// Sep is what comes before each diagnosis in Chunk.JSON: the separator
+// of the elements of a JSON array, one diagnosis a line.
+const Sep = ",\n"
+
 // Diagnosis returns the JSON of diagnosis i.
 func (c *Chunk) Diagnosis(i int) []byte {
 	start := 0
 	if i > 0 {
 		start = c.Ends[i-1]
 	}
-	return c.JSON[start:c.Ends[i]]
+	return c.JSON[start+len(Sep) : c.Ends[i]]
 }
 
 // chunkBytes is the size at which a worker hands a chunk over: large
@@ -363,7 +371,7 @@ func (w *worker) fold(ctx context.Context, u *unit) error {
 				exp.Of(k.Pipeline).Annotate(d, k)
 			}
 		}
-		chunk.JSON = d.AppendJSON(chunk.JSON)
+		chunk.JSON = d.AppendJSON(append(chunk.JSON, Sep...))
 		chunk.Ends = append(chunk.Ends, len(chunk.JSON))
 		chunk.Keys = append(chunk.Keys, d.Batch)
 		chunk.tally.add(d)
