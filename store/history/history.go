@@ -274,8 +274,9 @@ func (s *Store) EachEvent(ctx context.Context, f Filter, fn func(model.Event) er
 		return err
 	}
 	var prev rowKey
+	each := func(e *model.Event) error { return fn(*e) }
 	for _, q := range qs {
-		if err := s.each(ctx, q, &prev, fn); err != nil {
+		if err := s.each(ctx, q, &prev, each); err != nil {
 			return err
 		}
 	}
@@ -288,7 +289,9 @@ type rowKey struct {
 	businessDate               model.Date
 }
 
-func (s *Store) each(ctx context.Context, q query, prev *rowKey, fn func(model.Event) error) error {
+// each runs q and hands its rows to fn, the copies of an event skipped.
+// The event fn is given is overwritten by the next row.
+func (s *Store) each(ctx context.Context, q query, prev *rowKey, fn func(*model.Event) error) error {
 	rows, err := s.conn.Query(ctx, q.sql, q.args...)
 	if err != nil {
 		return fmt.Errorf("read events from %s: %w", s.events(), err)
@@ -305,7 +308,7 @@ func (s *Store) each(ctx context.Context, q query, prev *rowKey, fn func(model.E
 			continue // a copy merges have not collapsed yet
 		}
 		*prev = k
-		if err := fn(e); err != nil {
+		if err := fn(&e); err != nil {
 			return err
 		}
 	}
@@ -437,7 +440,7 @@ func (s *Store) EachBatchEvent(ctx context.Context, pipelines []string, from, to
 		lastName string // the pipeline of the row before: rows come in runs of one
 		lastRank uint64
 	)
-	if err := s.each(ctx, q, &prev, func(e model.Event) error {
+	if err := s.each(ctx, q, &prev, func(e *model.Event) error {
 		r := lastRank
 		if e.Pipeline != lastName || n == 0 {
 			var ok bool
@@ -450,7 +453,7 @@ func (s *Store) EachBatchEvent(ctx context.Context, pipelines []string, from, to
 		if n%block == 0 {
 			blocks = append(blocks, make([]model.Event, 0, block))
 		}
-		blocks[len(blocks)-1] = append(blocks[len(blocks)-1], e)
+		blocks[len(blocks)-1] = append(blocks[len(blocks)-1], *e)
 		keys = append(keys, r<<32|dateKey(e.BusinessDate))
 		n++
 		return nil
