@@ -145,7 +145,8 @@ func (c *Command) Run(ctx context.Context, stdout, stderr io.Writer) error {
 	bar := progress.New(stderr, "backfill", "events", 0, progress.Options{Terminal: c.Terminal, Interval: c.ProgressInterval,
 		Detail: func() string { return progress.Thousands(batchesDone.Load()) + " batches" }})
 	out := &jsonArray{w: stdout, on: c.Format == "json"}
-	hooks := Hooks{Planned: func(p Plan) { bar.SetTotal(p.Rows) }, Read: bar.Add}
+	// A published chunk is read by the Kafka writes after Chunk returns.
+	hooks := Hooks{Planned: func(p Plan) { bar.SetTotal(p.Rows) }, Read: bar.Add, Recycle: pub == nil}
 	hooks.Chunk = func(ch *Chunk) error {
 		batchesDone.Add(int64(ch.Len()))
 		if pub != nil {
