@@ -3,6 +3,7 @@ package model_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 
@@ -98,5 +99,50 @@ func TestValidateRejectsControls(t *testing.T) {
 	var dec model.Decoder
 	if _, err := dec.Decode([]byte(strings.Replace(base, `"a.csv"`, `"Zürich 上海.csv"`, 1))); err != nil {
 		t.Errorf("a printable non-ASCII object: %v", err)
+	}
+}
+
+// TestEscapeTextEveryByteEveryPlace: the scan that passes plain text
+// eight bytes at a time finds a byte to escape wherever it sits in a
+// word, whatever its value, both in EscapeText and in the TextWriter's
+// path for writes with nothing to escape.
+func TestEscapeTextEveryByteEveryPlace(t *testing.T) {
+	for b := 0; b < 256; b++ {
+		want := string(rune(b))
+		if plain := b >= 0x20 && b < 0x7f || b == '\n' || b == '\t'; !plain {
+			want = `\x` + hex2(b)
+		}
+		for before := 0; before <= 17; before++ {
+			in := strings.Repeat("a", before) + string([]byte{byte(b)}) + strings.Repeat("z", 9)
+			exp := strings.Repeat("a", before) + want + strings.Repeat("z", 9)
+			if got := model.EscapeText(in); got != exp {
+				t.Fatalf("byte %#02x after %d: EscapeText = %q, want %q", b, before, got, exp)
+			}
+			var out bytes.Buffer
+			w := model.NewTextWriter(&out)
+			if _, err := w.Write([]byte(in)); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != exp {
+				t.Fatalf("byte %#02x after %d: TextWriter wrote %q, want %q", b, before, out.String(), exp)
+			}
+		}
+	}
+}
+
+func hex2(b int) string {
+	const digits = "0123456789abcdef"
+	return string([]byte{digits[b>>4], digits[b&15]})
+}
+
+func BenchmarkTextWriterPlain(b *testing.B) {
+	line := []byte(strings.Repeat(`{"batch":"pipeline-0001/2026-01-02/b1","status":"complete","verdict":"ok"},`+"\n", 1000))
+	w := model.NewTextWriter(io.Discard)
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		w.Write(line)
 	}
 }

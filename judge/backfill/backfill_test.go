@@ -1,7 +1,9 @@
 package backfill
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -168,5 +170,42 @@ func TestCut(t *testing.T) {
 				t.Fatalf("units %q, want %q", strings.Join(got, " "), tt.want)
 			}
 		})
+	}
+}
+
+// TestRunRecycledChunks: with Hooks.Recycle the chunks' buffers are used
+// again, and what is handed over is the same, byte for byte: each chunk a
+// piece of the JSON array (Sep before each diagnosis), each diagnosis one
+// JSON object.
+func TestRunRecycledChunks(t *testing.T) {
+	r := &memReader{events: genHistory(17, 20)}
+	cfg := Config{From: model.MustParseDate("2026-09-05"), To: model.MustParseDate("2026-09-20"), AsOf: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC),
+		Contracts: noContracts{}, Workers: 3, UnitRows: 25}
+	run := func(recycle bool) (out []byte, keys []string) {
+		_, err := Run(context.Background(), r, cfg, Hooks{Recycle: recycle, Chunk: func(c *Chunk) error {
+			if !bytes.HasPrefix(c.JSON, []byte(Sep)) {
+				t.Fatalf("a chunk starts with %q, want the separator %q", c.JSON[:min(8, len(c.JSON))], Sep)
+			}
+			for i := range c.Len() {
+				if d := c.Diagnosis(i); !json.Valid(d) || d[0] != '{' {
+					t.Fatalf("diagnosis %d of a chunk is not one JSON object: %.40q", i, d)
+				}
+			}
+			out = append(out, c.JSON...)
+			keys = append(keys, c.Keys...)
+			return nil
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out, keys
+	}
+	fresh, freshKeys := run(false)
+	again, againKeys := run(true)
+	if !bytes.Equal(fresh, again) || !slices.Equal(freshKeys, againKeys) {
+		t.Fatalf("recycled chunks handed over %d bytes, %d keys; fresh ones %d bytes, %d keys", len(again), len(againKeys), len(fresh), len(freshKeys))
+	}
+	if len(freshKeys) != 17*16 {
+		t.Fatalf("%d diagnoses, want %d", len(freshKeys), 17*16)
 	}
 }

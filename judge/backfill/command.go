@@ -1,7 +1,6 @@
 package backfill
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"strings"
@@ -144,8 +143,9 @@ func (c *Command) Run(ctx context.Context, stdout, stderr io.Writer) error {
 	var batchesDone atomic.Int64
 	bar := progress.New(stderr, "backfill", "events", 0, progress.Options{Terminal: c.Terminal, Interval: c.ProgressInterval,
 		Detail: func() string { return progress.Thousands(batchesDone.Load()) + " batches" }})
-	out := &jsonArray{w: bufio.NewWriterSize(stdout, 1<<20), on: c.Format == "json"}
-	hooks := Hooks{Planned: func(p Plan) { bar.SetTotal(p.Rows) }, Read: bar.Add}
+	out := &jsonArray{w: stdout, on: c.Format == "json"}
+	// A published chunk is read by the Kafka writes after Chunk returns.
+	hooks := Hooks{Planned: func(p Plan) { bar.SetTotal(p.Rows) }, Read: bar.Add, Recycle: pub == nil}
 	hooks.Chunk = func(ch *Chunk) error {
 		batchesDone.Add(int64(ch.Len()))
 		if pub != nil {
@@ -189,43 +189,39 @@ func noEvents(err error) error {
 }
 
 // jsonArray writes the diagnoses of the chunks as one JSON array, one
-// diagnosis per line, when on.
+// diagnosis per line, when on: each chunk in one write (a chunk is a
+// piece of the array, Chunk.JSON).
 type jsonArray struct {
-	w   *bufio.Writer
+	w   io.Writer
 	on  bool
 	any bool
 }
 
 func (a *jsonArray) chunk(c *Chunk) error {
-	if !a.on {
+	if !a.on || c.Len() == 0 {
 		return nil
 	}
-	for i := range c.Len() {
-		sep := ",\n"
-		if !a.any {
-			sep, a.any = "[\n", true
-		}
-		if _, err := a.w.WriteString(sep); err != nil {
+	p := c.JSON
+	if !a.any {
+		if _, err := io.WriteString(a.w, "[\n"); err != nil {
 			return writing(err)
 		}
-		if _, err := a.w.Write(c.Diagnosis(i)); err != nil {
-			return writing(err)
-		}
+		p, a.any = p[len(Sep):], true
 	}
-	return nil
+	_, err := a.w.Write(p)
+	return writing(err)
 }
 
 func (a *jsonArray) close() error {
-	if a.on {
-		end := "\n]\n"
-		if !a.any {
-			end = "[]\n"
-		}
-		if _, err := a.w.WriteString(end); err != nil {
-			return writing(err)
-		}
+	if !a.on {
+		return nil
 	}
-	return writing(a.w.Flush())
+	end := "\n]\n"
+	if !a.any {
+		end = "[]\n"
+	}
+	_, err := io.WriteString(a.w, end)
+	return writing(err)
 }
 
 // writing says that err, if any, happened while writing the output.

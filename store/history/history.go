@@ -274,8 +274,9 @@ func (s *Store) EachEvent(ctx context.Context, f Filter, fn func(model.Event) er
 		return err
 	}
 	var prev rowKey
+	each := func(e *model.Event) error { return fn(*e) }
 	for _, q := range qs {
-		if err := s.each(ctx, q, &prev, fn); err != nil {
+		if err := s.each(ctx, q, &prev, each); err != nil {
 			return err
 		}
 	}
@@ -288,15 +289,17 @@ type rowKey struct {
 	businessDate               model.Date
 }
 
-func (s *Store) each(ctx context.Context, q query, prev *rowKey, fn func(model.Event) error) error {
+// each runs q and hands its rows to fn, the copies of an event skipped.
+// The event fn is given is overwritten by the next row.
+func (s *Store) each(ctx context.Context, q query, prev *rowKey, fn func(*model.Event) error) error {
 	rows, err := s.conn.Query(ctx, q.sql, q.args...)
 	if err != nil {
 		return fmt.Errorf("read events from %s: %w", s.events(), err)
 	}
 	defer rows.Close()
 	sc := schema.EventScanner{ReplayOnly: s.ReplayOnly}
+	var e model.Event
 	for rows.Next() {
-		var e model.Event
 		if err := sc.Scan(rows, &e); err != nil {
 			return fmt.Errorf("read events from %s: %w", s.events(), err)
 		}
@@ -305,7 +308,7 @@ func (s *Store) each(ctx context.Context, q query, prev *rowKey, fn func(model.E
 			continue // a copy merges have not collapsed yet
 		}
 		*prev = k
-		if err := fn(e); err != nil {
+		if err := fn(&e); err != nil {
 			return err
 		}
 	}
@@ -430,36 +433,40 @@ func (s *Store) EachBatchEvent(ctx context.Context, pipelines []string, from, to
 	// itself over and over (a fifth of the CPU of a backfill).
 	const block = 4096
 	var (
-		blocks [][]model.Event
-		keys   [][]uint64
-		n      int
-		prev   rowKey
+		blocks   [][]model.Event
+		keys     []uint64
+		n        int
+		prev     rowKey
+		lastName string // the pipeline of the row before: rows come in runs of one
+		lastRank uint64
 	)
-	if err := s.each(ctx, q, &prev, func(e model.Event) error {
-		r, ok := rank[e.Pipeline]
-		if !ok {
-			return fmt.Errorf("read events from %s: a row of pipeline %q, which the query did not ask for", s.events(), e.Pipeline)
+	if err := s.each(ctx, q, &prev, func(e *model.Event) error {
+		r := lastRank
+		if e.Pipeline != lastName || n == 0 {
+			var ok bool
+			if r, ok = rank[e.Pipeline]; !ok {
+				return fmt.Errorf("read events from %s: a row of pipeline %q, which the query did not ask for", s.events(), e.Pipeline)
+			}
+			lastName, lastRank = e.Pipeline, r
 		}
 		e.Pipeline = sorted[r]
 		if n%block == 0 {
 			blocks = append(blocks, make([]model.Event, 0, block))
-			keys = append(keys, make([]uint64, 0, block))
 		}
-		blocks[len(blocks)-1] = append(blocks[len(blocks)-1], e)
-		keys[len(keys)-1] = append(keys[len(keys)-1], r<<32|dateKey(e.BusinessDate))
+		blocks[len(blocks)-1] = append(blocks[len(blocks)-1], *e)
+		keys = append(keys, r<<32|dateKey(e.BusinessDate))
 		n++
 		return nil
 	}); err != nil {
 		return err
 	}
 	at := func(i int32) *model.Event { return &blocks[i/block][i%block] }
-	key := func(i int32) uint64 { return keys[i/block][i%block] }
 	order := make([]int32, n)
 	for i := range order {
 		order[i] = int32(i)
 	}
-	slices.SortFunc(order, func(a, b int32) int {
-		if ka, kb := key(a), key(b); ka != kb {
+	sortRuns(order, func(a, b int32) int {
+		if ka, kb := keys[a], keys[b]; ka != kb {
 			return cmp.Compare(ka, kb)
 		}
 		ea, eb := at(a), at(b)

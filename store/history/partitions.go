@@ -33,7 +33,7 @@ func (s *Store) PartitionEvents(ctx context.Context, topic string, partitions []
 	}
 	in := "kafka_partition IN (" + strings.Join(ps, ", ") + ")"
 	var prev rowKey
-	each := func(e model.Event) error { return fn(&e) }
+	each := func(e *model.Event) error { c := *e; return fn(&c) } // fn may keep its event
 
 	old := &where{}
 	old.add("kafka_topic = ?", topic)
