@@ -40,6 +40,14 @@ type Filter struct {
 	Batch      *model.BatchKey
 	From, To   model.Date
 	Heartbeats bool
+	// Unordered lets the batch events of an all-pipelines read (no
+	// Pipeline, no Batch) come in no particular order, and copies of an
+	// event that merges have not collapsed yet come apart: for a caller
+	// whose fold keys events by batch and event id itself (batches.Set).
+	// ClickHouse then skips its sort, which on 18.16 cost three times the
+	// read of one date across every pipeline (0.18-0.25 s against 0.06 s
+	// for 10,000 rows). Reads of one pipeline or batch ignore it.
+	Unordered bool
 }
 
 // DefaultWindowRows is how many stored rows one read query covers at most,
@@ -155,6 +163,15 @@ func (s *Store) selectWhere(w *where, dateCol string) query {
 		" ORDER BY " + dateCol + ", pipeline, batch_id, event_id", args: w.args}
 }
 
+// selectBatches reads the batch events w selects, ordered as selectWhere
+// does unless unordered (Filter.Unordered).
+func (s *Store) selectBatches(w *where, unordered bool) query {
+	if unordered {
+		return query{sql: "SELECT " + s.columns() + " FROM " + s.events() + " WHERE " + w.String(), args: w.args}
+	}
+	return s.selectWhere(w, "business_date")
+}
+
 // plan returns the queries that read f, in output order: the heartbeats
 // in windows of days, then the batch events in windows of business dates.
 func (s *Store) plan(ctx context.Context, f Filter) ([]query, error) {
@@ -194,12 +211,13 @@ func (s *Store) plan(ctx context.Context, f Filter) ([]query, error) {
 		}
 		out = append(out, qs...)
 	}
+	unordered := f.Unordered && f.Pipeline == ""
 	if !f.From.IsZero() && f.From == f.To {
 		// One business date is one window whatever it holds (windowed):
 		// the count that plans the windows would only add a round trip.
-		return append(out, s.selectWhere(batchWhere(f.Pipeline, f.From, f.To), "business_date")), nil
+		return append(out, s.selectBatches(batchWhere(f.Pipeline, f.From, f.To), unordered)), nil
 	}
-	qs, err := s.windowed(ctx, batchWhere(f.Pipeline, f.From, f.To), "business_date")
+	qs, err := s.windowedAs(ctx, batchWhere(f.Pipeline, f.From, f.To), "business_date", unordered)
 	if err != nil {
 		return nil, err
 	}
@@ -212,6 +230,12 @@ func (s *Store) plan(ctx context.Context, f Filter) ([]query, error) {
 // in date order. Counting by business_date reads only the primary key;
 // by event_date, one column of the selected rows.
 func (s *Store) windowed(ctx context.Context, w *where, dateCol string) ([]query, error) {
+	return s.windowedAs(ctx, w, dateCol, false)
+}
+
+// windowedAs is windowed with each window's rows in no particular order
+// when unordered (batch events only: Filter.Unordered).
+func (s *Store) windowedAs(ctx context.Context, w *where, dateCol string, unordered bool) ([]query, error) {
 	limit := uint64(s.WindowRows)
 	if limit == 0 {
 		limit = DefaultWindowRows
@@ -247,7 +271,11 @@ func (s *Store) windowed(ctx context.Context, w *where, dateCol string) ([]query
 		ww := &where{conds: slices.Clone(w.conds), args: slices.Clone(w.args)}
 		ww.add(dateCol+" >= toDate(?)", win[0])
 		ww.add(dateCol+" <= toDate(?)", win[1])
-		out = append(out, s.selectWhere(ww, dateCol))
+		if unordered {
+			out = append(out, s.selectBatches(ww, true))
+		} else {
+			out = append(out, s.selectWhere(ww, dateCol))
+		}
 	}
 	return out, nil
 }
