@@ -132,10 +132,15 @@ func (s *Set) Add(e *model.Event) {
 		return
 	}
 	k := e.Key()
-	if s.last != nil && s.last.st.Key() != k {
-		s.quiet(s.last)
+	var b *batch
+	if s.last != nil && s.last.st.Key() == k {
+		b = s.last // most events follow one of their batch: no map look-up
+	} else {
+		if s.last != nil {
+			s.quiet(s.last)
+		}
+		b = s.states[k]
 	}
-	b := s.states[k]
 	if b == nil {
 		b = new(batch)
 		b.st.Step(e)

@@ -66,6 +66,12 @@ type Store struct {
 	// then carry no attrs. Backfill sets it: the two attrs arrays were a
 	// tenth of its decoding.
 	ReplayOnly bool
+	// ByDate reads the batch events of all-pipelines reads that may come
+	// unordered (Filter.Unordered) from events_by_date, the copy sorted by
+	// business date first (store/schema), when ReplayOnly: a date there is
+	// one range of rows rather than a scan of its month. The caller sets
+	// it once it knows the database has the copy (HasByDate).
+	ByDate bool
 	// local: read the tables' local replicated parts (NAME_local) on the
 	// server conn is connected to, not the Distributed tables (Local).
 	local bool
@@ -89,6 +95,30 @@ func (s *Store) events() string {
 		return s.db + "." + schema.Events + schema.LocalSuffix
 	}
 	return s.db + "." + schema.Events
+}
+
+// batchTable is the table a read of batch events selects from:
+// events_by_date for an unordered all-pipelines read (ByDate), events
+// otherwise.
+func (s *Store) batchTable(unordered bool) string {
+	if !unordered || !s.ByDate || !s.ReplayOnly {
+		return s.events()
+	}
+	if s.local {
+		return s.db + "." + schema.EventsByDate + schema.LocalSuffix
+	}
+	return s.db + "." + schema.EventsByDate
+}
+
+// HasByDate reports whether the database has events_by_date and the view
+// that keeps it (created by schema.Ensure of this release or later, which
+// copied the history stored before it): then ByDate may be set.
+func (s *Store) HasByDate(ctx context.Context) (bool, error) {
+	var n uint64
+	if err := s.conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name IN (?, ?)", s.db, schema.EventsByDate, schema.EventsByDateView).Scan(&n); err != nil {
+		return false, fmt.Errorf("look for %s.%s: %w", s.db, schema.EventsByDate, err)
+	}
+	return n == 2, nil
 }
 
 // New returns a Store reading database db over conn. db is checked by
@@ -167,7 +197,7 @@ func (s *Store) selectWhere(w *where, dateCol string) query {
 // does unless unordered (Filter.Unordered).
 func (s *Store) selectBatches(w *where, unordered bool) query {
 	if unordered {
-		return query{sql: "SELECT " + s.columns() + " FROM " + s.events() + " WHERE " + w.String(), args: w.args}
+		return query{sql: "SELECT " + s.columns() + " FROM " + s.batchTable(true) + " WHERE " + w.String(), args: w.args}
 	}
 	return s.selectWhere(w, "business_date")
 }
@@ -240,7 +270,7 @@ func (s *Store) windowedAs(ctx context.Context, w *where, dateCol string, unorde
 	if limit == 0 {
 		limit = DefaultWindowRows
 	}
-	rows, err := s.conn.Query(ctx, "SELECT "+dateCol+", count() FROM "+s.events()+" WHERE "+w.String()+
+	rows, err := s.conn.Query(ctx, "SELECT "+dateCol+", count() FROM "+s.batchTable(unordered)+" WHERE "+w.String()+
 		" GROUP BY "+dateCol+" ORDER BY "+dateCol, w.args...)
 	if err != nil {
 		return nil, fmt.Errorf("plan the read of %s: %w", s.events(), err)
