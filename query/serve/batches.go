@@ -315,16 +315,28 @@ func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCac
 	set := batches.New(s.contracts, req.AsOf)
 	set.Covers(req.From, req.To)
 	seen := history.NewRangeCount(req.From)
+	fold := func(e *model.Event) {
+		seen.Add(e)
+		set.Add(e)
+	}
+	var behind *foldBehind
+	if pipeline == "" {
+		// every pipeline: the fold overlaps the read (fold.go)
+		behind = newFoldBehind(fold)
+		fold = behind.add
+	}
 	err := s.readEvents(rctx, history.Filter{Pipeline: pipeline, From: cf.ReadFrom, To: req.To, Unordered: true}, func(e *model.Event) error {
 		if fn != nil {
 			if err := fn(e); err != nil {
 				return err
 			}
 		}
-		seen.Add(e)
-		set.Add(e)
+		fold(e)
 		return nil
 	})
+	if behind != nil {
+		behind.wait()
+	}
 	if err != nil {
 		return nil, err
 	}
