@@ -212,6 +212,17 @@ func (s *Server) gridPage(w http.ResponseWriter, r *http.Request) error {
 	if n := f.dates.to.DaysSinceEpoch() - f.dates.from.DaysSinceEpoch() + 1; n > 62 {
 		return badParam("from", "the grid shows at most 62 days (asked %d): narrow from..to, or use /api/v1/batches", n)
 	}
+	// The open early warnings depend on the filter alone: read them while
+	// the batches are.
+	type warnedResult struct {
+		warned map[string]string
+		err    error
+	}
+	warnedc := make(chan warnedResult, 1)
+	go func() {
+		w, err := s.openUnusual(r.Context(), f)
+		warnedc <- warnedResult{w, err}
+	}()
 	all, err := s.listBatches(r.Context(), f)
 	if err != nil {
 		return err
@@ -237,9 +248,11 @@ func (s *Server) gridPage(w http.ResponseWriter, r *http.Request) error {
 	for i := range rows {
 		s.notDue(&rows[i], f.dates, listed)
 	}
-	if err := s.markUnusual(r.Context(), rows, f); err != nil {
-		return err
+	wr := <-warnedc
+	if wr.err != nil {
+		return wr.err
 	}
+	markUnusual(rows, wr.warned)
 	// The rows are written here (rowHTML), once their cells are complete.
 	var table []byte
 	for i := range rows {
@@ -391,24 +404,30 @@ func (s *Server) findingsPage(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-// markUnusual marks the grid's batches that have an open early warning
-// (kind unusual): the cell keeps its status colour, a dotted outline and
-// a "!" after its letter say the batch is later than usual.
-func (s *Server) markUnusual(ctx context.Context, rows []gridRow, f batchFilter) error {
+// openUnusual reads the batches of f's range that have an open early
+// warning (kind unusual): the boundary it is about, by batch key.
+func (s *Server) openUnusual(ctx context.Context, f batchFilter) (map[string]string, error) {
 	ff := findings.Filter{From: f.dates.from, To: f.dates.to, State: findings.StateOpen, Kinds: []string{string(detect.Unusual)}}
 	if f.pipeline != "" {
 		ff.Pipelines = []string{f.pipeline}
 	}
 	open, err := s.rd.findings(ctx, ff, 0)
 	if err != nil {
-		return err
-	}
-	if len(open) == 0 {
-		return nil
+		return nil, err
 	}
 	warned := make(map[string]string, len(open))
 	for _, o := range open {
 		warned[o.Batch.String()] = o.Name
+	}
+	return warned, nil
+}
+
+// markUnusual marks the grid's batches that have an open early warning
+// (openUnusual): the cell keeps its status colour, a dotted outline and a
+// "!" after its letter say the batch is later than usual.
+func markUnusual(rows []gridRow, warned map[string]string) {
+	if len(warned) == 0 {
+		return
 	}
 	for i := range rows {
 		for j := range rows[i].Cells {
@@ -422,5 +441,4 @@ func (s *Server) markUnusual(ctx context.Context, rows []gridRow, f batchFilter)
 			}
 		}
 	}
-	return nil
 }
