@@ -132,10 +132,15 @@ func (s *Set) Add(e *model.Event) {
 		return
 	}
 	k := e.Key()
-	if s.last != nil && s.last.st.Key() != k {
-		s.quiet(s.last)
+	var b *batch
+	if s.last != nil && s.last.st.Key() == k {
+		b = s.last // most events follow one of their batch: no map look-up
+	} else {
+		if s.last != nil {
+			s.quiet(s.last)
+		}
+		b = s.states[k]
 	}
-	b := s.states[k]
 	if b == nil {
 		b = new(batch)
 		b.st.Step(e)
@@ -202,6 +207,19 @@ func (s *Set) Covers(from, to model.Date) { s.coverFrom, s.coverTo = from, to }
 
 // Len returns the number of batches with events.
 func (s *Set) Len() int { return len(s.states) }
+
+// Span returns what the set holds of batch k's own events: how many
+// (each event id once, however many copies were added), the earliest and
+// the latest event time; ok is false when it holds none. A list of batches
+// reads it instead of counting the events it passes, which would count
+// copies that came apart (a read in no particular order).
+func (s *Set) Span(k model.BatchKey) (n int, first, last time.Time, ok bool) {
+	b := s.states[k]
+	if b == nil || b.st.Len() == 0 {
+		return 0, time.Time{}, time.Time{}, false
+	}
+	return b.st.Len(), b.st.FirstEventAt(), b.st.LastEventAt(), true
+}
 
 // Events returns how many events were added (heartbeats included).
 func (s *Set) Events() int { return s.events }

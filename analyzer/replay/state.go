@@ -112,6 +112,18 @@ func (s *State) Key() model.BatchKey { return s.key }
 // Len returns the number of distinct events folded in.
 func (s *State) Len() int { return len(s.records) }
 
+// FirstEventAt returns the time of the earliest event folded in.
+func (s *State) FirstEventAt() time.Time {
+	if len(s.records) == 0 {
+		return time.Time{}
+	}
+	ms := s.records[0].ms
+	for i := range s.records {
+		ms = min(ms, s.records[i].ms)
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
 // LastEventAt returns the time of the latest event folded in.
 func (s *State) LastEventAt() time.Time {
 	var ms int64

@@ -130,32 +130,9 @@ func newServerWith(t *testing.T, conn driver.Conn, db string, opts serve.Options
 // events of quotedPipeline, a stored-diagnosis batch, and findings.
 func load(t *testing.T, ctx context.Context, conn driver.Conn, db string) {
 	t.Helper()
-	f, err := os.Open("../../deploy/demo/seed-case.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var events []model.Event
-	if _, err := jsonl.Read(ctx, f, jsonl.Options{}, func(line int, e *model.Event, err error) error {
-		if err != nil {
-			t.Fatalf("seed-case.jsonl line %d: %v", line, err)
-		}
-		events = append(events, *e)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	at := time.Date(2026, 10, 1, 1, 0, 0, 0, time.UTC)
-	for i, p := range []string{quotedPipeline, quotedPipeline, storedPipeline} {
-		day := model.MustParseDate("2026-10-01").AddDays(i % 2)
-		events = append(events, model.Event{Spec: model.SpecV1, ID: p + "-" + day.String(), Type: model.JobSucceeded, Time: at,
-			Pipeline: p, BusinessDate: day, BatchID: day.Compact(), System: model.Producer})
-	}
+	writeEvents(t, ctx, conn, db)
 	s, err := writer.New(conn, db)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Events(ctx, events); err != nil {
 		t.Fatal(err)
 	}
 	// Stored through ingest's rows and sink, as handoff ingest stores them:
@@ -258,3 +235,38 @@ func newHTTP(t *testing.T, srv *serve.Server) *httptest.Server {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// writeEvents writes the fixture's events (load): the seed case's and
+// three of quotedPipeline and storedPipeline. A test that writes them
+// again stores a copy of each that merges have not collapsed.
+func writeEvents(t *testing.T, ctx context.Context, conn driver.Conn, db string) {
+	t.Helper()
+	f, err := os.Open("../../deploy/demo/seed-case.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var events []model.Event
+	if _, err := jsonl.Read(ctx, f, jsonl.Options{}, func(line int, e *model.Event, err error) error {
+		if err != nil {
+			t.Fatalf("seed-case.jsonl line %d: %v", line, err)
+		}
+		events = append(events, *e)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 10, 1, 1, 0, 0, 0, time.UTC)
+	for i, p := range []string{quotedPipeline, quotedPipeline, storedPipeline} {
+		day := model.MustParseDate("2026-10-01").AddDays(i % 2)
+		events = append(events, model.Event{Spec: model.SpecV1, ID: p + "-" + day.String(), Type: model.JobSucceeded, Time: at,
+			Pipeline: p, BusinessDate: day, BatchID: day.Compact(), System: model.Producer})
+	}
+	s, err := writer.New(conn, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Events(ctx, events); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -154,6 +154,16 @@ func New(ctx context.Context, conn chconn.Conn, opts Options) (*Server, error) {
 	// No page shows an event's spec or attrs: the replay never reads
 	// them, and leaving them out is a fifth less to read and decode.
 	st.ReplayOnly = true
+	// The all-pipelines pages read their dates from the copy sorted by
+	// date (events_by_date) when the database has it: a date across every
+	// pipeline is then one range of rows, not a scan of its month of
+	// events. A database whose ingester has not made it yet is read from
+	// events, as before, until serve starts again.
+	byDate, err := st.HasByDate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st.ByDate = byDate
 	s.context = st
 	if ttl := opts.FirstDatesTTL; ttl >= 0 {
 		if ttl == 0 {

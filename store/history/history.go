@@ -40,6 +40,14 @@ type Filter struct {
 	Batch      *model.BatchKey
 	From, To   model.Date
 	Heartbeats bool
+	// Unordered lets the batch events of an all-pipelines read (no
+	// Pipeline, no Batch) come in no particular order, and copies of an
+	// event that merges have not collapsed yet come apart: for a caller
+	// whose fold keys events by batch and event id itself (batches.Set).
+	// ClickHouse then skips its sort, which on 18.16 cost three times the
+	// read of one date across every pipeline (0.18-0.25 s against 0.06 s
+	// for 10,000 rows). Reads of one pipeline or batch ignore it.
+	Unordered bool
 }
 
 // DefaultWindowRows is how many stored rows one read query covers at most,
@@ -58,6 +66,12 @@ type Store struct {
 	// then carry no attrs. Backfill sets it: the two attrs arrays were a
 	// tenth of its decoding.
 	ReplayOnly bool
+	// ByDate reads the batch events of all-pipelines reads that may come
+	// unordered (Filter.Unordered) from events_by_date, the copy sorted by
+	// business date first (store/schema), when ReplayOnly: a date there is
+	// one range of rows rather than a scan of its month. The caller sets
+	// it once it knows the database has the copy (HasByDate).
+	ByDate bool
 	// local: read the tables' local replicated parts (NAME_local) on the
 	// server conn is connected to, not the Distributed tables (Local).
 	local bool
@@ -81,6 +95,30 @@ func (s *Store) events() string {
 		return s.db + "." + schema.Events + schema.LocalSuffix
 	}
 	return s.db + "." + schema.Events
+}
+
+// batchTable is the table a read of batch events selects from:
+// events_by_date for an unordered all-pipelines read (ByDate), events
+// otherwise.
+func (s *Store) batchTable(unordered bool) string {
+	if !unordered || !s.ByDate || !s.ReplayOnly {
+		return s.events()
+	}
+	if s.local {
+		return s.db + "." + schema.EventsByDate + schema.LocalSuffix
+	}
+	return s.db + "." + schema.EventsByDate
+}
+
+// HasByDate reports whether the database has events_by_date and the view
+// that keeps it (created by schema.Ensure of this release or later, which
+// copied the history stored before it): then ByDate may be set.
+func (s *Store) HasByDate(ctx context.Context) (bool, error) {
+	var n uint64
+	if err := s.conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name IN (?, ?)", s.db, schema.EventsByDate, schema.EventsByDateView).Scan(&n); err != nil {
+		return false, fmt.Errorf("look for %s.%s: %w", s.db, schema.EventsByDate, err)
+	}
+	return n == 2, nil
 }
 
 // New returns a Store reading database db over conn. db is checked by
@@ -155,6 +193,15 @@ func (s *Store) selectWhere(w *where, dateCol string) query {
 		" ORDER BY " + dateCol + ", pipeline, batch_id, event_id", args: w.args}
 }
 
+// selectBatches reads the batch events w selects, ordered as selectWhere
+// does unless unordered (Filter.Unordered).
+func (s *Store) selectBatches(w *where, unordered bool) query {
+	if unordered {
+		return query{sql: "SELECT " + s.columns() + " FROM " + s.batchTable(true) + " WHERE " + w.String(), args: w.args}
+	}
+	return s.selectWhere(w, "business_date")
+}
+
 // plan returns the queries that read f, in output order: the heartbeats
 // in windows of days, then the batch events in windows of business dates.
 func (s *Store) plan(ctx context.Context, f Filter) ([]query, error) {
@@ -194,12 +241,13 @@ func (s *Store) plan(ctx context.Context, f Filter) ([]query, error) {
 		}
 		out = append(out, qs...)
 	}
+	unordered := f.Unordered && f.Pipeline == ""
 	if !f.From.IsZero() && f.From == f.To {
 		// One business date is one window whatever it holds (windowed):
 		// the count that plans the windows would only add a round trip.
-		return append(out, s.selectWhere(batchWhere(f.Pipeline, f.From, f.To), "business_date")), nil
+		return append(out, s.selectBatches(batchWhere(f.Pipeline, f.From, f.To), unordered)), nil
 	}
-	qs, err := s.windowed(ctx, batchWhere(f.Pipeline, f.From, f.To), "business_date")
+	qs, err := s.windowedAs(ctx, batchWhere(f.Pipeline, f.From, f.To), "business_date", unordered)
 	if err != nil {
 		return nil, err
 	}
@@ -212,11 +260,17 @@ func (s *Store) plan(ctx context.Context, f Filter) ([]query, error) {
 // in date order. Counting by business_date reads only the primary key;
 // by event_date, one column of the selected rows.
 func (s *Store) windowed(ctx context.Context, w *where, dateCol string) ([]query, error) {
+	return s.windowedAs(ctx, w, dateCol, false)
+}
+
+// windowedAs is windowed with each window's rows in no particular order
+// when unordered (batch events only: Filter.Unordered).
+func (s *Store) windowedAs(ctx context.Context, w *where, dateCol string, unordered bool) ([]query, error) {
 	limit := uint64(s.WindowRows)
 	if limit == 0 {
 		limit = DefaultWindowRows
 	}
-	rows, err := s.conn.Query(ctx, "SELECT "+dateCol+", count() FROM "+s.events()+" WHERE "+w.String()+
+	rows, err := s.conn.Query(ctx, "SELECT "+dateCol+", count() FROM "+s.batchTable(unordered)+" WHERE "+w.String()+
 		" GROUP BY "+dateCol+" ORDER BY "+dateCol, w.args...)
 	if err != nil {
 		return nil, fmt.Errorf("plan the read of %s: %w", s.events(), err)
@@ -247,7 +301,11 @@ func (s *Store) windowed(ctx context.Context, w *where, dateCol string) ([]query
 		ww := &where{conds: slices.Clone(w.conds), args: slices.Clone(w.args)}
 		ww.add(dateCol+" >= toDate(?)", win[0])
 		ww.add(dateCol+" <= toDate(?)", win[1])
-		out = append(out, s.selectWhere(ww, dateCol))
+		if unordered {
+			out = append(out, s.selectBatches(ww, true))
+		} else {
+			out = append(out, s.selectWhere(ww, dateCol))
+		}
 	}
 	return out, nil
 }

@@ -35,10 +35,12 @@ const LocalSuffix = "_local"
 // shard by the batch identity (pipeline, business date, batch id); dead letters by their
 // source message, the key they collapse on.
 var shardKeys = map[string]string{
-	Events:      "cityHash64(pipeline, business_date, batch_id)",
-	DeadLetters: "cityHash64(topic, kafka_partition, kafka_offset)",
-	Diagnoses:   "cityHash64(pipeline, business_date, batch_id)",
-	Findings:    "cityHash64(pipeline, business_date, batch_id)",
+	Events: "cityHash64(pipeline, business_date, batch_id)",
+	// the same shard as the batch's events: a copy's copies collapse there
+	EventsByDate: "cityHash64(pipeline, business_date, batch_id)",
+	DeadLetters:  "cityHash64(topic, kafka_partition, kafka_offset)",
+	Diagnoses:    "cityHash64(pipeline, business_date, batch_id)",
+	Findings:     "cityHash64(pipeline, business_date, batch_id)",
 }
 
 // Layout says how the tables are laid out on the servers. The zero Layout is
@@ -85,10 +87,10 @@ func (l Layout) Tables() []string {
 		return AllTables()
 	}
 	var out []string
-	for _, t := range []string{Events, DeadLetters, Diagnoses, Findings} {
+	for _, t := range []string{Events, EventsByDate, DeadLetters, Diagnoses, Findings} {
 		out = append(out, t+LocalSuffix, t)
 	}
-	return append(out, Views()...)
+	return append(append(out, EventsByDateView), Views()...)
 }
 
 // createTable matches a CREATE TABLE of schema.sql: name, column list,
@@ -155,6 +157,7 @@ func StatementsFor(db string, l Layout) ([]string, error) {
 	if l.Clustered() {
 		on = " ON CLUSTER " + l.Cluster
 	}
+	stmts = append(stmts, byDateViewStatement(db, l))
 	return append(stmts, viewStatements(db, on)...), nil
 }
 
@@ -182,6 +185,11 @@ func EnsureLayout(ctx context.Context, conn driver.Conn, db string, l Layout) er
 	// Tables made by an earlier release get this one's columns before any
 	// view reads them (upgrade.go): the views come last.
 	views := len(stmts) - len(Views())
+	byDate := byDateViewStatement(db, l)
+	hadByDate, err := hasByDateView(ctx, conn, db)
+	if err != nil {
+		return err
+	}
 	for i, s := range stmts {
 		if i == views {
 			if err := upgrade(ctx, conn, db, l); err != nil {
@@ -198,6 +206,11 @@ func EnsureLayout(ctx context.Context, conn driver.Conn, db string, l Layout) er
 				hint += ", that cluster " + l.Cluster + " is in every server's <remote_servers>, that ZooKeeper is up and that each server defines the macros {shard} and {replica}"
 			}
 			return fmt.Errorf("clickhouse schema: %s: %w (%s)", strings.TrimSpace(first), err, hint)
+		}
+		if s == byDate && !hadByDate {
+			if err := copyByDate(ctx, conn, db); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,9 +57,9 @@ func TestClusterStatements(t *testing.T) {
 		t.Fatal(err)
 	}
 	single, _ := schema.Statements("h")
-	// one local and one Distributed table per table; the database and the
-	// views once each
-	if got, want := len(stmts), 2*len(single)-1-len(schema.Views()); got != want {
+	// one local and one Distributed table per table; the database, the
+	// materialized view and the views once each
+	if got, want := len(stmts), 2*len(single)-1-len(schema.Views())-1; got != want {
 		t.Fatalf("got %d statements, want %d", got, want)
 	}
 	for _, s := range stmts {
@@ -69,7 +70,7 @@ func TestClusterStatements(t *testing.T) {
 			t.Errorf("unreplicated engine in the cluster flavour: %.60q", s)
 		}
 	}
-	for _, table := range []string{schema.Events, schema.DeadLetters, schema.Diagnoses, schema.Findings} {
+	for _, table := range []string{schema.Events, schema.EventsByDate, schema.DeadLetters, schema.Diagnoses, schema.Findings} {
 		local, dist := find(t, stmts, "h."+table+schema.LocalSuffix+" "), find(t, stmts, "h."+table+" ")
 		if !strings.Contains(local, "ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/h/"+table+"_local', '{replica}', ") {
 			t.Errorf("%s: local table not replicated under {shard}/{replica}:\n%s", table, local)
@@ -84,9 +85,33 @@ func TestClusterStatements(t *testing.T) {
 		// key's columns are the leading columns of the sort key.
 		keyCols := between(dist, "cityHash64(", ")")
 		order := between(local, "ORDER BY (", ")")
+		if table == schema.EventsByDate {
+			// The copy of the events shards as the events do (its view
+			// writes each block to the local part its events went to):
+			// the key's columns are in its sort key, in another order.
+			if want := between(find(t, stmts, "h."+schema.Events+" "), "cityHash64(", ")"); keyCols != want {
+				t.Errorf("%s: sharding key (%s) is not the events' (%s)", table, keyCols, want)
+			}
+			for _, c := range strings.Split(keyCols, ", ") {
+				if !slices.Contains(strings.Split(order, ", "), c) {
+					t.Errorf("%s: sharding key column %s is not in the sort key (%s)", table, c, order)
+				}
+			}
+			continue
+		}
 		if !strings.HasPrefix(order, keyCols) {
 			t.Errorf("%s: sharding key (%s) is not a prefix of the sort key (%s)", table, keyCols, order)
 		}
+	}
+	// The view copies the local parts into the local parts, on every server.
+	v := ""
+	for _, s := range stmts {
+		if strings.HasPrefix(s, "CREATE MATERIALIZED VIEW IF NOT EXISTS h."+schema.EventsByDateView+" ") {
+			v = s
+		}
+	}
+	if !strings.Contains(v, " TO h."+schema.EventsByDate+schema.LocalSuffix+" ") || !strings.Contains(v, " FROM h."+schema.Events+schema.LocalSuffix+" ") {
+		t.Errorf("the materialized view of %s is not from and to the local parts:\n%s", schema.EventsByDate, v)
 	}
 	if _, err := schema.StatementsFor("h", schema.Layout{Cluster: "c1 ON CLUSTER x"}); err == nil || !strings.Contains(err.Error(), "cluster name") {
 		t.Errorf("bad cluster name: err %v, want one naming the cluster name", err)

@@ -39,7 +39,7 @@ func DropPartitionsBefore(ctx context.Context, conn driver.Conn, db string, l La
 	if err := l.Check(); err != nil {
 		return nil, err
 	}
-	tables := []string{Events, DeadLetters, Diagnoses, Findings}
+	tables := []string{Events, EventsByDate, DeadLetters, Diagnoses, Findings}
 	parts, on := "system.parts", ""
 	if l.Clustered() {
 		for i := range tables {

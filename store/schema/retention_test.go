@@ -67,7 +67,7 @@ func TestDropPartitionsBefore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"events/202509", "events/202510", "findings_v2/202510"}; !slices.Equal(dropped, want) {
+	if want := []string{"events/202509", "events/202510", "events_by_date/202509", "events_by_date/202510", "findings_v2/202510"}; !slices.Equal(dropped, want) {
 		t.Errorf("dropped %v, want %v", dropped, want)
 	}
 	var left []string

@@ -30,6 +30,10 @@ const (
 	// could not be altered in place on 18.16 (schema.sql says why).
 	Diagnoses = "diagnoses_v2"
 	Findings  = "findings_v2"
+	// EventsByDate is the batch events sorted by business date first,
+	// kept by the materialized view EventsByDateView (bydate.go).
+	EventsByDate     = "events_by_date"
+	EventsByDateView = "events_by_date_mv"
 )
 
 // View names: dashboard views created by Ensure after the tables
@@ -44,7 +48,7 @@ const (
 // AllTables returns the names of every table and view Ensure creates, in
 // creation order.
 func AllTables() []string {
-	return append([]string{Events, DeadLetters, Diagnoses, Findings}, Views()...)
+	return append([]string{Events, EventsByDate, DeadLetters, Diagnoses, Findings, EventsByDateView}, Views()...)
 }
 
 var dbName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

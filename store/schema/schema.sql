@@ -57,6 +57,39 @@ PARTITION BY toYYYYMM(business_date)
 ORDER BY (pipeline, business_date, batch_id, event_id)
 ;
 
+-- The batch events again, sorted by business date first: what a read of
+-- one date across every pipeline (the serve grid's all-pipelines day)
+-- needs, which the events table, sorted by pipeline first, can only answer
+-- by reading every row of the date's month. Only the columns the replay
+-- reads (not spec, attrs or the Kafka position), no heartbeats. Written by
+-- ClickHouse itself: the materialized view events_by_date_mv (bydate.go)
+-- copies every block inserted into events, and Ensure copies the rows
+-- stored before the view existed. Copies of an event collapse as in events
+-- (same identity, same ingested_ms), and readers skip them as there.
+CREATE TABLE IF NOT EXISTS {db}.events_by_date (
+    business_date   Date,
+    pipeline        String,
+    batch_id        String,
+    event_id        String,
+    type            String,
+    time_ms         Int64,
+    system          String,
+    component       String,
+    object          String,
+    rows            Int64,
+    has_rows        UInt8,
+    bytes           Int64,
+    has_bytes       UInt8,
+    checksum        String,
+    attempt         Int64,
+    has_attempt     UInt8,
+    error           String,
+    ingested_ms     Int64
+) ENGINE = ReplacingMergeTree(ingested_ms)
+PARTITION BY toYYYYMM(business_date)
+ORDER BY (business_date, pipeline, batch_id, event_id)
+;
+
 -- Messages the ingester rejected. The same message is also written to the
 -- dead-letter topic. One row per source message (topic, partition, offset):
 -- a message redelivered after a crash collapses into one row.

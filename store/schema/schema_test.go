@@ -15,8 +15,8 @@ func TestStatements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(stmts) != 9 {
-		t.Fatalf("got %d statements, want 9: %q", len(stmts), stmts)
+	if len(stmts) != 11 {
+		t.Fatalf("got %d statements, want 11: %q", len(stmts), stmts)
 	}
 	if _, err := schema.Statements("bad-name"); err == nil {
 		t.Fatal("bad database name accepted")

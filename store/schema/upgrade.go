@@ -119,7 +119,7 @@ func upgradeStatements(db string, l Layout, have serverColumns) ([]alter, error)
 		suffixes, on = []string{LocalSuffix, ""}, " ON CLUSTER "+l.Cluster
 	}
 	var out []alter
-	for _, t := range []string{Events, DeadLetters, Diagnoses, Findings} {
+	for _, t := range []string{Events, EventsByDate, DeadLetters, Diagnoses, Findings} {
 		cols, ok := tables[t]
 		if !ok {
 			continue

@@ -63,6 +63,52 @@ CREATE TABLE IF NOT EXISTS handoff.events ON CLUSTER handoff_cluster (
 ) ENGINE = Distributed(handoff_cluster, handoff, events_local, cityHash64(pipeline, business_date, batch_id))
 ;
 
+CREATE TABLE IF NOT EXISTS handoff.events_by_date_local ON CLUSTER handoff_cluster (
+    business_date   Date,
+    pipeline        String,
+    batch_id        String,
+    event_id        String,
+    type            String,
+    time_ms         Int64,
+    system          String,
+    component       String,
+    object          String,
+    rows            Int64,
+    has_rows        UInt8,
+    bytes           Int64,
+    has_bytes       UInt8,
+    checksum        String,
+    attempt         Int64,
+    has_attempt     UInt8,
+    error           String,
+    ingested_ms     Int64
+) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/handoff/events_by_date_local', '{replica}', ingested_ms)
+PARTITION BY toYYYYMM(business_date)
+ORDER BY (business_date, pipeline, batch_id, event_id)
+;
+
+CREATE TABLE IF NOT EXISTS handoff.events_by_date ON CLUSTER handoff_cluster (
+    business_date   Date,
+    pipeline        String,
+    batch_id        String,
+    event_id        String,
+    type            String,
+    time_ms         Int64,
+    system          String,
+    component       String,
+    object          String,
+    rows            Int64,
+    has_rows        UInt8,
+    bytes           Int64,
+    has_bytes       UInt8,
+    checksum        String,
+    attempt         Int64,
+    has_attempt     UInt8,
+    error           String,
+    ingested_ms     Int64
+) ENGINE = Distributed(handoff_cluster, handoff, events_by_date_local, cityHash64(pipeline, business_date, batch_id))
+;
+
 CREATE TABLE IF NOT EXISTS handoff.dead_letters_local ON CLUSTER handoff_cluster (
     received_ms     Int64,
     received        DateTime MATERIALIZED toDateTime(intDiv(received_ms, 1000)),
@@ -199,6 +245,9 @@ CREATE TABLE IF NOT EXISTS handoff.findings_v2 ON CLUSTER handoff_cluster (
     kafka_partition   Int32,
     kafka_offset      Int64
 ) ENGINE = Distributed(handoff_cluster, handoff, findings_v2_local, cityHash64(pipeline, business_date, batch_id))
+;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS handoff.events_by_date_mv ON CLUSTER handoff_cluster TO handoff.events_by_date_local AS SELECT business_date, pipeline, batch_id, event_id, type, time_ms, system, component, object, rows, has_rows, bytes, has_bytes, checksum, attempt, has_attempt, error, ingested_ms FROM handoff.events_local WHERE batch_id != ''
 ;
 
 CREATE VIEW IF NOT EXISTS handoff.batch_progress ON CLUSTER handoff_cluster AS

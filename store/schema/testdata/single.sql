@@ -33,6 +33,30 @@ PARTITION BY toYYYYMM(business_date)
 ORDER BY (pipeline, business_date, batch_id, event_id)
 ;
 
+CREATE TABLE IF NOT EXISTS handoff.events_by_date (
+    business_date   Date,
+    pipeline        String,
+    batch_id        String,
+    event_id        String,
+    type            String,
+    time_ms         Int64,
+    system          String,
+    component       String,
+    object          String,
+    rows            Int64,
+    has_rows        UInt8,
+    bytes           Int64,
+    has_bytes       UInt8,
+    checksum        String,
+    attempt         Int64,
+    has_attempt     UInt8,
+    error           String,
+    ingested_ms     Int64
+) ENGINE = ReplacingMergeTree(ingested_ms)
+PARTITION BY toYYYYMM(business_date)
+ORDER BY (business_date, pipeline, batch_id, event_id)
+;
+
 CREATE TABLE IF NOT EXISTS handoff.dead_letters (
     received_ms     Int64,
     received        DateTime MATERIALIZED toDateTime(intDiv(received_ms, 1000)),
@@ -103,6 +127,9 @@ CREATE TABLE IF NOT EXISTS handoff.findings_v2 (
 ) ENGINE = ReplacingMergeTree(ingested_ms)
 PARTITION BY toYYYYMM(business_date)
 ORDER BY (pipeline, business_date, batch_id, fingerprint, seq)
+;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS handoff.events_by_date_mv TO handoff.events_by_date AS SELECT business_date, pipeline, batch_id, event_id, type, time_ms, system, component, object, rows, has_rows, bytes, has_bytes, checksum, attempt, has_attempt, error, ingested_ms FROM handoff.events WHERE batch_id != ''
 ;
 
 CREATE VIEW IF NOT EXISTS handoff.batch_progress AS

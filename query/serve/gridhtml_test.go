@@ -1,0 +1,37 @@
+package serve
+
+import (
+	"html/template"
+	"strings"
+	"testing"
+)
+
+// TestAppendHTML: the grid's rows, written without the template engine,
+// escape text and attribute values as html/template does.
+func TestAppendHTML(t *testing.T) {
+	for _, s := range []string{
+		"", "plain.pipeline", `a"b'c&d<e>f`, "<script>alert(1)</script>", "x\x00y", "\u202eevil", "p/2026-09-30/20260930",
+	} {
+		if got, want := string(appendHTML(nil, s)), template.HTMLEscapeString(s); got != want {
+			t.Errorf("appendHTML(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+// TestRowHTML: a row names its pipeline and each cell's class, link,
+// title, batch and label, escaped.
+func TestRowHTML(t *testing.T) {
+	row := gridRow{Pipeline: `p"<x>`, URL: "/?pipeline=p%22", Cells: []gridCell{
+		{},
+		{Batches: []gridBatch{{Batch: "b/1", URL: "/batches/b/1", Class: "late unusual", Title: `t "q"`, Label: "l!"}}},
+	}}
+	got := string(rowHTML(nil, &row))
+	want := `<tr><th><a href="/?pipeline=p%22">p&#34;&lt;x&gt;</a></th>` + "\n" +
+		`<td></td><td><a class="cell late unusual" href="/batches/b/1" title="t &#34;q&#34;" data-batch="b/1">l!</a></td>` + "\n</tr>"
+	if got != want {
+		t.Errorf("rowHTML:\n got %s\nwant %s", got, want)
+	}
+	if strings.Contains(got, "<x>") {
+		t.Errorf("rowHTML left markup of a pipeline name unescaped: %s", got)
+	}
+}
