@@ -110,15 +110,18 @@ func (s *Store) batchTable(unordered bool) string {
 	return s.db + "." + schema.EventsByDate
 }
 
-// HasByDate reports whether the database has events_by_date and the view
-// that keeps it (created by schema.Ensure of this release or later, which
-// copied the history stored before it): then ByDate may be set.
+// HasByDate reports whether the database has events_by_date, the view
+// that keeps it and the mark that the history stored before the view was
+// copied into it (schema.Ensure of this release or later): then ByDate
+// may be set. Without the mark a copy is missing or was cut short, and
+// events_by_date would lack batches.
 func (s *Store) HasByDate(ctx context.Context) (bool, error) {
 	var n uint64
-	if err := s.conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name IN (?, ?)", s.db, schema.EventsByDate, schema.EventsByDateView).Scan(&n); err != nil {
+	if err := s.conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name IN (?, ?, ?)", s.db,
+		schema.EventsByDate, schema.EventsByDateView, schema.EventsByDateCopied).Scan(&n); err != nil {
 		return false, fmt.Errorf("look for %s.%s: %w", s.db, schema.EventsByDate, err)
 	}
-	return n == 2, nil
+	return n == 3, nil
 }
 
 // New returns a Store reading database db over conn. db is checked by

@@ -35,25 +35,45 @@ func byDateViewStatement(db string, l Layout) string {
 		" AS SELECT " + EventsByDateColumns + " FROM " + from + " WHERE batch_id != ''"
 }
 
-// hasByDateView reports whether database db has the view already.
-func hasByDateView(ctx context.Context, conn driver.Conn, db string) (bool, error) {
+// hasByDateCopied reports whether database db has the mark that the first
+// copy into events_by_date completed (EventsByDateCopied).
+func hasByDateCopied(ctx context.Context, conn driver.Conn, db string) (bool, error) {
 	var n uint64
-	if err := conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name = ?", db, EventsByDateView).Scan(&n); err != nil {
-		return false, fmt.Errorf("clickhouse schema: look for %s.%s: %w", db, EventsByDateView, err)
+	if err := conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name = ?", db, EventsByDateCopied).Scan(&n); err != nil {
+		return false, fmt.Errorf("clickhouse schema: look for %s.%s: %w", db, EventsByDateCopied, err)
 	}
 	return n > 0, nil
 }
 
+// byDateCopiedStatement creates the mark that the first copy completed: an
+// empty table, whose existence is the whole message (on every server in
+// the cluster flavour, as each reader asks its own).
+func byDateCopiedStatement(db string, l Layout) string {
+	on := ""
+	if l.Clustered() {
+		on = " ON CLUSTER " + l.Cluster
+	}
+	return "CREATE TABLE IF NOT EXISTS " + db + "." + EventsByDateCopied + on + " (copied UInt8) ENGINE = TinyLog"
+}
+
 // copyByDate copies into events_by_date the batch events stored in
-// events, once, right after Ensure created the view: the history stored
-// before the view existed (through the Distributed tables in the cluster
-// flavour, each row to its batch's shard). It reads every row of events
-// once; a database created empty copies nothing.
-func copyByDate(ctx context.Context, conn driver.Conn, db string) error {
+// events, after Ensure created the view: the history stored before the
+// view existed (through the Distributed tables in the cluster flavour,
+// each row to its batch's shard), then marks the copy done
+// (EventsByDateCopied). It reads every row of events once; a database
+// created empty copies nothing. A copy cut short (a crash, a timeout)
+// leaves no mark, so the next Ensure copies everything again: the rows
+// copied twice, and those the view copied meanwhile, collapse as any
+// other copies of an event, and readers use events_by_date only once
+// the mark exists (history.Store.HasByDate).
+func copyByDate(ctx context.Context, conn driver.Conn, db string, l Layout) error {
 	if err := conn.Exec(ctx, "INSERT INTO "+db+"."+EventsByDate+" ("+EventsByDateColumns+") SELECT "+EventsByDateColumns+
 		" FROM "+db+"."+Events+" WHERE batch_id != ''"); err != nil {
-		return fmt.Errorf("clickhouse schema: copy the stored events of %s into %s (the view %s exists now, so a restart does not copy again: "+
-			"drop it with DROP TABLE %s.%s and start again): %w", db, EventsByDate, EventsByDateView, db, EventsByDateView, err)
+		return fmt.Errorf("clickhouse schema: copy the stored events of %s into %s (the next start copies again; until then readers use %s): %w",
+			db, EventsByDate, Events, err)
+	}
+	if err := conn.Exec(ctx, byDateCopiedStatement(db, l)); err != nil {
+		return fmt.Errorf("clickhouse schema: mark the copy into %s.%s done (the next start copies again): %w", db, EventsByDate, err)
 	}
 	return nil
 }

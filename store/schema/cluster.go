@@ -90,7 +90,7 @@ func (l Layout) Tables() []string {
 	for _, t := range []string{Events, EventsByDate, DeadLetters, Diagnoses, Findings} {
 		out = append(out, t+LocalSuffix, t)
 	}
-	return append(append(out, EventsByDateView), Views()...)
+	return append(append(out, EventsByDateView, EventsByDateCopied), Views()...)
 }
 
 // createTable matches a CREATE TABLE of schema.sql: name, column list,
@@ -173,7 +173,11 @@ func EnsureLayout(ctx context.Context, conn driver.Conn, db string, l Layout) er
 	if err != nil {
 		return err
 	}
-	if l.Clustered() {
+	copied, err := hasByDateCopied(ctx, conn, db)
+	if err != nil {
+		return err
+	}
+	if l.Clustered() && copied {
 		var n uint64
 		if err := conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND has(?, name)", db, l.Tables()).Scan(&n); err != nil {
 			return fmt.Errorf("clickhouse schema: list the tables of %s: %w", db, err)
@@ -186,10 +190,6 @@ func EnsureLayout(ctx context.Context, conn driver.Conn, db string, l Layout) er
 	// view reads them (upgrade.go): the views come last.
 	views := len(stmts) - len(Views())
 	byDate := byDateViewStatement(db, l)
-	hadByDate, err := hasByDateView(ctx, conn, db)
-	if err != nil {
-		return err
-	}
 	for i, s := range stmts {
 		if i == views {
 			if err := upgrade(ctx, conn, db, l); err != nil {
@@ -207,8 +207,8 @@ func EnsureLayout(ctx context.Context, conn driver.Conn, db string, l Layout) er
 			}
 			return fmt.Errorf("clickhouse schema: %s: %w (%s)", strings.TrimSpace(first), err, hint)
 		}
-		if s == byDate && !hadByDate {
-			if err := copyByDate(ctx, conn, db); err != nil {
+		if s == byDate && !copied {
+			if err := copyByDate(ctx, conn, db, l); err != nil {
 				return err
 			}
 		}

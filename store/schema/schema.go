@@ -34,6 +34,9 @@ const (
 	// kept by the materialized view EventsByDateView (bydate.go).
 	EventsByDate     = "events_by_date"
 	EventsByDateView = "events_by_date_mv"
+	// EventsByDateCopied exists once the history stored before the view
+	// is copied into EventsByDate (bydate.go).
+	EventsByDateCopied = "events_by_date_copied"
 )
 
 // View names: dashboard views created by Ensure after the tables
@@ -48,7 +51,7 @@ const (
 // AllTables returns the names of every table and view Ensure creates, in
 // creation order.
 func AllTables() []string {
-	return append([]string{Events, EventsByDate, DeadLetters, Diagnoses, Findings, EventsByDateView}, Views()...)
+	return append([]string{Events, EventsByDate, DeadLetters, Diagnoses, Findings, EventsByDateView, EventsByDateCopied}, Views()...)
 }
 
 var dbName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
