@@ -20,7 +20,7 @@ import (
 // often and the soft limit bounds the peak (deploy/bench/README.md).
 // detect: what it holds is its open batches, packed when quiet and
 // long-lived; Go's GOGC=100 lets the heap reach twice that between
-// collections while they are folded (1.1 GiB for 1,000,000 batches that
+// collections while they are folded (931 MiB for 1,000,000 batches that
 // hold 400 MiB), and the soft limit keeps the peak near what is live.
 // serve: what a request allocates (rows, the replay of its batches, the
 // page) is garbage when it is answered.
