@@ -84,13 +84,25 @@ bench-replay:
 bench: build
 	BENCH="$(BENCH)" bash deploy/bench/all.sh
 
+# Every fuzz target of the tree, each for FUZZTIME (make fuzz FUZZTIME=10m);
+# deploy/check-tree.sh fails when one is missing here.
+FUZZTIME ?= 60s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 60s ./model/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeView$$' -fuzztime 60s ./model/
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./model/contract/
-	$(GO) test -run '^$$' -fuzz FuzzParams -fuzztime 60s ./query/dash/
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./model/manifest/
-	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./model/openlineage/
+	$(GO) test -run '^$$' -fuzz '^FuzzFreeze$$' -fuzztime $(FUZZTIME) ./analyzer/detect/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFinding$$' -fuzztime $(FUZZTIME) ./analyzer/detect/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./deploy/examples/
+	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./ingest/jsonl/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDiagnosis$$' -fuzztime $(FUZZTIME) ./ingest/results/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFinding$$' -fuzztime $(FUZZTIME) ./ingest/results/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./model/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseCron$$' -fuzztime $(FUZZTIME) ./model/contract/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./model/contract/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFast$$' -fuzztime $(FUZZTIME) ./model/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./model/manifest/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./model/openlineage/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseTime$$' -fuzztime $(FUZZTIME) ./model/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeView$$' -fuzztime $(FUZZTIME) ./model/
+	$(GO) test -run '^$$' -fuzz '^FuzzParams$$' -fuzztime $(FUZZTIME) ./query/dash/
 
 clean:
 	rm -rf bin

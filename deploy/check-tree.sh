@@ -3,7 +3,8 @@
 #   no tracked build output: no executable binary (ELF, Mach-O, PE) and no
 #   file over 1 MiB, wherever `go build` put it;
 #   go.mod and go.sum are tidy (`go mod tidy -diff` prints nothing);
-#   every tracked Go file is gofmt'ed.
+#   every tracked Go file is gofmt'ed;
+#   every fuzz target is run by `make fuzz`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 limit=$((1024 * 1024))
@@ -33,4 +34,11 @@ if unformatted=$(gofmt -l $(git ls-files '*.go')) && [ -n "$unformatted" ]; then
   echo "$unformatted" >&2
   fail=1
 fi
+while IFS=: read -r file name; do
+  pkg="./$(dirname "$file")/"
+  if ! grep -qF -- "-fuzz '^$name\$\$' -fuzztime \$(FUZZTIME) $pkg" Makefile; then
+    echo "check-tree: $file: $name is not run by make fuzz: add it to the fuzz target of the Makefile" >&2
+    fail=1
+  fi
+done < <(git ls-files -z '*_test.go' | xargs -0 grep -o '^func Fuzz[A-Za-z0-9_]*' | sed 's/func //')
 exit $fail

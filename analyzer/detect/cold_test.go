@@ -194,3 +194,55 @@ func TestBatchSize(t *testing.T) {
 		t.Fatalf("batch is %d bytes, want at most 80", n)
 	}
 }
+
+// FuzzFreeze: whatever the events of a batch hold (ids, checksums,
+// objects, components and errors of any bytes, any times and numbers),
+// freezing and thawing gives back the same events and the same bytes
+// when frozen again.
+func FuzzFreeze(f *testing.F) {
+	f.Add("0f8e2a7c-1b3d-4e5f-8a9b-0c1d2e3f4a5b", "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "a.csv", "runner-1", "", int64(0), int64(100), uint8(3))
+	f.Add("", "md5:abc", "snapshot_20260930.csv.tmp", "", "exit status 1", int64(-30*3600*1000), int64(-5), uint8(9))
+	f.Add("x", "SHA256:", "ünïcode", "\x00\xff", "e", int64(400*24*3600*1000+123), int64(1)<<40, uint8(1))
+	date := model.MustParseDate("2026-09-30")
+	t0 := date.In(time.UTC).Add(17 * time.Hour)
+	types := []model.EventType{model.JobStarted, model.ArtifactStaged, model.ArtifactFinalized, model.JobSucceeded,
+		model.SignalPublished, model.ArtifactTransferred, model.SignalTransferred, model.BatchIdentified,
+		model.ConsumeStarted, model.ConsumeSucceeded, model.JobFailed, model.ConsumeFailed}
+	f.Fuzz(func(t *testing.T, id, checksum, object, component, errText string, offsetMs, n int64, count uint8) {
+		d, err := New(Config{Contracts: noContracts{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := make([]model.Event, 0, int(count%16)+1)
+		for i := range int(count%16) + 1 {
+			e := model.Event{Spec: model.SpecV1, ID: fmt.Sprintf("%s-%d", id, i), Type: types[i%len(types)], System: model.Producer,
+				Time: t0.Add(time.Duration(offsetMs*int64(i+1)%(1<<40)) * time.Millisecond), Pipeline: "p.daily", BusinessDate: date, BatchID: "20260930",
+				Object: object, Checksum: checksum, Component: component, Error: errText}
+			if i%2 == 0 {
+				e.Rows, e.HasRows, e.Bytes, e.HasBytes = n, true, -n, true
+			}
+			if i%3 == 0 {
+				e.Attempt, e.HasAttempt = n>>(i%8), true
+			}
+			if i%4 == 1 {
+				e.ID = id // the same id again: a redelivery
+			}
+			events = append(events, e)
+		}
+		b := d.newBatch(events[0].Key())
+		for i := range events {
+			d.liveOf(b).Step(&events[i])
+		}
+		want := eventsOf(d, b)
+		d.freeze(b)
+		if got := eventsOf(d, b); !reflect.DeepEqual(got, want) {
+			t.Fatalf("thawed events differ:\n got %+v\nwant %+v", got, want)
+		}
+		cold := b.cold
+		d.liveOf(b)
+		d.freeze(b)
+		if b.cold != cold {
+			t.Fatalf("frozen twice: %d bytes, then %d", len(cold), len(b.cold))
+		}
+	})
+}
