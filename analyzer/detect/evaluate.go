@@ -329,17 +329,31 @@ func (d *Detector) settle(b *batch, diag *replay.Diagnosis, rerun bool) {
 // up to 14 hours before its UTC midnight), on the watch list. A batch
 // already known (open, or closed) is left as it is.
 func (d *Detector) expand(safe time.Time) {
-	if d.from.IsZero() || safe.IsZero() {
+	if safe.IsZero() {
 		return
 	}
-	to := dateOf(safe).AddDays(2)
-	lo := d.from
-	if d.horizon.Compare(lo) > 0 {
-		lo = d.horizon
+	lo, to, ok := d.expectWindow(safe)
+	if !ok {
+		return
 	}
 	for _, p := range d.contracts.Pipelines() {
 		d.expectPipeline(d.calendar, p, lo, to, d.contracts.For(p).Expected)
 	}
+}
+
+// expectWindow is the business dates whose expected batches are watched
+// as of safe, for contracts' calendars and learned ones alike: from the
+// calendar start (or the retention horizon, when later) to two days past
+// safe's date. It reports false before a calendar start is set.
+func (d *Detector) expectWindow(safe time.Time) (lo, to model.Date, ok bool) {
+	if d.from.IsZero() {
+		return model.Date{}, model.Date{}, false
+	}
+	lo = d.from
+	if d.horizon.Compare(lo) > 0 {
+		lo = d.horizon
+	}
+	return lo, dateOf(safe).AddDays(2), true
 }
 
 // expectPipeline opens, as expected, the batches of pipeline p that

@@ -73,13 +73,9 @@ func (d *Detector) refreshBaselines(safe time.Time) {
 			d.markDirty(b)
 		}
 	}
-	if d.from.IsZero() {
+	lo, to, ok := d.expectWindow(safe)
+	if !ok {
 		return
-	}
-	to := dateOf(safe).AddDays(2)
-	lo := d.from
-	if d.horizon.Compare(lo) > 0 {
-		lo = d.horizon
 	}
 	for _, p := range s.exp.Pipelines() {
 		if !d.contracts.For(p).IsDefault() {
