@@ -42,13 +42,17 @@ type Options struct {
 // Consumer moves events from Kafka into ClickHouse. Create it with New, run
 // it with Run, release it with Close.
 type Consumer struct {
-	cfg    Config
-	log    *slog.Logger
-	m      *Metrics
-	conn   chconn.Conn
-	sink   *writer.Sink
-	reader *kafka.Reader
-	dlq    *kafka.Writer
+	cfg  Config
+	log  *slog.Logger
+	m    *Metrics
+	conn chconn.Conn
+	sink *writer.Sink
+	// dialer connects to the brokers: the consumer group's coordinator
+	// and the partitions' leaders.
+	dialer *kafka.Dialer
+	// grp is the consumer group membership while Run runs.
+	grp *group
+	dlq *kafka.Writer
 	// dlqTransport is dlq's connection pool, closed with it; offsets
 	// uses it too.
 	dlqTransport *kafka.Transport
@@ -68,9 +72,8 @@ type Consumer struct {
 }
 
 // New connects to ClickHouse (creating the schema when missing) and Kafka
-// (creating the topics when missing) and prepares the consumer group
-// reader. While a service is unreachable it retries with backoff until ctx
-// is done.
+// (creating the topics when missing); Run joins the consumer group. While
+// a service is unreachable it retries with backoff until ctx is done.
 func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil { // the database name too
 		return nil, err
@@ -122,30 +125,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		c.conn.Close()
 		return nil, err
 	}
-	queue := readerQueue(cfg)
-	c.reader = kafka.NewReader(kafka.ReaderConfig{
-		Dialer:                &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, DialFunc: dialBuffered},
-		Brokers:               cfg.Kafka.Brokers,
-		GroupID:               cfg.Group,
-		Topic:                 cfg.Kafka.Topic,
-		MinBytes:              1,
-		MaxBytes:              2 * topics.MaxMessageBytes,
-		MaxWait:               3 * time.Second, // long poll; kafka-go keeps 1s of it as a response margin
-		QueueCapacity:         queue,
-		CommitInterval:        0, // synchronous commits, only from flush
-		StartOffset:           kafka.FirstOffset,
-		SessionTimeout:        cfg.SessionTimeout,
-		HeartbeatInterval:     cfg.SessionTimeout / 4,
-		RebalanceTimeout:      cfg.SessionTimeout,
-		JoinGroupBackoff:      time.Second,
-		ReadBackoffMin:        100 * time.Millisecond,
-		ReadBackoffMax:        cfg.RetryMax,
-		ReadLagInterval:       -1,
-		WatchPartitionChanges: true,
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			log.Info("kafka reader: " + fmt.Sprintf(msg, args...))
-		}),
-	})
+	// The group's and the fetchers' connections (the group itself is
+	// joined by Run).
+	c.dialer = &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, DialFunc: dialBuffered}
 	// The DLQ writer has a connection pool of its own: kafka.DefaultTransport
 	// is shared with every client in the process, and its cached metadata
 	// and connection errors outlive a broker restart by its metadata TTL.
@@ -167,7 +149,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 	return c, nil
 }
 
-// readBuffer is the read buffer of the reader's broker connections.
+// readBuffer is the read buffer of the fetchers' broker connections.
 // kafka-go reads a fetch response through a 4 KiB bufio.Reader, which
 // made one read system call per 4 KiB of messages (~12 per 1,000 events of
 // ~300 bytes); a connection reading through a larger buffer serves those
@@ -200,29 +182,13 @@ func dialBuffered(ctx context.Context, network, address string) (net.Conn, error
 // stored) without holding batches beyond that.
 const inFlightBatches = 4
 
-// readerQueue is how many messages the Kafka reader may fetch ahead of the
-// pipeline. That queue is outside the in-flight budget, so it is bounded
-// by bytes too: a message may be up to 1 MiB (model.MaxEventSize), and
-// the queue holds no more than one BatchBytes of such messages (at least
-// 64 messages, and never more than a batch or 20,000: small events need a
-// queue that deep to keep the fetch loop busy).
-func readerQueue(cfg Config) int {
-	q := min(max(cfg.BatchSize, 1000), 20000)
-	return min(q, max(64, int(int64(cfg.BatchBytes)/model.MaxEventSize)))
-}
-
 // Metrics returns the consumer's metrics.
 func (c *Consumer) Metrics() *Metrics { return c.m }
 
-// Close releases the Kafka reader and writer and the ClickHouse connection.
+// Close releases the Kafka writer and the ClickHouse connection.
 // Call it after Run returned.
 func (c *Consumer) Close() error {
 	var errs []error
-	if c.reader != nil {
-		if err := c.reader.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close Kafka reader: %w", err))
-		}
-	}
 	if c.dlq != nil {
 		if err := c.dlq.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close DLQ writer: %w", err))

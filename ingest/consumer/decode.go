@@ -3,8 +3,6 @@ package consumer
 import (
 	"errors"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/store/schema"
 )
@@ -12,15 +10,15 @@ import (
 // decodeChunk decodes msgs, a chunk of batch d, with worker w's decoder
 // into d.evb[w] and d.dead[w] (each worker has its own, so chunks of one
 // batch decode in parallel).
-func (c *Consumer) decodeChunk(d *decoded, w int, msgs []kafka.Message) {
+func (c *Consumer) decodeChunk(d *decoded, w int, msgs []record) {
 	dec := &c.dec[w]
 	eb := &d.evb[w]
 	for j := range msgs {
 		m := &msgs[j]
-		src := schema.Source{Topic: m.Topic, Partition: int32(m.Partition), Offset: m.Offset}
+		src := schema.Source{Topic: c.cfg.Kafka.Topic, Partition: m.partition, Offset: m.offset}
 		// Decoded in place and copied once, into the batch's columns: no
 		// model.Event, no attrs map.
-		v, err := dec.DecodeView(m.Value)
+		v, err := dec.DecodeView(m.value)
 		if err == nil {
 			eb.AddView(v, src, d.nowMS)
 			continue
@@ -31,7 +29,7 @@ func (c *Consumer) decodeChunk(d *decoded, w int, msgs []kafka.Message) {
 			kind = ve.Kind
 		}
 		d.dead[w] = append(d.dead[w], schema.DeadLetter{
-			ReceivedMS: d.nowMS, Source: src, Key: string(m.Key), Reason: kind, Error: err.Error(), Payload: m.Value,
+			ReceivedMS: d.nowMS, Source: src, Key: string(m.key), Reason: kind, Error: err.Error(), Payload: m.value,
 		})
 	}
 }

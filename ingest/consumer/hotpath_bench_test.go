@@ -58,6 +58,10 @@ func BenchmarkDecodeChunk(b *testing.B) {
 
 func benchmarkDecodeChunk(b *testing.B, plain bool) {
 	msgs, size := hotPathChunk(b, plain)
+	recs := make([]record, len(msgs))
+	for i, m := range msgs {
+		recs[i] = record{key: m.Key, value: m.Value, offset: m.Offset, partition: int32(m.Partition)}
+	}
 	c := &Consumer{dec: make([]model.Decoder, 1)}
 	d := &decoded{evb: make([]schema.EventBatch, 1), dead: make([][]schema.DeadLetter, 1), last: []kafka.Message{}}
 	var buf schema.ColumnBuffers
@@ -66,7 +70,7 @@ func benchmarkDecodeChunk(b *testing.B, plain bool) {
 	cpu0 := cpuTime()
 	for b.Loop() {
 		d.reset(time.Unix(1790000000, 0))
-		c.decodeChunk(d, 0, msgs)
+		c.decodeChunk(d, 0, recs)
 		if len(d.dead[0]) > 0 || d.evb[0].Len() != len(msgs) {
 			b.Fatalf("%d of %d events decoded, %d dead letters", d.evb[0].Len(), len(msgs), len(d.dead[0]))
 		}

@@ -12,6 +12,22 @@ import (
 	"github.com/handoff-dev/handoff/internal/topics"
 )
 
+// lastOffset records in dst (the last message of every partition, without
+// key and value) that r, a record of topic with the partition's high
+// watermark hwm, came after what dst holds of its partition.
+func lastOffset(dst []kafka.Message, topic string, r *record, hwm int64) []kafka.Message {
+	p := int(r.partition)
+	for j := range dst {
+		if dst[j].Partition == p {
+			if dst[j].Offset < r.offset {
+				dst[j].Offset, dst[j].HighWaterMark = r.offset, hwm
+			}
+			return dst
+		}
+	}
+	return append(dst, kafka.Message{Topic: topic, Partition: p, Offset: r.offset, HighWaterMark: hwm})
+}
+
 // lastOffsets appends to dst the message of the highest offset of every
 // partition in msgs, without key, value and headers.
 func lastOffsets(dst []kafka.Message, msgs []kafka.Message) []kafka.Message {
@@ -57,7 +73,7 @@ func (c *Consumer) commit(ctx context.Context, group []*decoded, n int) error {
 	if len(commits) > 0 {
 		err = c.retry(ctx, "commit", fmt.Sprintf("commit offsets of %d messages (group %s)", n, c.cfg.Group), 8,
 			func(ctx context.Context) error {
-				return topics.CommitForward(ctx, c.reader, c.offsets, c.cfg.Group, commits, c.log)
+				return topics.CommitForward(ctx, c.grp, c.offsets, c.cfg.Group, commits, c.log)
 			})
 	}
 	if err != nil {

@@ -51,7 +51,7 @@ func (d *decoded) reset(now time.Time) {
 // worker's columns of the batch.
 type chunk struct {
 	d    *decoded
-	msgs []kafka.Message
+	msgs []record
 }
 
 // chunkSize and chunkBytes bound how many messages (and bytes of keys and
@@ -85,15 +85,31 @@ func (c *Consumer) Run(ctx context.Context) error {
 		"clickhouse", c.cfg.ClickHouse.Addr, "database", c.cfg.ClickHouse.Database, "batch_size", c.cfg.BatchSize,
 		"batch_bytes", c.cfg.BatchBytes.String(), "flush_interval", c.cfg.FlushInterval, "decode_workers", c.workers)
 
-	// This loop fetches messages and cuts batches; the decode workers
-	// decode each batch's chunks into its columns while it is being
-	// fetched; the finish stage waits for a cut batch's last chunks and
-	// passes it on in order; the store stage writes and commits batches,
-	// in order. The loop reads the Kafka reader directly (no goroutine and
-	// channel per message in between); the reader's own queue buffers
-	// while a hand-over waits.
+	// The partitions' fetchers read fetch responses and hand them over in
+	// runs of records (fetch.go); this loop takes the records one by one
+	// and cuts batches; the decode workers decode each batch's chunks into
+	// its columns while it is being fetched; the finish stage waits for a
+	// cut batch's last chunks and passes it on in order; the store stage
+	// writes and commits batches, in order. The group is left after the
+	// last flush has committed: its generation is what commits go through.
+	grp, err := c.newGroup()
+	if err != nil {
+		return err
+	}
+	c.grp = grp
+	groupDone := make(chan struct{})
+	go func() {
+		defer close(groupDone)
+		grp.run(ctx)
+	}()
+	defer func() {
+		grp.close()
+		<-groupDone
+	}()
+	src := fetchSource{in: grp.out, spare: grp.spare, hwm: map[int]int64{}, lag: c.lag}
+
 	chunks := make(chan chunk, 2*c.workers)
-	spare := make(chan []kafka.Message, 4*c.workers)
+	spare := make(chan []record, 4*c.workers)
 	var workers sync.WaitGroup
 	for w := 0; w < c.workers; w++ {
 		workers.Add(1)
@@ -127,7 +143,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	go func() { flushDone <- c.storeStage(flushCtx, decodedCh, free) }()
 
 	var d *decoded // the batch being fetched; nil while there is none
-	var cur []kafka.Message
+	var cur []record
 	var curBytes int64
 	dispatch := func() {
 		if len(cur) == 0 {
@@ -139,12 +155,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 		select {
 		case cur = <-spare:
 		default:
-			cur = make([]kafka.Message, 0, chunkSize)
+			cur = make([]record, 0, chunkSize)
 		}
 	}
-	// The high watermark last seen per partition: the lag gauge is
-	// updated when it moves, not for every message.
-	hwm := map[int]int64{}
 	// bctx ends FlushInterval after the first message of the current
 	// batch (the age trigger); it is ctx while the batch is empty.
 	bctx, bcancel := ctx, context.CancelFunc(func() {})
@@ -164,7 +177,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			return false
 		}
 	}
-	add := func(m *kafka.Message, sz int64) {
+	add := func(m *record, sz int64) {
 		if d == nil {
 			d = <-free // the store stage gives every batch back, even after a failure
 			d.reset(time.Now())
@@ -172,44 +185,29 @@ func (c *Consumer) Run(ctx context.Context) error {
 		cur = append(cur, *m)
 		d.n++
 		d.bytes += sz
-		d.last = lastOffsets(d.last, cur[len(cur)-1:])
+		d.last = lastOffset(d.last, c.cfg.Kafka.Topic, m, src.hwm[int(m.partition)])
 		curBytes += sz
 		if len(cur) >= chunkSize || curBytes >= chunkBytes {
 			dispatch()
 		}
 	}
-	backoff := 100 * time.Millisecond
 loop:
 	for {
-		m, err := c.reader.FetchMessage(bctx)
-		if err != nil {
+		m := src.next(bctx)
+		if m == nil {
 			if ctx.Err() != nil {
 				break loop
 			}
-			if bctx.Err() != nil { // the batch's age
-				if !send("age") {
-					break loop
-				}
-				continue
+			// the batch's age
+			if !send("age") {
+				break loop
 			}
-			c.m.Errors.WithLabelValues("fetch").Inc()
-			c.log.Warn("kafka fetch failed; retrying", "topic", c.cfg.Kafka.Topic, "err", err, "retry_in", backoff)
-			select {
-			case <-time.After(backoff):
-			case <-bctx.Done():
-			}
-			backoff = min(backoff*2, c.cfg.RetryMax)
 			continue
-		}
-		backoff = 100 * time.Millisecond
-		if h, ok := hwm[m.Partition]; !ok || h != m.HighWaterMark {
-			hwm[m.Partition] = m.HighWaterMark
-			c.lag.fetched(m.Partition, m.Offset, m.HighWaterMark)
 		}
 		// Cut the batch before this message would take it over its
 		// bytes; then wait until the pipeline has room for it (while
 		// waiting, the batch's age still cuts it).
-		sz := int64(len(m.Key) + len(m.Value))
+		sz := int64(len(m.key) + len(m.value))
 		stop := d != nil && d.bytes+sz > int64(c.cfg.BatchBytes) && !send("bytes")
 		for !stop && !c.inflight.acquire(bctx, sz) {
 			if ctx.Err() != nil || !send("age") {
@@ -219,13 +217,13 @@ loop:
 		if stop {
 			// Shutting down: the message is flushed with the rest.
 			c.inflight.force(sz)
-			add(&m, sz)
+			add(m, sz)
 			break loop
 		}
 		if d == nil {
 			bctx, bcancel = context.WithTimeout(ctx, c.cfg.FlushInterval)
 		}
-		add(&m, sz)
+		add(m, sz)
 		if d.n >= c.cfg.BatchSize && !send("size") {
 			break loop
 		}
@@ -238,7 +236,7 @@ loop:
 	}
 	close(batches)
 	close(chunks) // every chunk is dispatched; the workers finish them
-	err := <-flushDone
+	err = <-flushDone
 	workers.Wait()
 	if err != nil {
 		c.log.Error("ingest stopped with unstored messages; they stay uncommitted and are consumed again on the next start", "err", err)
@@ -261,4 +259,43 @@ func finishStage(in <-chan *decoded, out chan<- *decoded) {
 		}
 		out <- d
 	}
+}
+
+// fetchSource gives the fetch loop the fetchers' records one by one.
+type fetchSource struct {
+	in    <-chan fetched
+	spare chan<- []record
+	cur   fetched
+	i     int
+	// hwm is the high watermark last seen per partition: the lag gauge
+	// is updated when it moves, not for every message.
+	hwm map[int]int64
+	lag *lagTracker
+}
+
+// next returns the next record, or nil when ctx ended first. The record
+// stays valid until the next call.
+func (s *fetchSource) next(ctx context.Context) *record {
+	for s.i >= len(s.cur.recs) {
+		if s.cur.recs != nil {
+			clear(s.cur.recs)
+			select {
+			case s.spare <- s.cur.recs[:0]:
+			default:
+			}
+			s.cur.recs = nil
+		}
+		select {
+		case f := <-s.in:
+			s.cur, s.i = f, 0
+			if h, ok := s.hwm[f.partition]; (!ok || h != f.hwm) && len(f.recs) > 0 {
+				s.hwm[f.partition] = f.hwm
+				s.lag.fetched(f.partition, f.recs[0].offset, f.hwm)
+			}
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	s.i++
+	return &s.cur.recs[s.i-1]
 }

@@ -1,0 +1,358 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/handoff-dev/handoff/internal/topics"
+)
+
+// How the ingester reads Kafka: a consumer group (kafka-go's ConsumerGroup)
+// assigns partitions, and one fetcher per assigned partition reads whole
+// fetch responses from the partition's leader (Conn.ReadBatch) and hands
+// them to the fetch loop in runs of records. kafka-go's Reader did the
+// same underneath, but handed every message over on its own: a channel
+// send and receive, a read deadline and its statistics per message, about
+// a third of the ingester's CPU per event.
+
+// record is one message as the pipeline holds it: its key and value (as
+// kafka-go read them, not copied again) and where it came from.
+type record struct {
+	key, value []byte
+	offset     int64
+	partition  int32
+}
+
+// fetched is a run of one partition's records, in offset order, read from
+// one fetch response, with the partition's high watermark in that
+// response.
+type fetched struct {
+	partition int
+	hwm       int64
+	recs      []record
+}
+
+// Fetching: the longest a fetch waits on the broker for records (a long
+// poll), and how long reading its response may take on top.
+const (
+	fetchMaxWait     = 2 * time.Second
+	fetchReadTimeout = 10 * time.Second
+	// fetchMaxBytes is what one fetch response may hold of a partition:
+	// at least one message of the largest size the topics accept. The
+	// response is read as a stream, run by run, not held whole.
+	fetchMaxBytes = 2 * topics.MaxMessageBytes
+)
+
+// group is the ingester's membership of the consumer group: the current
+// generation (for commits) and the fetchers of its partitions.
+type group struct {
+	c  *Consumer
+	cg *kafka.ConsumerGroup
+	// out carries the fetchers' runs to the fetch loop; spare returns
+	// their slices.
+	out   chan fetched
+	spare chan []record
+
+	mu sync.Mutex
+	// gen is the current generation, nil between generations; live is
+	// closed while gen is set.
+	gen  *kafka.Generation
+	live chan struct{}
+}
+
+// fetchQueue is how many runs wait for the fetch loop at most (on top of
+// the one each fetcher fills): with chunkBytes a run, a few MiB outside
+// the in-flight budget.
+const fetchQueue = 4
+
+func (c *Consumer) newGroup() (*group, error) {
+	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		ID:                    c.cfg.Group,
+		Brokers:               c.cfg.Kafka.Brokers,
+		Dialer:                c.dialer,
+		Topics:                []string{c.cfg.Kafka.Topic},
+		SessionTimeout:        c.cfg.SessionTimeout,
+		HeartbeatInterval:     c.cfg.SessionTimeout / 4,
+		RebalanceTimeout:      c.cfg.SessionTimeout,
+		JoinGroupBackoff:      time.Second,
+		StartOffset:           kafka.FirstOffset,
+		WatchPartitionChanges: true,
+		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
+			c.log.Info("kafka consumer group: " + fmt.Sprintf(msg, args...))
+		}),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kafka consumer group %s: %w", c.cfg.Group, err)
+	}
+	return &group{c: c, cg: cg, out: make(chan fetched, fetchQueue), spare: make(chan []record, fetchQueue+8),
+		live: make(chan struct{})}, nil
+}
+
+// run joins generation after generation until the group is closed, and
+// starts a fetcher per assigned partition in each. Fetchers stop fetching
+// when fetchCtx ends but stay in the generation until it ends (a fetcher
+// returning would end it), so the last flush can still commit.
+func (g *group) run(fetchCtx context.Context) {
+	c := g.c
+	for {
+		gen, err := g.cg.Next(context.Background())
+		if errors.Is(err, kafka.ErrGroupClosed) {
+			return
+		}
+		if err != nil {
+			c.m.Errors.WithLabelValues("fetch").Inc()
+			c.log.Warn("kafka consumer group: joining failed; retrying", "group", c.cfg.Group, "brokers", c.cfg.Kafka.Brokers, "err", err)
+			continue
+		}
+		parts := gen.Assignments[c.cfg.Kafka.Topic]
+		ids := make([]int, len(parts))
+		for i, p := range parts {
+			ids[i] = p.ID
+		}
+		c.log.Info("kafka consumer group: joined", "group", c.cfg.Group, "generation", gen.ID, "partitions", ids)
+		g.setGeneration(gen)
+		gen.Start(func(gctx context.Context) {
+			<-gctx.Done()
+			g.endGeneration(gen)
+		})
+		for _, p := range parts {
+			gen.Start(func(gctx context.Context) { g.fetchPartition(gctx, fetchCtx, p.ID, p.Offset) })
+		}
+	}
+}
+
+func (g *group) setGeneration(gen *kafka.Generation) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.gen == nil {
+		close(g.live)
+	}
+	g.gen = gen
+}
+
+func (g *group) endGeneration(gen *kafka.Generation) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.gen == gen {
+		g.gen = nil
+		g.live = make(chan struct{})
+	}
+}
+
+// generation returns the current generation, waiting for one until ctx
+// ends.
+func (g *group) generation(ctx context.Context) (*kafka.Generation, error) {
+	for {
+		g.mu.Lock()
+		gen, live := g.gen, g.live
+		g.mu.Unlock()
+		if gen != nil {
+			return gen, nil
+		}
+		select {
+		case <-live:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no generation of consumer group %s to commit in (rejoining the group): %w", g.c.cfg.Group, ctx.Err())
+		}
+	}
+}
+
+// CommitMessages commits each message's offset + 1 (topics.Committer) in
+// the current generation. A group accepts a commit of any current member
+// for any partition, so messages fetched in an earlier generation are
+// committed in the current one; topics.CommitForward keeps such commits
+// from moving a partition back.
+func (g *group) CommitMessages(ctx context.Context, msgs ...kafka.Message) error {
+	gen, err := g.generation(ctx)
+	if err != nil {
+		return err
+	}
+	offsets := map[string]map[int]int64{}
+	for _, m := range msgs {
+		if offsets[m.Topic] == nil {
+			offsets[m.Topic] = map[int]int64{}
+		}
+		offsets[m.Topic][m.Partition] = m.Offset + 1
+	}
+	if err := gen.CommitOffsets(offsets); err != nil {
+		return fmt.Errorf("commit in generation %d of group %s: %w", gen.ID, g.c.cfg.Group, err)
+	}
+	return nil
+}
+
+// close leaves the group: the current generation ends and its fetchers
+// return.
+func (g *group) close() error { return g.cg.Close() }
+
+// fetchPartition reads partition p from offset (the group's committed
+// offset, or kafka.FirstOffset) until the generation ends or fetchCtx does,
+// reconnecting with backoff after an error. It returns only when the
+// generation has ended.
+func (g *group) fetchPartition(gctx, fetchCtx context.Context, p int, offset int64) {
+	c := g.c
+	ctx, cancel := context.WithCancel(gctx)
+	stop := context.AfterFunc(fetchCtx, cancel)
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		next, err := g.readPartition(ctx, p, offset)
+		if ctx.Err() != nil {
+			break
+		}
+		if next != offset {
+			backoff = 100 * time.Millisecond
+		}
+		offset = next
+		c.m.Errors.WithLabelValues("fetch").Inc()
+		c.log.Warn("kafka fetch failed; retrying", "topic", c.cfg.Kafka.Topic, "partition", p, "offset", offset, "err", err, "retry_in", backoff)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+		}
+		backoff = min(backoff*2, c.cfg.RetryMax)
+	}
+	stop()
+	cancel()
+	<-gctx.Done()
+}
+
+// readPartition connects to p's leader and reads from offset until an
+// error or ctx ends; it returns the offset to read from next.
+func (g *group) readPartition(ctx context.Context, p int, offset int64) (int64, error) {
+	c := g.c
+	conn, err := g.dialLeader(ctx, p)
+	if err != nil {
+		return offset, err
+	}
+	defer conn.Close()
+	// A fetch blocks on the broker for up to fetchMaxWait: closing the
+	// connection wakes it when the generation or the fetching ends.
+	unblock := context.AfterFunc(ctx, func() { conn.Close() })
+	defer unblock()
+	if offset, err = g.seek(conn, p, offset); err != nil {
+		return offset, err
+	}
+	for {
+		conn.SetReadDeadline(time.Now().Add(fetchMaxWait + fetchReadTimeout))
+		b := conn.ReadBatchWith(kafka.ReadBatchConfig{MinBytes: 1, MaxBytes: fetchMaxBytes, MaxWait: fetchMaxWait})
+		var rerr error
+		offset, rerr = g.readBatch(ctx, b, p, offset)
+		err := errors.Join(rerr, b.Close())
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return offset, err
+		case errors.Is(err, kafka.RequestTimedOut):
+			// Nothing new within the long poll.
+		case errors.Is(err, kafka.OffsetOutOfRange):
+			// Retention deleted what this partition was to be read from
+			// (or the offset is past the end): start again from what is
+			// there.
+			next, serr := g.seek(conn, p, offset)
+			if serr != nil {
+				return offset, errors.Join(err, serr)
+			}
+			if next == offset {
+				return offset, err
+			}
+			c.log.Warn("kafka partition: the offset to read is out of range; reading from the first available", "topic", c.cfg.Kafka.Topic,
+				"partition", p, "from", offset, "to", next)
+			offset = next
+		default:
+			return offset, err
+		}
+	}
+}
+
+// seek resolves offset (kafka.FirstOffset, or an offset that may be before
+// the partition's first) to the first offset to read and seeks conn there.
+func (g *group) seek(conn *kafka.Conn, p int, offset int64) (int64, error) {
+	conn.SetDeadline(time.Now().Add(fetchReadTimeout))
+	defer conn.SetDeadline(time.Time{})
+	first, last, err := conn.ReadOffsets()
+	if err != nil {
+		return offset, fmt.Errorf("read the offsets of %s/%d: %w", g.c.cfg.Kafka.Topic, p, err)
+	}
+	switch {
+	case offset == kafka.FirstOffset || offset < first:
+		offset = first
+	case offset == kafka.LastOffset || offset > last:
+		offset = last
+	}
+	if _, err := conn.Seek(offset, kafka.SeekAbsolute|kafka.SeekDontCheck); err != nil {
+		return offset, fmt.Errorf("seek %s/%d to %d: %w", g.c.cfg.Kafka.Topic, p, offset, err)
+	}
+	return offset, nil
+}
+
+// dialLeader connects to the leader of partition p, asking each broker in
+// turn.
+func (g *group) dialLeader(ctx context.Context, p int) (*kafka.Conn, error) {
+	var errs []error
+	for _, b := range g.c.cfg.Kafka.Brokers {
+		conn, err := g.c.dialer.DialLeader(ctx, "tcp", b, g.c.cfg.Kafka.Topic, p)
+		if err == nil {
+			return conn, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("connect to the leader of %s/%d: %w", g.c.cfg.Kafka.Topic, p, errors.Join(errs...))
+}
+
+// readBatch reads one fetch response of partition p and hands its records
+// to the fetch loop in runs of up to chunkSize records or chunkBytes. It
+// returns the offset to read from next: after the last record handed over
+// (a run not handed over because ctx ended is read again by whoever reads
+// the partition next).
+func (g *group) readBatch(ctx context.Context, b *kafka.Batch, p int, offset int64) (int64, error) {
+	hwm := b.HighWaterMark()
+	var recs []record
+	var bytes int
+	send := func() bool {
+		if len(recs) == 0 {
+			return true
+		}
+		select {
+		case g.out <- fetched{partition: p, hwm: hwm, recs: recs}:
+			offset = recs[len(recs)-1].offset + 1
+			recs, bytes = nil, 0
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for {
+		m, err := b.ReadMessage()
+		if err != nil {
+			if !send() {
+				return offset, ctx.Err()
+			}
+			if errors.Is(err, io.EOF) {
+				// Past compacted records too, when the response ends with
+				// some.
+				return max(offset, b.Offset()), nil
+			}
+			return offset, err
+		}
+		if recs == nil {
+			select {
+			case recs = <-g.spare:
+			default:
+				recs = make([]record, 0, chunkSize)
+			}
+		}
+		recs = append(recs, record{key: m.Key, value: m.Value, offset: m.Offset, partition: int32(p)})
+		bytes += len(m.Key) + len(m.Value)
+		if (len(recs) >= chunkSize || bytes >= chunkBytes) && !send() {
+			return offset, ctx.Err()
+		}
+	}
+}
