@@ -241,7 +241,7 @@ func (g *group) readPartition(ctx context.Context, p int, offset int64) (int64, 
 		conn.SetReadDeadline(time.Now().Add(fetchMaxWait + fetchReadTimeout))
 		b := conn.ReadBatchWith(kafka.ReadBatchConfig{MinBytes: 1, MaxBytes: fetchMaxBytes, MaxWait: fetchMaxWait})
 		var rerr error
-		offset, rerr = g.readBatch(ctx, b, p, offset)
+		offset, rerr = g.readBatch(ctx, conn, b, p, offset)
 		err := errors.Join(rerr, b.Close())
 		switch {
 		case err == nil:
@@ -312,7 +312,7 @@ func (g *group) dialLeader(ctx context.Context, p int) (*kafka.Conn, error) {
 // returns the offset to read from next: after the last record handed over
 // (a run not handed over because ctx ended is read again by whoever reads
 // the partition next).
-func (g *group) readBatch(ctx context.Context, b *kafka.Batch, p int, offset int64) (int64, error) {
+func (g *group) readBatch(ctx context.Context, conn *kafka.Conn, b *kafka.Batch, p int, offset int64) (int64, error) {
 	hwm := b.HighWaterMark()
 	var recs []record
 	var bytes int
@@ -324,6 +324,9 @@ func (g *group) readBatch(ctx context.Context, b *kafka.Batch, p int, offset int
 		case g.out <- fetched{partition: p, hwm: hwm, recs: recs}:
 			offset = recs[len(recs)-1].offset + 1
 			recs, bytes = nil, 0
+			// The hand-over waits while the pipeline is full (ClickHouse
+			// slow or down): the rest of the response gets its time anew.
+			conn.SetReadDeadline(time.Now().Add(fetchReadTimeout))
 			return true
 		case <-ctx.Done():
 			return false
