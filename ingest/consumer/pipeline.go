@@ -220,10 +220,16 @@ loop:
 			add(m, sz)
 			break loop
 		}
-		if d == nil {
+		fresh := d == nil
+		add(m, sz)
+		if fresh {
+			// The batch's age counts from when it got its first message,
+			// after add waited for a free batch: counted from before, a
+			// pipeline waiting for ClickHouse cut every batch it got back
+			// at once, by age, with a message or a run in it, and stored
+			// its rows in twice the INSERTs and parts.
 			bctx, bcancel = context.WithTimeout(ctx, c.cfg.FlushInterval)
 		}
-		add(m, sz)
 		if d.n >= c.cfg.BatchSize && !send("size") {
 			break loop
 		}
