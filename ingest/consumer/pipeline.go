@@ -70,6 +70,11 @@ const (
 // timeout; if it cannot finish, Run returns an error and the unstored
 // messages stay uncommitted (they are consumed again on the next start).
 func (c *Consumer) Run(ctx context.Context) error {
+	grp, err := c.newGroup()
+	if err != nil {
+		return err
+	}
+	c.grp = grp
 	// Flushes outlive ctx by up to ShutdownTimeout, so a SIGTERM still
 	// stores and commits what was read.
 	flushCtx, cancelFlush := context.WithCancel(context.WithoutCancel(ctx))
@@ -92,11 +97,6 @@ func (c *Consumer) Run(ctx context.Context) error {
 	// cut batch's last chunks and passes it on in order; the store stage
 	// writes and commits batches, in order. The group is left after the
 	// last flush has committed: its generation is what commits go through.
-	grp, err := c.newGroup()
-	if err != nil {
-		return err
-	}
-	c.grp = grp
 	groupDone := make(chan struct{})
 	go func() {
 		defer close(groupDone)
