@@ -11,7 +11,9 @@ import (
 // anomalies fills d.Anomalies, in a fixed order of kinds so that the
 // diagnosis is deterministic.
 func (v *view) anomalies(d *Diagnosis, first model.Boundary, cont Previous) {
-	d.Anomalies = []Anomaly{}
+	if d.Anomalies == nil {
+		d.Anomalies = []Anomaly{}
+	}
 	add := func(k AnomalyKind, detail string, ev []string) {
 		if ev == nil {
 			ev = []string{}

@@ -76,9 +76,9 @@ func (v *view) nextStep(d *Diagnosis, verdict model.Hypothesis, first model.Boun
 	case model.NotIdentified:
 		ns.Action = ActionInvestigateIdentification
 		ns.Summary = "data and completion signal are at the receiver but the batch is not identified: compare the receiver's expected names with what arrived"
-		if n, ok := v.c.ArtifactName(v.key); ok {
+		if n, ok := v.keyArtifact, v.hasKeyArtifact; ok {
 			ns.Summary += " (data " + strconv.Quote(n)
-			if s, ok := v.c.SignalName(v.key); ok {
+			if s, ok := v.keySignal, v.hasKeySignal; ok {
 				ns.Summary += ", signal " + strconv.Quote(s)
 			}
 			ns.Summary += ")"
@@ -122,7 +122,7 @@ func (v *view) restoreSignal(d *Diagnosis, key string) NextStep {
 		check("artifact_final", len(fin) > 0, "final name in place at the source", "no artifact.finalized event", v.ids(fin)),
 		check("artifact_readable_at_receiver", len(tr) > 0, "data file present and readable at the receiver", "no artifact.transferred event", v.ids(tr)),
 	}
-	_, hasTemplates := v.c.ArtifactName(v.key)
+	hasTemplates := v.hasKeyArtifact
 	if ev := has(IdentityMismatch); ev != nil {
 		checks = append(checks, check("identity_matches", false, "", "a name does not derive from "+key, ev))
 	} else if !hasTemplates {
@@ -171,7 +171,7 @@ func (v *view) restoreSignal(d *Diagnosis, key string) NextStep {
 	checks = append(checks, check("no_signal_present", len(sd) == 0, "no completion signal recorded at the receiver", "a completion signal is already recorded at the receiver", v.ids(sd)))
 
 	ns := NextStep{Action: ActionRestoreSignal, Checks: checks}
-	name, ok := v.c.SignalName(v.key)
+	name, ok := v.keySignal, v.hasKeySignal
 	if ok {
 		ns.Signal = name
 	}

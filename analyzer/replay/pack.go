@@ -174,9 +174,18 @@ func (s *State) reserve(need int) {
 		panic(fmt.Sprintf("replay: batch %s: more than 4 GiB of event ids and names in one batch: split the batch or shorten its error texts", s.key))
 	}
 	if cap(s.arena)-len(s.arena) < need {
-		s.arena = slices.Grow(s.arena, max(cap(s.arena), need))
+		grow := max(cap(s.arena), need)
+		if s.reused {
+			// A reset state's arena serves batch after batch: one
+			// allocation for a dozen of them.
+			grow = max(grow, arenaChunk)
+		}
+		s.arena = slices.Grow(s.arena, grow)
 	}
 }
+
+// arenaChunk is how many bytes a reset state's arena grows by at least.
+const arenaChunk = 4096
 
 // keyInArena takes the state's key from its first event, copied into the
 // arena's first allocation (one allocation less per batch for diagnose,

@@ -16,7 +16,11 @@ var sideOrder = [...]model.System{model.Producer, model.Exchange, model.Consumer
 // batch and prints few reports, and a streaming caller would evaluate far
 // more often than anyone reads one.
 func (v *view) context(d *Diagnosis, ctx Context) {
-	d.Timeline = make([]Entry, len(v.recs))
+	if d.Timeline != nil && cap(d.Timeline) >= len(v.recs) {
+		d.Timeline = d.Timeline[:len(v.recs)]
+	} else {
+		d.Timeline = make([]Entry, len(v.recs))
+	}
 	for i, r := range v.recs {
 		d.Timeline[i] = Entry{
 			EventID: v.id(r), Type: r.typ(), Time: r.at(), System: sideOrder[r.side],

@@ -101,6 +101,19 @@ type State struct {
 	keyLen int32
 	// garbage: the arena holds strings of a replaced record.
 	garbage bool
+	// reused: Reset emptied the state; its arena grows by arenaChunk.
+	reused bool
+}
+
+// Reset empties s for another batch (its key is taken from the next
+// Step, as for the zero State) and keeps its memory: the records' room,
+// and the arena's room past the strings of the batch before, which it
+// fills from there on. The arena's bytes are never written twice, so the
+// strings of diagnoses evaluated before Reset, and the key Key returned,
+// stay valid. A caller that folds batch after batch (a loop over a file,
+// a backfill) resets one State instead of allocating one per batch.
+func (s *State) Reset() {
+	*s = State{records: s.records[:0], arena: s.arena[len(s.arena):], reused: true}
 }
 
 // Key returns the batch key of the state (zero before the first Step).
