@@ -74,13 +74,18 @@ func deadlineText(v *view, b, by model.Boundary) string {
 
 type addFunc func(k AnomalyKind, detail string, ev []string)
 
-// baseName returns the last element of a slash-separated object path: the
-// name is what derives from identity, the directory is where it lives.
-func baseName(s string) string {
-	if i := strings.LastIndexByte(s, '/'); i >= 0 {
-		return s[i+1:]
+// hasBase reports whether name is the last element of s, a slash-separated
+// object path: the name is what derives from identity, the directory is
+// where it lives. It does not look for the last slash of s: a name nearly
+// always matches, and then s ends in it.
+func hasBase(s, name string) bool {
+	if len(s) < len(name) || s[len(s)-len(name):] != name {
+		return false
 	}
-	return s
+	if len(s) > len(name) && s[len(s)-len(name)-1] != '/' {
+		return false
+	}
+	return strings.IndexByte(name, '/') < 0
 }
 
 // identity reports names and dates that do not derive from the batch's
@@ -99,7 +104,7 @@ func (v *view) identity(add addFunc) {
 		var order []string
 		var bad map[string][]string
 		for _, r := range v.recs {
-			if !isKind(r.typ()) || v.object(r) == "" || baseName(v.object(r)) == want || (alt != "" && baseName(v.object(r)) == alt) {
+			if obj := v.object(r); !isKind(r.typ()) || obj == "" || hasBase(obj, want) || (alt != "" && hasBase(obj, alt)) {
 				continue
 			}
 			if bad == nil {

@@ -16,3 +16,28 @@ func TestShortChecksum(t *testing.T) {
 		}
 	}
 }
+
+func TestHasBase(t *testing.T) {
+	// want is whether name is what follows the last slash of s.
+	for _, c := range []struct {
+		s, name string
+		want    bool
+	}{
+		{"a.csv", "a.csv", true},
+		{"in/a.csv", "a.csv", true},
+		{"/in/x/a.csv", "a.csv", true},
+		{"ba.csv", "a.csv", false},
+		{"in/ba.csv", "a.csv", false},
+		{"a.csv/", "a.csv", false},
+		{"in/a.csv", "in/a.csv", false},
+		{"x/in/a.csv", "in/a.csv", false},
+		{"in/", "", true},
+		{"in", "", false},
+		{"", "", true},
+		{"a", "a.csv", false},
+	} {
+		if got := hasBase(c.s, c.name); got != c.want {
+			t.Errorf("hasBase(%q, %q) = %v, want %v", c.s, c.name, got, c.want)
+		}
+	}
+}
