@@ -173,9 +173,12 @@ func (v *view) rowChecks(add addFunc) {
 	}
 	ref := counts[0]
 	var diff []string
-	ev := []string{v.id(ref.r)}
+	var ev []string
 	for _, c := range counts[1:] {
 		if c.r.rows != ref.r.rows {
+			if ev == nil {
+				ev = append(ev, v.id(ref.r))
+			}
 			diff = append(diff, c.what+" "+strconv.FormatInt(c.r.rows, 10))
 			ev = append(ev, v.id(c.r))
 		}

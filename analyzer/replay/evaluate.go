@@ -123,6 +123,8 @@ type view struct {
 	// re-run, want* otherwise.
 	keyArtifact, keySignal       string
 	hasKeyArtifact, hasKeySignal bool
+	// sc is the Evaluator's memory (nil for State.Evaluate).
+	sc *scratch
 	// lateness is the contract's allowed lateness in ms; pending the
 	// earliest time (ms) at which a withheld anomaly would be confirmed.
 	lateness int64
@@ -144,7 +146,7 @@ func (v *view) errText(r *record) string   { return str(v.arena, r.strs[sErr]) }
 // names that derive from the batch's identity and the evidence lists,
 // which the verdict alone (Outcome, Verdict, Brief) does not read.
 func (v *view) init(s *State, c *contract.Contract, asOf time.Time, full bool, sc *scratch) {
-	*v = view{key: s.key, c: c, asOf: asOf, arena: s.arena}
+	*v = view{key: s.key, c: c, asOf: asOf, arena: s.arena, sc: sc}
 	if full {
 		v.names(s.key, c)
 	}
@@ -305,10 +307,70 @@ type Evaluator struct {
 }
 
 // scratch is the memory of a view that an Evaluator keeps between
-// evaluations: the record lists and the evidence ids.
+// evaluations: the record lists and the evidence ids, and the room left
+// in its text chunk.
 type scratch struct {
 	ptrs []*record
 	ids  []string
+	// text holds the names and sentences of the diagnoses, appended and
+	// never written again, so that their strings stay valid: a new chunk
+	// is taken when it is full.
+	text []byte
+}
+
+// time returns t as fmtTime does, in the text chunk with an Evaluator.
+func (sc *scratch) time(t time.Time) string {
+	if sc == nil {
+		return fmtTime(t)
+	}
+	const room = 32 // more than any time AppendTime writes
+	if cap(sc.text)-len(sc.text) < room {
+		sc.text = make([]byte, 0, textChunk)
+	}
+	start := len(sc.text)
+	sc.text = model.AppendTime(sc.text, t)
+	return unsafe.String(unsafe.SliceData(sc.text[start:]), len(sc.text)-start)
+}
+
+// textChunk is how many bytes of text an Evaluator takes at a time.
+const textChunk = 4096
+
+// str returns b as a string of its own: in the text chunk with an
+// Evaluator, an allocation of its own without one.
+func (sc *scratch) str(b []byte) string {
+	if sc == nil {
+		return string(b)
+	}
+	if cap(sc.text)-len(sc.text) < len(b) {
+		sc.text = make([]byte, 0, max(textChunk, len(b)))
+	}
+	start := len(sc.text)
+	sc.text = append(sc.text, b...)
+	return unsafe.String(unsafe.SliceData(sc.text[start:]), len(b))
+}
+
+// join returns the concatenation of parts, as + would, in the text chunk
+// with an Evaluator.
+func (sc *scratch) join(parts ...string) string {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	if sc == nil {
+		b := make([]byte, 0, n)
+		for _, p := range parts {
+			b = append(b, p...)
+		}
+		return unsafe.String(unsafe.SliceData(b), n)
+	}
+	if cap(sc.text)-len(sc.text) < n {
+		sc.text = make([]byte, 0, max(textChunk, n))
+	}
+	start := len(sc.text)
+	for _, p := range parts {
+		sc.text = append(sc.text, p...)
+	}
+	return unsafe.String(unsafe.SliceData(sc.text[start:]), n)
 }
 
 // Evaluate returns the diagnosis of s's batch as of asOf under c, as
@@ -377,12 +439,10 @@ func (v *view) names(k model.BatchKey, c *contract.Contract) {
 	if rerun {
 		v.rerun, names = n, base
 	}
-	keyLen := len(k.Pipeline) + len(k.BatchID)
-	size := keyLen + 12 + 3*(keyLen+10) + len(c.BatchID.String()) + len(c.Artifact.String()) + len(c.Signal.String())
-	if rerun {
-		size += 2*(keyLen+10) + len(c.Artifact.String()) + len(c.Signal.String())
-	}
-	b := make([]byte, 0, size)
+	// Rendered on the stack, then copied once: the rendered length is
+	// known only after rendering.
+	var stack [512]byte
+	b := stack[:0]
 	b = append(b, k.Pipeline...)
 	b = append(b, '/')
 	b = k.BusinessDate.AppendFormat(b)
@@ -407,7 +467,7 @@ func (v *view) names(k model.BatchKey, c *contract.Contract) {
 	} else {
 		ends[4], ends[5] = ends[3], ends[3]
 	}
-	all := unsafe.String(unsafe.SliceData(b), len(b))
+	all := v.sc.str(b)
 	v.batch = all[:ends[0]]
 	if !k.BusinessDate.IsZero() {
 		v.date = all[len(k.Pipeline)+1 : dateEnd]

@@ -25,7 +25,7 @@ func (v *view) nextStep(d *Diagnosis, verdict model.Hypothesis, first model.Boun
 			// race the exchange. Say when to act, and keep the plan.
 			bs := d.Boundaries[first-1]
 			ns.Action = ActionWait
-			ns.Summary = "in progress; " + first.String() + " is not due until " + fmtTime(bs.Due) + "; if it passes: " + ns.Summary
+			ns.Summary = v.sc.join("in progress; ", first.String(), " is not due until ", v.sc.time(bs.Due), "; if it passes: ", ns.Summary)
 		}
 		return ns
 	}
@@ -43,25 +43,25 @@ func (v *view) nextStep(d *Diagnosis, verdict model.Hypothesis, first model.Boun
 	if d.Status == StatusInProgress && first != model.NoBoundary {
 		bs := d.Boundaries[first-1]
 		if !bs.Due.IsZero() {
-			wait = "; " + first.String() + " is not due until " + fmtTime(bs.Due)
+			wait = v.sc.join("; ", first.String(), " is not due until ", v.sc.time(bs.Due))
 		}
 	}
 	ns := NextStep{Checks: []Check{}}
 	switch verdict {
 	case model.Delivered:
-		ns.Action, ns.Summary = ActionNone, "nothing to do: batch "+key+" is delivered"
+		ns.Action, ns.Summary = ActionNone, v.sc.join("nothing to do: batch ", key, " is delivered")
 		for _, a := range d.Anomalies {
 			if a.Kind == ContinuityGap {
-				ns.Action, ns.Summary = ActionCheckPreviousBatch, "batch "+key+" is delivered, but "+a.Detail+": diagnose that batch"
+				ns.Action, ns.Summary = ActionCheckPreviousBatch, v.sc.join("batch ", key, " is delivered, but ", a.Detail, ": diagnose that batch")
 			}
 		}
 		return ns
 	case model.NotProduced:
 		ns.Action = ActionInvestigateProducer
 		if f := v.of(model.JobFailed); len(f) > 0 && d.Status == StatusFailed {
-			ns.Summary = "the producer job failed (" + v.errText(f[len(f)-1]) + "): fix the cause, then re-run the producer for business_date " + v.key.BusinessDate.String()
+			ns.Summary = v.sc.join("the producer job failed (", v.errText(f[len(f)-1]), "): fix the cause, then re-run the producer for business_date ", v.date)
 		} else {
-			ns.Summary = "no job SUCCESS is recorded for business_date " + v.key.BusinessDate.String() + ": check whether the producer job ran"
+			ns.Summary = v.sc.join("no job SUCCESS is recorded for business_date ", v.date, ": check whether the producer job ran")
 		}
 	case model.NotFinal:
 		ns.Action = ActionFinalizeArtifact
@@ -86,13 +86,13 @@ func (v *view) nextStep(d *Diagnosis, verdict model.Hypothesis, first model.Boun
 	case model.NotConsumed:
 		ns.Action = ActionInvestigateConsumer
 		if f := v.of(model.ConsumeFailed); len(f) > 0 && d.Status == StatusFailed {
-			ns.Summary = "the consumer failed (" + v.errText(f[len(f)-1]) + "): fix the cause, then re-run the consumer for this batch once and verify it consumed exactly once"
+			ns.Summary = v.sc.join("the consumer failed (", v.errText(f[len(f)-1]), "): fix the cause, then re-run the consumer for this batch once and verify it consumed exactly once")
 		} else {
 			ns.Summary = "the batch was identified but no consumption is recorded: check the consumer's trigger and logs, re-run it for this batch once, and verify it consumed exactly once"
 		}
 	}
 	if wait != "" {
-		ns.Action, ns.Summary = ActionWait, "in progress"+wait+"; if it passes: "+ns.Summary
+		ns.Action, ns.Summary = ActionWait, v.sc.join("in progress", wait, "; if it passes: ", ns.Summary)
 	}
 	return ns
 }

@@ -194,7 +194,14 @@ const arenaChunk = 4096
 // the detector keys its map with it.
 func (s *State) keyInArena(e *model.Event) {
 	n, m := len(e.Pipeline), len(e.BatchID)
-	s.reserve(n + m + arenaGuess*(sizeOf(e.ID)+sizeOf(e.Component)+sizeOf(e.Object)+sizeOf(e.Checksum)+sizeOf(e.Error)))
+	if s.reused {
+		// The arena's room is shared with the batches before and after:
+		// take only what is needed, so no room is left unused between
+		// them.
+		s.reserve(n + m)
+	} else {
+		s.reserve(n + m + arenaGuess*(sizeOf(e.ID)+sizeOf(e.Component)+sizeOf(e.Object)+sizeOf(e.Checksum)+sizeOf(e.Error)))
+	}
 	start := len(s.arena)
 	s.arena = append(s.arena, e.Pipeline...)
 	s.arena = append(s.arena, e.BatchID...)
