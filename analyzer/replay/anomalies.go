@@ -96,7 +96,7 @@ func (v *view) identity(add addFunc) {
 	}
 	// alt, when not "", is a second accepted name: a declared re-run may
 	// name its files after its own id as well as after its date's.
-	check := func(what string, want string, ok bool, alt string, isKind func(model.EventType) bool) {
+	check := func(what string, want string, ok bool, alt string, isKind func(*record) bool) {
 		if !ok {
 			return
 		}
@@ -104,7 +104,7 @@ func (v *view) identity(add addFunc) {
 		var order []string
 		var bad map[string][]string
 		for _, r := range v.recs {
-			if obj := v.object(r); !isKind(r.typ()) || obj == "" || hasBase(obj, want) || (alt != "" && hasBase(obj, alt)) {
+			if obj := v.object(r); !isKind(r) || obj == "" || hasBase(obj, want) || (alt != "" && hasBase(obj, alt)) {
 				continue
 			}
 			if bad == nil {
@@ -133,9 +133,9 @@ func (v *view) identity(add addFunc) {
 	if v.hasAltS && v.altSignal != v.wantSignal {
 		altS = v.altSignal
 	}
-	check("artifact", an, aok, altA, func(t model.EventType) bool { return t.IsArtifact() && t != model.ArtifactStaged })
+	check("artifact", an, aok, altA, func(r *record) bool { return typeInfos[r.ti].artifact && r.typ() != model.ArtifactStaged })
 	sn, sok := v.wantSignal, v.hasSignal
-	check("signal", sn, sok, altS, func(t model.EventType) bool { return t.IsSignal() })
+	check("signal", sn, sok, altS, func(r *record) bool { return typeInfos[r.ti].signal })
 }
 
 // rowChecks compares the finalized, declared and consumed row counts, and
@@ -273,7 +273,7 @@ func (v *view) orphan() bool {
 		return false
 	}
 	for _, r := range v.recs {
-		if r.typ().IsArtifact() || r.typ().IsSignal() || strings.HasPrefix(string(r.typ()), "job.") {
+		if t := &typeInfos[r.ti]; t.artifact || t.signal || t.isJob {
 			return false
 		}
 	}

@@ -185,7 +185,7 @@ func (v *view) init(s *State, c *contract.Contract, asOf time.Time, full bool, s
 		if ti >= 0 {
 			nType[ti]++
 		}
-		if b := r.typ().Proves(); b != model.NoBoundary {
+		if b := r.proves(); b != model.NoBoundary {
 			nProven[b]++
 			v.latest = max(v.latest, r.ms)
 		}
@@ -208,7 +208,7 @@ func (v *view) init(s *State, c *contract.Contract, asOf time.Time, full bool, s
 		if ti := r.ti; ti >= 0 {
 			v.byType[ti] = append(v.byType[ti], r)
 		}
-		if b := r.typ().Proves(); b != model.NoBoundary {
+		if b := r.proves(); b != model.NoBoundary {
 			v.proven[b] = append(v.proven[b], r)
 		}
 	}
@@ -619,7 +619,7 @@ func (v *view) support(h model.Hypothesis) ([]string, string) {
 		}
 	}
 	want := func(r *record) bool {
-		p := r.typ().Proves()
+		p := r.proves()
 		switch {
 		case p == base && base != model.NoBoundary:
 			return true

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -55,6 +56,24 @@ func (r *record) at() time.Time { return time.UnixMilli(r.ms).UTC() }
 // typ returns the record's event type. Types and systems are kept as small
 // indexes: a month of history is millions of records.
 func (r *record) typ() model.EventType { return model.EventTypes[r.ti] }
+
+// proves returns the boundary the record's event type proves.
+func (r *record) proves() model.Boundary { return typeInfos[r.ti].proves }
+
+// typeInfo is what the rules read of an event type, by its index in
+// model.EventTypes: worked out once, so that a rule reads a table instead
+// of comparing the type's name for every record.
+type typeInfo struct {
+	proves                  model.Boundary
+	artifact, signal, isJob bool
+}
+
+var typeInfos = func() (t [len(model.EventTypes)]typeInfo) {
+	for i, et := range model.EventTypes {
+		t[i] = typeInfo{proves: et.Proves(), artifact: et.IsArtifact(), signal: et.IsSignal(), isJob: strings.HasPrefix(string(et), "job.")}
+	}
+	return t
+}()
 
 func (r *record) hasRows() bool    { return r.flags&flagRows != 0 }
 func (r *record) hasBytes() bool   { return r.flags&flagBytes != 0 }

@@ -139,13 +139,25 @@ func Narrate(d *Diagnosis) []Side {
 	return sides
 }
 
+// sideIndex returns the index of s in sideOrder; an unknown system counts
+// as the operator's. Step calls it for every event: the first byte picks
+// the one candidate to compare.
 func sideIndex(s model.System) int {
-	for i, o := range sideOrder {
-		if o == s {
-			return i
+	i := len(sideOrder) - 1
+	if s != "" {
+		switch s[0] {
+		case 'p':
+			i = 0
+		case 'e':
+			i = 1
+		case 'c':
+			i = 2
 		}
 	}
-	return len(sideOrder) - 1
+	if sideOrder[i] != s {
+		return len(sideOrder) - 1
+	}
+	return i
 }
 
 // describe appends one sentence saying what an event shows.

@@ -1,6 +1,10 @@
 package replay
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/handoff-dev/handoff/model"
+)
 
 func TestShortChecksum(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
@@ -38,6 +42,19 @@ func TestHasBase(t *testing.T) {
 	} {
 		if got := hasBase(c.s, c.name); got != c.want {
 			t.Errorf("hasBase(%q, %q) = %v, want %v", c.s, c.name, got, c.want)
+		}
+	}
+}
+
+func TestSideIndex(t *testing.T) {
+	for i, s := range sideOrder {
+		if got := sideIndex(s); got != i {
+			t.Errorf("sideIndex(%q) = %d, want %d", s, got, i)
+		}
+	}
+	for _, s := range []model.System{"", "p", "producex", "xroducer", "consumers", "e"} {
+		if got := sideIndex(s); got != len(sideOrder)-1 {
+			t.Errorf("sideIndex(%q) = %d, want %d (unknown: the operator's)", s, got, len(sideOrder)-1)
 		}
 	}
 }
