@@ -563,7 +563,8 @@ var (
 	downstreamReason = hypothesisReasons(func(h model.Hypothesis) string {
 		return "downstream of " + h.String() + ": no evidence either way"
 	})
-	// exclusionReasons is indexed by the set of proven data boundaries.
+	// exclusionReasons is indexed by the set of proven data boundaries
+	// (a BoundarySet is a byte).
 	exclusionReasons = buildExclusionReasons()
 )
 
@@ -574,8 +575,8 @@ func hypothesisReasons(f func(model.Hypothesis) string) (r [model.Delivered]stri
 	return r
 }
 
-func buildExclusionReasons() map[model.BoundarySet]string {
-	m := make(map[model.BoundarySet]string)
+func buildExclusionReasons() *[1 << 8]string {
+	m := new([1 << 8]string)
 	var data []model.Boundary
 	for _, b := range model.Ladder {
 		if b.OnDataPath() {
