@@ -43,65 +43,38 @@ var EventTypes = [...]EventType{
 }
 
 // Index returns t's position in EventTypes, or -1 for an unknown type: a
-// small dense key for tables indexed by type. The replay calls it for
-// every event, so it picks the one candidate by length and first byte and
-// compares the name once, rather than comparing names one after another.
+// small dense key for tables indexed by type. A switch, not a loop over
+// EventTypes: the replay calls it for every event and rule.
 func (t EventType) Index() int {
-	if len(t) == 0 {
-		return -1
-	}
-	i := -1
-	switch c := t[0]; len(t) {
-	case 10:
-		i = indexIf(c == 'j', 9) // job.failed
-	case 11:
-		i = indexIf(c == 'j', 8) // job.started
-	case 13:
-		i = indexIf(c == 'j', 0) // job.succeeded
-	case 14:
-		i = indexIf(c == 'c', 12) // consume.failed
-	case 15:
-		switch c {
-		case 'a':
-			i = 10 // artifact.staged
-		case 's':
-			i = 5 // signal.restored
-		case 'c':
-			i = 11 // consume.started
-		}
-	case 16:
-		switch c {
-		case 's':
-			i = 2 // signal.published
-		case 'b':
-			i = 6 // batch.identified
-		}
-	case 17:
-		switch c {
-		case 'c':
-			i = 7 // consume.succeeded
-		case 'p':
-			i = 13 // process.heartbeat
-		}
-	case 18:
-		switch c {
-		case 'a':
-			i = 1 // artifact.finalized
-		case 's':
-			i = 4 // signal.transferred
-		}
-	case 20:
-		i = indexIf(c == 'a', 3) // artifact.transferred
-	}
-	if i < 0 || EventTypes[i] != t {
-		return -1
-	}
-	return i
-}
-
-func indexIf(ok bool, i int) int {
-	if ok {
-		return i
+	switch t {
+	case JobSucceeded:
+		return 0
+	case ArtifactFinalized:
+		return 1
+	case SignalPublished:
+		return 2
+	case ArtifactTransferred:
+		return 3
+	case SignalTransferred:
+		return 4
+	case SignalRestored:
+		return 5
+	case BatchIdentified:
+		return 6
+	case ConsumeSucceeded:
+		return 7
+	case JobStarted:
+		return 8
+	case JobFailed:
+		return 9
+	case ArtifactStaged:
+		return 10
+	case ConsumeStarted:
+		return 11
+	case ConsumeFailed:
+		return 12
+	case ProcessHeartbeat:
+		return 13
 	}
 	return -1
 }
