@@ -155,6 +155,9 @@ func (s *State) pack(e *model.Event, ti, side int) record {
 	p := record{ms: e.Time.UnixMilli(), rows: e.Rows, bytes: e.Bytes, attempt: e.Attempt, ti: int8(ti), side: int8(side), tag: idTag(e.ID)}
 	need := sizeOf(e.ID)
 	for f := sComponent; f < nStrs; f++ {
+		if vals[f] == "" {
+			continue // most events leave a field or two empty: no call
+		}
 		if p.strs[f] = s.recent(f, vals[f]); p.strs[f] == 0 {
 			need += sizeOf(vals[f])
 		}
