@@ -41,9 +41,9 @@ func (v *view) anomalies(d *Diagnosis, first model.Boundary, cont Previous) {
 	if len(v.proven[model.Produced]) > 0 && len(v.proven[model.Finalized]) == 0 &&
 		v.c.Requires(model.Finalized) && d.Boundaries[model.Finalized-1].Overdue &&
 		v.settled(d.Boundaries[model.Finalized-1].Due.UnixMilli()+1) {
-		detail := "the job reported SUCCESS but no final artifact was recorded by its deadline " + fmtTime(d.Boundaries[model.Finalized-1].Due)
+		detail := v.sc.join("the job reported SUCCESS but no final artifact was recorded by its deadline ", v.sc.time(d.Boundaries[model.Finalized-1].Due))
 		if st := v.of(model.ArtifactStaged); len(st) > 0 {
-			detail += "; only the temporary file " + strconv.Quote(v.object(st[len(st)-1])) + " was staged"
+			detail = v.sc.join(detail, "; only the temporary file ", strconv.Quote(v.object(st[len(st)-1])), " was staged")
 		}
 		add(SuccessWithoutArtifact, detail, v.ids(v.proven[model.Produced], v.of(model.ArtifactStaged)))
 	}
@@ -53,9 +53,9 @@ func (v *view) anomalies(d *Diagnosis, first model.Boundary, cont Previous) {
 			continue
 		}
 		if bs.Proven {
-			add(Late, b.String()+" proven at "+fmtTime(bs.At)+", "+FormatDuration(bs.At.Sub(bs.Due))+" after its deadline "+fmtTime(bs.Due), bs.Evidence)
+			add(Late, v.sc.join(b.String(), " proven at ", v.sc.time(bs.At), ", ", v.sc.duration(bs.At.Sub(bs.Due)), " after its deadline ", v.sc.time(bs.Due)), bs.Evidence)
 		} else if b == first {
-			add(Late, b.String()+" missing "+FormatDuration(v.asOf.Sub(bs.Due))+" after its deadline "+fmtTime(bs.Due)+deadlineText(v, b, v.dueBy[b]), nil)
+			add(Late, v.sc.join(b.String(), " missing ", v.sc.duration(v.asOf.Sub(bs.Due)), " after its deadline ", v.sc.time(bs.Due), deadlineText(v, b, v.dueBy[b])), nil)
 		}
 	}
 }
@@ -63,11 +63,11 @@ func (v *view) anomalies(d *Diagnosis, first model.Boundary, cont Previous) {
 func deadlineText(v *view, b, by model.Boundary) string {
 	if by != b && by.Valid() {
 		if t := v.c.Deadlines[by].Text; t != "" {
-			return " (" + by.String() + " is due " + t + ", so " + b.String() + " is too)"
+			return v.sc.join(" (", by.String(), " is due ", t, ", so ", b.String(), " is too)")
 		}
 	}
 	if t := v.c.Deadlines[b].Text; t != "" {
-		return " (" + t + ")"
+		return v.sc.join(" (", t, ")")
 	}
 	return " (default: 24h after the latest boundary event)"
 }
@@ -259,9 +259,9 @@ func (v *view) signalBeforeFinal(add addFunc) {
 			}
 			switch {
 			case len(fin) == 0:
-				add(SignalBeforeFinal, string(t)+" "+strconv.Quote(v.object(r))+" at "+fmtTime(r.at())+" but no final artifact is recorded: completion declared for data that is not final", []string{v.id(r)})
+				add(SignalBeforeFinal, v.sc.join(string(t), " ", strconv.Quote(v.object(r)), " at ", v.sc.time(r.at()), " but no final artifact is recorded: completion declared for data that is not final"), []string{v.id(r)})
 			case r.ms < fin[0].ms:
-				add(SignalBeforeFinal, string(t)+" "+strconv.Quote(v.object(r))+" at "+fmtTime(r.at())+", "+FormatDuration(fin[0].at().Sub(r.at()))+" before the artifact was final at "+fmtTime(fin[0].at()), []string{v.id(r), v.id(fin[0])})
+				add(SignalBeforeFinal, v.sc.join(string(t), " ", strconv.Quote(v.object(r)), " at ", v.sc.time(r.at()), ", ", v.sc.duration(fin[0].at().Sub(r.at())), " before the artifact was final at ", v.sc.time(fin[0].at())), []string{v.id(r), v.id(fin[0])})
 			}
 		}
 	}

@@ -332,6 +332,21 @@ func (sc *scratch) time(t time.Time) string {
 	return unsafe.String(unsafe.SliceData(sc.text[start:]), len(sc.text)-start)
 }
 
+// duration returns d as FormatDuration does, in the text chunk with an
+// Evaluator.
+func (sc *scratch) duration(d time.Duration) string {
+	if sc == nil {
+		return FormatDuration(d)
+	}
+	const room = 32 // more than any duration appendDuration writes
+	if cap(sc.text)-len(sc.text) < room {
+		sc.text = make([]byte, 0, textChunk)
+	}
+	start := len(sc.text)
+	sc.text = appendDuration(sc.text, d)
+	return unsafe.String(unsafe.SliceData(sc.text[start:]), len(sc.text)-start)
+}
+
 // textChunk is how many bytes of text an Evaluator takes at a time.
 const textChunk = 4096
 
@@ -800,6 +815,11 @@ func fmtTime(t time.Time) string { return string(model.AppendTime(make([]byte, 0
 // durations with a leading "-"): the form of the replay's anomaly details,
 // which reports reuse so that both read alike.
 func FormatDuration(d time.Duration) string {
+	return string(appendDuration(make([]byte, 0, 16), d))
+}
+
+// appendDuration appends d as FormatDuration writes it.
+func appendDuration(b []byte, d time.Duration) []byte {
 	neg := d < 0
 	if neg {
 		d = -d
@@ -809,18 +829,16 @@ func FormatDuration(d time.Duration) string {
 	d -= days * 24 * time.Hour
 	h := d / time.Hour
 	m := (d - h*time.Hour) / time.Minute
-	var b strings.Builder
 	if neg {
-		b.WriteByte('-')
+		b = append(b, '-')
 	}
 	if days > 0 {
-		b.WriteString(strconv.Itoa(int(days)) + "d ")
+		b = append(strconv.AppendInt(b, int64(days), 10), "d "...)
 	}
 	if days > 0 || h > 0 {
-		b.WriteString(strconv.Itoa(int(h)) + "h ")
+		b = append(strconv.AppendInt(b, int64(h), 10), "h "...)
 	}
-	b.WriteString(strconv.Itoa(int(m)) + "m")
-	return b.String()
+	return append(strconv.AppendInt(b, int64(m), 10), 'm')
 }
 
 // Outcome returns the verdict of the state's batch as of asOf, and false

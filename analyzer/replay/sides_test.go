@@ -2,6 +2,7 @@ package replay
 
 import (
 	"testing"
+	"time"
 
 	"github.com/handoff-dev/handoff/model"
 )
@@ -68,6 +69,25 @@ func TestTypeIndex(t *testing.T) {
 	for _, typ := range types {
 		if got, want := typeIndex(typ), typ.Index(); got != want {
 			t.Errorf("typeIndex(%q) = %d, want %d", typ, got, want)
+		}
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0m"}, {29 * time.Second, "0m"}, {30 * time.Second, "1m"}, {90 * time.Minute, "1h 30m"},
+		{24 * time.Hour, "1d 0h 0m"}, {30*time.Hour + 40*time.Minute, "1d 6h 40m"}, {-5 * time.Minute, "-5m"},
+		{-(49*time.Hour + time.Minute), "-2d 1h 1m"},
+	} {
+		if got := FormatDuration(c.d); got != c.want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", c.d, got, c.want)
+		}
+		var sc scratch
+		if got := sc.duration(c.d); got != c.want {
+			t.Errorf("scratch.duration(%v) = %q, want %q", c.d, got, c.want)
 		}
 	}
 }
