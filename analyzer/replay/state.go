@@ -13,6 +13,9 @@
 // what lets a caller that keeps states alive and calls Step as events
 // arrive (the planned streaming detector) reach the same answer as a
 // replay of the whole history (handoff diagnose today, a backfill later).
+//
+// A loop over many batches reuses its memory: State.Reset between batches
+// and an Evaluator, whose diagnosis is valid until its next Evaluate.
 package replay
 
 import (
