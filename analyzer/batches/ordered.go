@@ -37,6 +37,10 @@ type Ordered struct {
 	cur     model.Date
 	started bool
 	open    map[string]*replay.State // batch id -> state, of cur
+	// spare holds the states of a diagnosed date, Reset for the next one;
+	// ev evaluates into one reused diagnosis (yield keeps nothing of it).
+	spare []*replay.State
+	ev    replay.Evaluator
 	// past holds the verdicts of the dates already diagnosed, batch ids
 	// sorted within a date.
 	past map[model.Date][]pastBatch
@@ -113,7 +117,11 @@ func (o *Ordered) Add(e *model.Event) error {
 	}
 	st := o.open[e.BatchID]
 	if st == nil {
-		st = new(replay.State)
+		if n := len(o.spare); n > 0 {
+			st, o.spare = o.spare[n-1], o.spare[:n-1]
+		} else {
+			st = new(replay.State)
+		}
 		o.open[e.BatchID] = st
 		o.reruns.Add(o.c, e.Key())
 	}
@@ -256,11 +264,11 @@ func (o *Ordered) flush() error {
 				o.count++
 				continue
 			}
-			d := st.Evaluate(o.c, o.asOf, replay.Context{Previous: PreviousOf(k, o.c, n), Attempt: AttemptContext(k, o.c, n), Alive: o.opts.Alive, Blocked: o.blocked(k)})
+			d := o.ev.Evaluate(st, o.c, o.asOf, replay.Context{Previous: PreviousOf(k, o.c, n), Attempt: AttemptContext(k, o.c, n), Alive: o.opts.Alive, Blocked: o.blocked(k)})
 			if d.Events > 0 {
 				past = append(past, pastBatch{id: id, verdict: d.Verdict})
 			}
-			if err := o.yield(&d); err != nil {
+			if err := o.yield(d); err != nil {
 				return err
 			}
 			o.count++
@@ -273,6 +281,12 @@ func (o *Ordered) flush() error {
 		}
 	}
 	o.past[o.cur] = past
+	// The states serve the next date's batches: their diagnoses are
+	// handed over, and Reset keeps the strings yield may have kept.
+	for _, st := range o.open {
+		st.Reset()
+		o.spare = append(o.spare, st)
+	}
 	clear(o.open)
 	return nil
 }

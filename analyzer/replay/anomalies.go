@@ -11,7 +11,9 @@ import (
 // anomalies fills d.Anomalies, in a fixed order of kinds so that the
 // diagnosis is deterministic.
 func (v *view) anomalies(d *Diagnosis, first model.Boundary, cont Previous) {
-	d.Anomalies = []Anomaly{}
+	if d.Anomalies == nil {
+		d.Anomalies = []Anomaly{}
+	}
 	add := func(k AnomalyKind, detail string, ev []string) {
 		if ev == nil {
 			ev = []string{}
@@ -39,9 +41,9 @@ func (v *view) anomalies(d *Diagnosis, first model.Boundary, cont Previous) {
 	if len(v.proven[model.Produced]) > 0 && len(v.proven[model.Finalized]) == 0 &&
 		v.c.Requires(model.Finalized) && d.Boundaries[model.Finalized-1].Overdue &&
 		v.settled(d.Boundaries[model.Finalized-1].Due.UnixMilli()+1) {
-		detail := "the job reported SUCCESS but no final artifact was recorded by its deadline " + fmtTime(d.Boundaries[model.Finalized-1].Due)
+		detail := v.sc.join("the job reported SUCCESS but no final artifact was recorded by its deadline ", v.sc.time(d.Boundaries[model.Finalized-1].Due))
 		if st := v.of(model.ArtifactStaged); len(st) > 0 {
-			detail += "; only the temporary file " + strconv.Quote(v.object(st[len(st)-1])) + " was staged"
+			detail = v.sc.join(detail, "; only the temporary file ", strconv.Quote(v.object(st[len(st)-1])), " was staged")
 		}
 		add(SuccessWithoutArtifact, detail, v.ids(v.proven[model.Produced], v.of(model.ArtifactStaged)))
 	}
@@ -51,9 +53,9 @@ func (v *view) anomalies(d *Diagnosis, first model.Boundary, cont Previous) {
 			continue
 		}
 		if bs.Proven {
-			add(Late, b.String()+" proven at "+fmtTime(bs.At)+", "+FormatDuration(bs.At.Sub(bs.Due))+" after its deadline "+fmtTime(bs.Due), bs.Evidence)
+			add(Late, v.sc.join(b.String(), " proven at ", v.sc.time(bs.At), ", ", v.sc.duration(bs.At.Sub(bs.Due)), " after its deadline ", v.sc.time(bs.Due)), bs.Evidence)
 		} else if b == first {
-			add(Late, b.String()+" missing "+FormatDuration(v.asOf.Sub(bs.Due))+" after its deadline "+fmtTime(bs.Due)+deadlineText(v, b, v.dueBy[b]), nil)
+			add(Late, v.sc.join(b.String(), " missing ", v.sc.duration(v.asOf.Sub(bs.Due)), " after its deadline ", v.sc.time(bs.Due), deadlineText(v, b, v.dueBy[b])), nil)
 		}
 	}
 }
@@ -61,24 +63,29 @@ func (v *view) anomalies(d *Diagnosis, first model.Boundary, cont Previous) {
 func deadlineText(v *view, b, by model.Boundary) string {
 	if by != b && by.Valid() {
 		if t := v.c.Deadlines[by].Text; t != "" {
-			return " (" + by.String() + " is due " + t + ", so " + b.String() + " is too)"
+			return v.sc.join(" (", by.String(), " is due ", t, ", so ", b.String(), " is too)")
 		}
 	}
 	if t := v.c.Deadlines[b].Text; t != "" {
-		return " (" + t + ")"
+		return v.sc.join(" (", t, ")")
 	}
 	return " (default: 24h after the latest boundary event)"
 }
 
 type addFunc func(k AnomalyKind, detail string, ev []string)
 
-// baseName returns the last element of a slash-separated object path: the
-// name is what derives from identity, the directory is where it lives.
-func baseName(s string) string {
-	if i := strings.LastIndexByte(s, '/'); i >= 0 {
-		return s[i+1:]
+// hasBase reports whether name is the last element of s, a slash-separated
+// object path: the name is what derives from identity, the directory is
+// where it lives. It does not look for the last slash of s: a name nearly
+// always matches, and then s ends in it.
+func hasBase(s, name string) bool {
+	if len(s) < len(name) || s[len(s)-len(name):] != name {
+		return false
 	}
-	return s
+	if len(s) > len(name) && s[len(s)-len(name)-1] != '/' {
+		return false
+	}
+	return strings.IndexByte(name, '/') < 0
 }
 
 // identity reports names and dates that do not derive from the batch's
@@ -89,7 +96,7 @@ func (v *view) identity(add addFunc) {
 	}
 	// alt, when not "", is a second accepted name: a declared re-run may
 	// name its files after its own id as well as after its date's.
-	check := func(what string, want string, ok bool, alt string, isKind func(model.EventType) bool) {
+	check := func(what string, want string, ok bool, alt string, isKind func(*record) bool) {
 		if !ok {
 			return
 		}
@@ -97,7 +104,7 @@ func (v *view) identity(add addFunc) {
 		var order []string
 		var bad map[string][]string
 		for _, r := range v.recs {
-			if !isKind(r.typ()) || v.object(r) == "" || baseName(v.object(r)) == want || (alt != "" && baseName(v.object(r)) == alt) {
+			if obj := v.object(r); !isKind(r) || obj == "" || hasBase(obj, want) || (alt != "" && hasBase(obj, alt)) {
 				continue
 			}
 			if bad == nil {
@@ -126,9 +133,9 @@ func (v *view) identity(add addFunc) {
 	if v.hasAltS && v.altSignal != v.wantSignal {
 		altS = v.altSignal
 	}
-	check("artifact", an, aok, altA, func(t model.EventType) bool { return t.IsArtifact() && t != model.ArtifactStaged })
+	check("artifact", an, aok, altA, func(r *record) bool { return typeInfos[r.ti].artifact && r.typ() != model.ArtifactStaged })
 	sn, sok := v.wantSignal, v.hasSignal
-	check("signal", sn, sok, altS, func(t model.EventType) bool { return t.IsSignal() })
+	check("signal", sn, sok, altS, func(r *record) bool { return typeInfos[r.ti].signal })
 }
 
 // rowChecks compares the finalized, declared and consumed row counts, and
@@ -166,9 +173,12 @@ func (v *view) rowChecks(add addFunc) {
 	}
 	ref := counts[0]
 	var diff []string
-	ev := []string{v.id(ref.r)}
+	var ev []string
 	for _, c := range counts[1:] {
 		if c.r.rows != ref.r.rows {
+			if ev == nil {
+				ev = append(ev, v.id(ref.r))
+			}
 			diff = append(diff, c.what+" "+strconv.FormatInt(c.r.rows, 10))
 			ev = append(ev, v.id(c.r))
 		}
@@ -249,9 +259,9 @@ func (v *view) signalBeforeFinal(add addFunc) {
 			}
 			switch {
 			case len(fin) == 0:
-				add(SignalBeforeFinal, string(t)+" "+strconv.Quote(v.object(r))+" at "+fmtTime(r.at())+" but no final artifact is recorded: completion declared for data that is not final", []string{v.id(r)})
+				add(SignalBeforeFinal, v.sc.join(string(t), " ", strconv.Quote(v.object(r)), " at ", v.sc.time(r.at()), " but no final artifact is recorded: completion declared for data that is not final"), []string{v.id(r)})
 			case r.ms < fin[0].ms:
-				add(SignalBeforeFinal, string(t)+" "+strconv.Quote(v.object(r))+" at "+fmtTime(r.at())+", "+FormatDuration(fin[0].at().Sub(r.at()))+" before the artifact was final at "+fmtTime(fin[0].at()), []string{v.id(r), v.id(fin[0])})
+				add(SignalBeforeFinal, v.sc.join(string(t), " ", strconv.Quote(v.object(r)), " at ", v.sc.time(r.at()), ", ", v.sc.duration(fin[0].at().Sub(r.at())), " before the artifact was final at ", v.sc.time(fin[0].at())), []string{v.id(r), v.id(fin[0])})
 			}
 		}
 	}
@@ -263,7 +273,7 @@ func (v *view) orphan() bool {
 		return false
 	}
 	for _, r := range v.recs {
-		if r.typ().IsArtifact() || r.typ().IsSignal() || strings.HasPrefix(string(r.typ()), "job.") {
+		if t := &typeInfos[r.ti]; t.artifact || t.signal || t.isJob {
 			return false
 		}
 	}

@@ -99,7 +99,7 @@ func sameLinks(a, b []Link) bool {
 // (the cheap part of Evaluate, as Outcome is).
 func (s *State) Brief(c *contract.Contract, asOf time.Time) (verdict model.Hypothesis, firstMissing model.Boundary, seen bool) {
 	var v view
-	v.init(s, c, asOf.UTC().Truncate(time.Millisecond))
+	v.init(s, c, asOf.UTC().Truncate(time.Millisecond), false, nil)
 	first := model.NoBoundary
 	for _, b := range model.Ladder {
 		if c.Requires(b) && len(v.proven[b]) == 0 {
@@ -110,6 +110,5 @@ func (s *State) Brief(c *contract.Contract, asOf time.Time) (verdict model.Hypot
 	if len(v.recs) == 0 {
 		return model.NotProduced, first, false
 	}
-	var d Diagnosis
-	return v.hypotheses(&d), first, true
+	return v.verdict(), first, true
 }

@@ -110,6 +110,8 @@ type view struct {
 	// firstProven[b] is when b was first proven (zero when not).
 	firstProven [model.Consumed + 1]time.Time
 
+	// batch is the key's text, date its business date's ("" when zero).
+	batch, date                           string
 	wantBatchID, wantArtifact, wantSignal string
 	hasBatchID, hasArtifact, hasSignal    bool
 	// A declared re-run (rerun > 0) is checked against its date's names
@@ -117,6 +119,12 @@ type view struct {
 	rerun                   int
 	altArtifact, altSignal  string
 	hasAltArtifact, hasAltS bool
+	// key* are the names rendered from the key itself: alt* for a
+	// re-run, want* otherwise.
+	keyArtifact, keySignal       string
+	hasKeyArtifact, hasKeySignal bool
+	// sc is the Evaluator's memory (nil for State.Evaluate).
+	sc *scratch
 	// lateness is the contract's allowed lateness in ms; pending the
 	// earliest time (ms) at which a withheld anomaly would be confirmed.
 	lateness int64
@@ -134,22 +142,26 @@ func (v *view) checksum(r *record) string  { return str(v.arena, r.strs[sChecksu
 func (v *view) errText(r *record) string   { return str(v.arena, r.strs[sErr]) }
 
 // init fills v from s. A view lives on its caller's stack: it is a
-// kilobyte, and a replay makes one per batch.
-func (v *view) init(s *State, c *contract.Contract, asOf time.Time) {
-	*v = view{key: s.key, c: c, asOf: asOf, arena: s.arena}
-	v.wantBatchID, v.hasBatchID = c.ExpectedBatchID(s.key.Pipeline, s.key.BusinessDate)
-	names := s.key
-	if base, n, ok := c.AttemptOf(s.key); ok {
-		v.rerun, names = n, base
-		v.altArtifact, v.hasAltArtifact = c.ArtifactName(s.key)
-		v.altSignal, v.hasAltS = c.SignalName(s.key)
+// kilobyte, and a replay makes one per batch. full is for Evaluate: the
+// names that derive from the batch's identity and the evidence lists,
+// which the verdict alone (Outcome, Verdict, Brief) does not read.
+func (v *view) init(s *State, c *contract.Contract, asOf time.Time, full bool, sc *scratch) {
+	*v = view{key: s.key, c: c, asOf: asOf, arena: s.arena, sc: sc}
+	if full {
+		v.names(s.key, c)
 	}
-	v.wantArtifact, v.hasArtifact = c.ArtifactName(names)
-	v.wantSignal, v.hasSignal = c.SignalName(names)
 	v.lateness = c.AllowedLatenessOf().Milliseconds()
 	limit := asOf.UnixMilli()
 	// One allocation for recs and the lists carved out below.
-	ptrs := make([]*record, 3*len(s.records))
+	var ptrs []*record
+	if sc != nil && cap(sc.ptrs) >= 3*len(s.records) {
+		ptrs = sc.ptrs[:3*len(s.records)]
+	} else {
+		ptrs = make([]*record, 3*len(s.records))
+		if sc != nil {
+			sc.ptrs = ptrs
+		}
+	}
 	v.recs = ptrs[:0:len(s.records)]
 	for i := range s.records {
 		if s.records[i].ms <= limit {
@@ -173,7 +185,7 @@ func (v *view) init(s *State, c *contract.Contract, asOf time.Time) {
 		if ti >= 0 {
 			nType[ti]++
 		}
-		if b := r.typ().Proves(); b != model.NoBoundary {
+		if b := r.proves(); b != model.NoBoundary {
 			nProven[b]++
 			v.latest = max(v.latest, r.ms)
 		}
@@ -196,18 +208,29 @@ func (v *view) init(s *State, c *contract.Contract, asOf time.Time) {
 		if ti := r.ti; ti >= 0 {
 			v.byType[ti] = append(v.byType[ti], r)
 		}
-		if b := r.typ().Proves(); b != model.NoBoundary {
+		if b := r.proves(); b != model.NoBoundary {
 			v.proven[b] = append(v.proven[b], r)
 		}
 	}
 	if v.latest == 0 {
 		v.latest = latestAny
 	}
+	if !full {
+		return
+	}
 	n := 0
 	for _, l := range v.proven {
 		n += len(l)
 	}
-	all := make([]string, 0, 2*n)
+	var all []string
+	if sc != nil && sc.ids != nil && cap(sc.ids) >= 2*n {
+		all = sc.ids[:0]
+	} else {
+		all = make([]string, 0, 2*n)
+		if sc != nil {
+			sc.ids = all
+		}
+	}
 	for b := model.Produced; b <= model.Consumed; b++ {
 		v.provenFrom[b] = len(all)
 		for _, r := range v.proven[b] {
@@ -268,29 +291,145 @@ func (v *view) provenAt(b model.Boundary) (time.Time, bool) {
 // time says what could have been known then. c must not be nil; use
 // contract.Default for a pipeline without a contract file.
 func (s *State) Evaluate(c *contract.Contract, asOf time.Time, ctx Context) Diagnosis {
+	var d Diagnosis
+	s.evaluate(&d, c, asOf, ctx, nil)
+	return d
+}
+
+// Evaluator evaluates states one after another into one Diagnosis whose
+// memory it reuses: the way to diagnose batches in a loop (a backfill, a
+// replay of a file) where each diagnosis is rendered or stored before the
+// next. Its diagnoses equal Evaluate's. The zero Evaluator is ready; it is
+// not safe for concurrent use.
+type Evaluator struct {
+	d  Diagnosis
+	sc scratch
+}
+
+// scratch is the memory of a view that an Evaluator keeps between
+// evaluations: the record lists and the evidence ids, and the room left
+// in its text chunk.
+type scratch struct {
+	ptrs []*record
+	ids  []string
+	// text holds the names and sentences of the diagnoses, appended and
+	// never written again, so that their strings stay valid: a new chunk
+	// is taken when it is full.
+	text []byte
+}
+
+// time returns t as fmtTime does, in the text chunk with an Evaluator.
+func (sc *scratch) time(t time.Time) string {
+	if sc == nil {
+		return fmtTime(t)
+	}
+	const room = 32 // more than any time AppendTime writes
+	if cap(sc.text)-len(sc.text) < room {
+		sc.text = make([]byte, 0, textChunk)
+	}
+	start := len(sc.text)
+	sc.text = model.AppendTime(sc.text, t)
+	return unsafe.String(unsafe.SliceData(sc.text[start:]), len(sc.text)-start)
+}
+
+// duration returns d as FormatDuration does, in the text chunk with an
+// Evaluator.
+func (sc *scratch) duration(d time.Duration) string {
+	if sc == nil {
+		return FormatDuration(d)
+	}
+	const room = 32 // more than any duration appendDuration writes
+	if cap(sc.text)-len(sc.text) < room {
+		sc.text = make([]byte, 0, textChunk)
+	}
+	start := len(sc.text)
+	sc.text = appendDuration(sc.text, d)
+	return unsafe.String(unsafe.SliceData(sc.text[start:]), len(sc.text)-start)
+}
+
+// textChunk is how many bytes of text an Evaluator takes at a time.
+const textChunk = 4096
+
+// str returns b as a string of its own: in the text chunk with an
+// Evaluator, an allocation of its own without one.
+func (sc *scratch) str(b []byte) string {
+	if sc == nil {
+		return string(b)
+	}
+	if cap(sc.text)-len(sc.text) < len(b) {
+		sc.text = make([]byte, 0, max(textChunk, len(b)))
+	}
+	start := len(sc.text)
+	sc.text = append(sc.text, b...)
+	return unsafe.String(unsafe.SliceData(sc.text[start:]), len(b))
+}
+
+// join returns the concatenation of parts, as + would, in the text chunk
+// with an Evaluator.
+func (sc *scratch) join(parts ...string) string {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	if sc == nil {
+		b := make([]byte, 0, n)
+		for _, p := range parts {
+			b = append(b, p...)
+		}
+		return unsafe.String(unsafe.SliceData(b), n)
+	}
+	if cap(sc.text)-len(sc.text) < n {
+		sc.text = make([]byte, 0, max(textChunk, n))
+	}
+	start := len(sc.text)
+	for _, p := range parts {
+		sc.text = append(sc.text, p...)
+	}
+	return unsafe.String(unsafe.SliceData(sc.text[start:]), n)
+}
+
+// Evaluate returns the diagnosis of s's batch as of asOf under c, as
+// State.Evaluate does. The diagnosis is valid until the next call: its
+// slices (hypotheses, boundaries, evidence lists, timeline) are reused
+// then. Its strings are not: they stay valid, so a caller may keep the
+// batch key or a summary, but not a slice.
+func (e *Evaluator) Evaluate(s *State, c *contract.Contract, asOf time.Time, ctx Context) *Diagnosis {
+	s.evaluate(&e.d, c, asOf, ctx, &e.sc)
+	return &e.d
+}
+
+// evaluate fills d; with sc, d's slices and sc are reused.
+func (s *State) evaluate(d *Diagnosis, c *contract.Contract, asOf time.Time, ctx Context, sc *scratch) {
 	asOf = asOf.UTC().Truncate(time.Millisecond)
 	var v view
-	v.init(s, c, asOf)
-	batch, date := keyStrings(s.key)
-	d := Diagnosis{
-		Batch:        batch,
+	v.init(s, c, asOf, true, sc)
+	hyps, bounds, timeline, anomalies := d.Hypotheses[:0], d.Boundaries[:0], d.Timeline[:0], d.Anomalies[:0]
+	if sc == nil {
+		hyps, bounds, timeline, anomalies = nil, nil, nil, nil
+	}
+	*d = Diagnosis{
+		Batch:        v.batch,
 		Pipeline:     s.key.Pipeline,
-		BusinessDate: date,
+		BusinessDate: v.date,
 		BatchID:      s.key.BatchID,
 		AsOf:         asOf,
 		Contract:     c.Name(),
 		Zone:         c.Location,
 		Events:       len(v.recs),
+		Hypotheses:   hyps,
+		Boundaries:   bounds,
+		Timeline:     timeline,
+		Anomalies:    anomalies,
 	}
 	if len(v.recs) > 0 {
 		d.FirstEventAt = v.recs[0].at()
 		d.LastEventAt = v.recs[len(v.recs)-1].at()
 	}
-	verdict := v.hypotheses(&d)
-	first := v.boundaries(&d)
-	v.anomalies(&d, first, ctx.Previous)
-	d.Status = v.status(&d, verdict, first)
-	v.context(&d, ctx)
+	verdict := v.hypotheses(d)
+	first := v.boundaries(d)
+	v.anomalies(d, first, ctx.Previous)
+	d.Status = v.status(d, verdict, first)
+	v.context(d, ctx)
 	if ctx.Blocked != nil && verdict != model.Delivered {
 		d.Blocked = ctx.Blocked
 	}
@@ -298,29 +437,69 @@ func (s *State) Evaluate(c *contract.Contract, asOf time.Time, ctx Context) Diag
 		d.NextStep = NextStep{Action: ActionNone, Checks: []Check{},
 			Summary: "superseded by " + d.Attempt.SupersededBy + ", the attempt that speaks for business date " + d.BusinessDate + ": nothing to do for this attempt"}
 	} else {
-		d.NextStep = v.nextStep(&d, verdict, first)
+		d.NextStep = v.nextStep(d, verdict, first)
 	}
 	if v.pending > 0 {
 		d.Pending = time.UnixMilli(v.pending).UTC()
 	}
-	return d
 }
 
-// keyStrings returns k.String() and k.BusinessDate.String() in one
-// allocation: the date is a part of the key's text.
-func keyStrings(k model.BatchKey) (batch, date string) {
-	if k.BusinessDate.IsZero() {
-		return k.String(), ""
+// names renders the texts that derive from the batch's identity into one
+// allocation: the batch key and its date (a part of the key's text), the
+// expected batch id, and the expected artifact and signal names, of the
+// date's and, for a declared re-run, of the re-run's own id.
+func (v *view) names(k model.BatchKey, c *contract.Contract) {
+	names := k
+	base, n, rerun := c.AttemptOf(k)
+	if rerun {
+		v.rerun, names = n, base
 	}
-	b := make([]byte, 0, len(k.Pipeline)+len(k.BatchID)+12)
+	// Rendered on the stack, then copied once: the rendered length is
+	// known only after rendering.
+	var stack [512]byte
+	b := stack[:0]
 	b = append(b, k.Pipeline...)
 	b = append(b, '/')
 	b = k.BusinessDate.AppendFormat(b)
-	end := len(b)
+	dateEnd := len(b)
 	b = append(b, '/')
 	b = append(b, k.BatchID...)
-	batch = unsafe.String(unsafe.SliceData(b), len(b))
-	return batch, batch[len(k.Pipeline)+1 : end]
+	// Offsets first, strings last: b may still move as it grows.
+	var ends [6]int
+	ends[0] = len(b)
+	var has [5]bool
+	b, has[0] = c.AppendExpectedBatchID(b, k.Pipeline, k.BusinessDate)
+	ends[1] = len(b)
+	b, has[1] = c.AppendArtifactName(b, names)
+	ends[2] = len(b)
+	b, has[2] = c.AppendSignalName(b, names)
+	ends[3] = len(b)
+	if rerun {
+		b, has[3] = c.AppendArtifactName(b, k)
+		ends[4] = len(b)
+		b, has[4] = c.AppendSignalName(b, k)
+		ends[5] = len(b)
+	} else {
+		ends[4], ends[5] = ends[3], ends[3]
+	}
+	all := v.sc.str(b)
+	v.batch = all[:ends[0]]
+	if !k.BusinessDate.IsZero() {
+		v.date = all[len(k.Pipeline)+1 : dateEnd]
+	}
+	v.wantBatchID, v.hasBatchID = all[ends[0]:ends[1]], has[0]
+	v.wantArtifact, v.hasArtifact = all[ends[1]:ends[2]], has[1]
+	v.wantSignal, v.hasSignal = all[ends[2]:ends[3]], has[2]
+	v.altArtifact, v.hasAltArtifact = all[ends[3]:ends[4]], has[3]
+	v.altSignal, v.hasAltS = all[ends[4]:ends[5]], has[4]
+	// The names of the key itself, as ArtifactName(key) and
+	// SignalName(key) give them: the re-run's own, or the date's.
+	v.keyArtifact, v.hasKeyArtifact = v.wantArtifact, v.hasArtifact
+	v.keySignal, v.hasKeySignal = v.wantSignal, v.hasSignal
+	if rerun {
+		v.keyArtifact, v.hasKeyArtifact = v.altArtifact, v.hasAltArtifact
+		v.keySignal, v.hasKeySignal = v.altSignal, v.hasAltS
+	}
 }
 
 // Verdict returns only the verdict of the state's batch as of asOf: the
@@ -328,16 +507,37 @@ func keyStrings(k model.BatchKey) (batch, date string) {
 // build a Context.
 func (s *State) Verdict(c *contract.Contract, asOf time.Time) model.Hypothesis {
 	var v view
-	v.init(s, c, asOf.UTC().Truncate(time.Millisecond))
-	var d Diagnosis
-	return v.hypotheses(&d)
+	v.init(s, c, asOf.UTC().Truncate(time.Millisecond), false, nil)
+	return v.verdict()
+}
+
+// verdict is the verdict hypotheses reaches, from v's proofs alone: the
+// first required hypothesis with no proof of its data boundary or of one
+// above it on the data path.
+func (v *view) verdict() model.Hypothesis {
+	for _, h := range model.Hypotheses {
+		hb := h.Boundary()
+		if !v.c.Requires(hb) {
+			continue
+		}
+		proven := false
+		for b := hb; b <= model.Consumed && !proven; b++ {
+			proven = b.OnDataPath() && len(v.proven[b]) > 0
+		}
+		if !proven {
+			return h
+		}
+	}
+	return model.Delivered
 }
 
 // hypotheses fills d.Hypotheses and d.Verdict by the exclusion rule of
 // docs/diagnosis.md, and returns the verdict.
 func (v *view) hypotheses(d *Diagnosis) model.Hypothesis {
 	verdict := model.Delivered
-	d.Hypotheses = make([]Hypothesis, 0, len(model.Hypotheses))
+	if cap(d.Hypotheses) < len(model.Hypotheses) {
+		d.Hypotheses = make([]Hypothesis, 0, len(model.Hypotheses))
+	}
 	for _, h := range model.Hypotheses {
 		hb := h.Boundary()
 		hyp := Hypothesis{Name: h}
@@ -378,7 +578,8 @@ var (
 	downstreamReason = hypothesisReasons(func(h model.Hypothesis) string {
 		return "downstream of " + h.String() + ": no evidence either way"
 	})
-	// exclusionReasons is indexed by the set of proven data boundaries.
+	// exclusionReasons is indexed by the set of proven data boundaries
+	// (a BoundarySet is a byte).
 	exclusionReasons = buildExclusionReasons()
 )
 
@@ -389,8 +590,8 @@ func hypothesisReasons(f func(model.Hypothesis) string) (r [model.Delivered]stri
 	return r
 }
 
-func buildExclusionReasons() map[model.BoundarySet]string {
-	m := make(map[model.BoundarySet]string)
+func buildExclusionReasons() *[1 << 8]string {
+	m := new([1 << 8]string)
 	var data []model.Boundary
 	for _, b := range model.Ladder {
 		if b.OnDataPath() {
@@ -434,7 +635,7 @@ func (v *view) support(h model.Hypothesis) ([]string, string) {
 		}
 	}
 	want := func(r *record) bool {
-		p := r.typ().Proves()
+		p := r.proves()
 		switch {
 		case p == base && base != model.NoBoundary:
 			return true
@@ -516,7 +717,9 @@ func (v *view) boundaries(d *Diagnosis) model.Boundary {
 		latest = time.Time{}
 	}
 	dues, hasDue := v.c.Dues(v.key, provenAt, latest)
-	d.Boundaries = make([]BoundaryState, 0, len(model.Ladder))
+	if cap(d.Boundaries) < len(model.Ladder) {
+		d.Boundaries = make([]BoundaryState, 0, len(model.Ladder))
+	}
 	for _, b := range model.Ladder {
 		bs := BoundaryState{Name: b.String(), Required: v.c.Requires(b), Evidence: v.provenOf(b)}
 		if t, ok := v.provenAt(b); ok {
@@ -612,6 +815,11 @@ func fmtTime(t time.Time) string { return string(model.AppendTime(make([]byte, 0
 // durations with a leading "-"): the form of the replay's anomaly details,
 // which reports reuse so that both read alike.
 func FormatDuration(d time.Duration) string {
+	return string(appendDuration(make([]byte, 0, 16), d))
+}
+
+// appendDuration appends d as FormatDuration writes it.
+func appendDuration(b []byte, d time.Duration) []byte {
 	neg := d < 0
 	if neg {
 		d = -d
@@ -621,18 +829,16 @@ func FormatDuration(d time.Duration) string {
 	d -= days * 24 * time.Hour
 	h := d / time.Hour
 	m := (d - h*time.Hour) / time.Minute
-	var b strings.Builder
 	if neg {
-		b.WriteByte('-')
+		b = append(b, '-')
 	}
 	if days > 0 {
-		b.WriteString(strconv.Itoa(int(days)) + "d ")
+		b = append(strconv.AppendInt(b, int64(days), 10), "d "...)
 	}
 	if days > 0 || h > 0 {
-		b.WriteString(strconv.Itoa(int(h)) + "h ")
+		b = append(strconv.AppendInt(b, int64(h), 10), "h "...)
 	}
-	b.WriteString(strconv.Itoa(int(m)) + "m")
-	return b.String()
+	return append(strconv.AppendInt(b, int64(m), 10), 'm')
 }
 
 // Outcome returns the verdict of the state's batch as of asOf, and false
@@ -641,10 +847,9 @@ func FormatDuration(d time.Duration) string {
 // date, the same in every mode.
 func (s *State) Outcome(c *contract.Contract, asOf time.Time) (model.Hypothesis, bool) {
 	var v view
-	v.init(s, c, asOf.UTC().Truncate(time.Millisecond))
+	v.init(s, c, asOf.UTC().Truncate(time.Millisecond), false, nil)
 	if len(v.recs) == 0 {
 		return model.NotProduced, false
 	}
-	var d Diagnosis
-	return v.hypotheses(&d), true
+	return v.verdict(), true
 }

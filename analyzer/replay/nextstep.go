@@ -25,7 +25,7 @@ func (v *view) nextStep(d *Diagnosis, verdict model.Hypothesis, first model.Boun
 			// race the exchange. Say when to act, and keep the plan.
 			bs := d.Boundaries[first-1]
 			ns.Action = ActionWait
-			ns.Summary = "in progress; " + first.String() + " is not due until " + fmtTime(bs.Due) + "; if it passes: " + ns.Summary
+			ns.Summary = v.sc.join("in progress; ", first.String(), " is not due until ", v.sc.time(bs.Due), "; if it passes: ", ns.Summary)
 		}
 		return ns
 	}
@@ -43,25 +43,25 @@ func (v *view) nextStep(d *Diagnosis, verdict model.Hypothesis, first model.Boun
 	if d.Status == StatusInProgress && first != model.NoBoundary {
 		bs := d.Boundaries[first-1]
 		if !bs.Due.IsZero() {
-			wait = "; " + first.String() + " is not due until " + fmtTime(bs.Due)
+			wait = v.sc.join("; ", first.String(), " is not due until ", v.sc.time(bs.Due))
 		}
 	}
 	ns := NextStep{Checks: []Check{}}
 	switch verdict {
 	case model.Delivered:
-		ns.Action, ns.Summary = ActionNone, "nothing to do: batch "+key+" is delivered"
+		ns.Action, ns.Summary = ActionNone, v.sc.join("nothing to do: batch ", key, " is delivered")
 		for _, a := range d.Anomalies {
 			if a.Kind == ContinuityGap {
-				ns.Action, ns.Summary = ActionCheckPreviousBatch, "batch "+key+" is delivered, but "+a.Detail+": diagnose that batch"
+				ns.Action, ns.Summary = ActionCheckPreviousBatch, v.sc.join("batch ", key, " is delivered, but ", a.Detail, ": diagnose that batch")
 			}
 		}
 		return ns
 	case model.NotProduced:
 		ns.Action = ActionInvestigateProducer
 		if f := v.of(model.JobFailed); len(f) > 0 && d.Status == StatusFailed {
-			ns.Summary = "the producer job failed (" + v.errText(f[len(f)-1]) + "): fix the cause, then re-run the producer for business_date " + v.key.BusinessDate.String()
+			ns.Summary = v.sc.join("the producer job failed (", v.errText(f[len(f)-1]), "): fix the cause, then re-run the producer for business_date ", v.date)
 		} else {
-			ns.Summary = "no job SUCCESS is recorded for business_date " + v.key.BusinessDate.String() + ": check whether the producer job ran"
+			ns.Summary = v.sc.join("no job SUCCESS is recorded for business_date ", v.date, ": check whether the producer job ran")
 		}
 	case model.NotFinal:
 		ns.Action = ActionFinalizeArtifact
@@ -76,9 +76,9 @@ func (v *view) nextStep(d *Diagnosis, verdict model.Hypothesis, first model.Boun
 	case model.NotIdentified:
 		ns.Action = ActionInvestigateIdentification
 		ns.Summary = "data and completion signal are at the receiver but the batch is not identified: compare the receiver's expected names with what arrived"
-		if n, ok := v.c.ArtifactName(v.key); ok {
+		if n, ok := v.keyArtifact, v.hasKeyArtifact; ok {
 			ns.Summary += " (data " + strconv.Quote(n)
-			if s, ok := v.c.SignalName(v.key); ok {
+			if s, ok := v.keySignal, v.hasKeySignal; ok {
 				ns.Summary += ", signal " + strconv.Quote(s)
 			}
 			ns.Summary += ")"
@@ -86,13 +86,13 @@ func (v *view) nextStep(d *Diagnosis, verdict model.Hypothesis, first model.Boun
 	case model.NotConsumed:
 		ns.Action = ActionInvestigateConsumer
 		if f := v.of(model.ConsumeFailed); len(f) > 0 && d.Status == StatusFailed {
-			ns.Summary = "the consumer failed (" + v.errText(f[len(f)-1]) + "): fix the cause, then re-run the consumer for this batch once and verify it consumed exactly once"
+			ns.Summary = v.sc.join("the consumer failed (", v.errText(f[len(f)-1]), "): fix the cause, then re-run the consumer for this batch once and verify it consumed exactly once")
 		} else {
 			ns.Summary = "the batch was identified but no consumption is recorded: check the consumer's trigger and logs, re-run it for this batch once, and verify it consumed exactly once"
 		}
 	}
 	if wait != "" {
-		ns.Action, ns.Summary = ActionWait, "in progress"+wait+"; if it passes: "+ns.Summary
+		ns.Action, ns.Summary = ActionWait, v.sc.join("in progress", wait, "; if it passes: ", ns.Summary)
 	}
 	return ns
 }
@@ -122,7 +122,7 @@ func (v *view) restoreSignal(d *Diagnosis, key string) NextStep {
 		check("artifact_final", len(fin) > 0, "final name in place at the source", "no artifact.finalized event", v.ids(fin)),
 		check("artifact_readable_at_receiver", len(tr) > 0, "data file present and readable at the receiver", "no artifact.transferred event", v.ids(tr)),
 	}
-	_, hasTemplates := v.c.ArtifactName(v.key)
+	hasTemplates := v.hasKeyArtifact
 	if ev := has(IdentityMismatch); ev != nil {
 		checks = append(checks, check("identity_matches", false, "", "a name does not derive from "+key, ev))
 	} else if !hasTemplates {
@@ -171,7 +171,7 @@ func (v *view) restoreSignal(d *Diagnosis, key string) NextStep {
 	checks = append(checks, check("no_signal_present", len(sd) == 0, "no completion signal recorded at the receiver", "a completion signal is already recorded at the receiver", v.ids(sd)))
 
 	ns := NextStep{Action: ActionRestoreSignal, Checks: checks}
-	name, ok := v.c.SignalName(v.key)
+	name, ok := v.keySignal, v.hasKeySignal
 	if ok {
 		ns.Signal = name
 	}

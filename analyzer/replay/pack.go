@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -55,6 +56,24 @@ func (r *record) at() time.Time { return time.UnixMilli(r.ms).UTC() }
 // typ returns the record's event type. Types and systems are kept as small
 // indexes: a month of history is millions of records.
 func (r *record) typ() model.EventType { return model.EventTypes[r.ti] }
+
+// proves returns the boundary the record's event type proves.
+func (r *record) proves() model.Boundary { return typeInfos[r.ti].proves }
+
+// typeInfo is what the rules read of an event type, by its index in
+// model.EventTypes: worked out once, so that a rule reads a table instead
+// of comparing the type's name for every record.
+type typeInfo struct {
+	proves                  model.Boundary
+	artifact, signal, isJob bool
+}
+
+var typeInfos = func() (t [len(model.EventTypes)]typeInfo) {
+	for i, et := range model.EventTypes {
+		t[i] = typeInfo{proves: et.Proves(), artifact: et.IsArtifact(), signal: et.IsSignal(), isJob: strings.HasPrefix(string(et), "job.")}
+	}
+	return t
+}()
 
 func (r *record) hasRows() bool    { return r.flags&flagRows != 0 }
 func (r *record) hasBytes() bool   { return r.flags&flagBytes != 0 }
@@ -136,6 +155,9 @@ func (s *State) pack(e *model.Event, ti, side int) record {
 	p := record{ms: e.Time.UnixMilli(), rows: e.Rows, bytes: e.Bytes, attempt: e.Attempt, ti: int8(ti), side: int8(side), tag: idTag(e.ID)}
 	need := sizeOf(e.ID)
 	for f := sComponent; f < nStrs; f++ {
+		if vals[f] == "" {
+			continue // most events leave a field or two empty: no call
+		}
 		if p.strs[f] = s.recent(f, vals[f]); p.strs[f] == 0 {
 			need += sizeOf(vals[f])
 		}
@@ -174,9 +196,18 @@ func (s *State) reserve(need int) {
 		panic(fmt.Sprintf("replay: batch %s: more than 4 GiB of event ids and names in one batch: split the batch or shorten its error texts", s.key))
 	}
 	if cap(s.arena)-len(s.arena) < need {
-		s.arena = slices.Grow(s.arena, max(cap(s.arena), need))
+		grow := max(cap(s.arena), need)
+		if s.reused {
+			// A reset state's arena serves batch after batch: one
+			// allocation for a dozen of them.
+			grow = max(grow, arenaChunk)
+		}
+		s.arena = slices.Grow(s.arena, grow)
 	}
 }
+
+// arenaChunk is how many bytes a reset state's arena grows by at least.
+const arenaChunk = 4096
 
 // keyInArena takes the state's key from its first event, copied into the
 // arena's first allocation (one allocation less per batch for diagnose,
@@ -185,7 +216,14 @@ func (s *State) reserve(need int) {
 // the detector keys its map with it.
 func (s *State) keyInArena(e *model.Event) {
 	n, m := len(e.Pipeline), len(e.BatchID)
-	s.reserve(n + m + arenaGuess*(sizeOf(e.ID)+sizeOf(e.Component)+sizeOf(e.Object)+sizeOf(e.Checksum)+sizeOf(e.Error)))
+	if s.reused {
+		// The arena's room is shared with the batches before and after:
+		// take only what is needed, so no room is left unused between
+		// them.
+		s.reserve(n + m)
+	} else {
+		s.reserve(n + m + arenaGuess*(sizeOf(e.ID)+sizeOf(e.Component)+sizeOf(e.Object)+sizeOf(e.Checksum)+sizeOf(e.Error)))
+	}
 	start := len(s.arena)
 	s.arena = append(s.arena, e.Pipeline...)
 	s.arena = append(s.arena, e.BatchID...)

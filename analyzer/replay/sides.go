@@ -16,7 +16,11 @@ var sideOrder = [...]model.System{model.Producer, model.Exchange, model.Consumer
 // batch and prints few reports, and a streaming caller would evaluate far
 // more often than anyone reads one.
 func (v *view) context(d *Diagnosis, ctx Context) {
-	d.Timeline = make([]Entry, len(v.recs))
+	if d.Timeline != nil && cap(d.Timeline) >= len(v.recs) {
+		d.Timeline = d.Timeline[:len(v.recs)]
+	} else {
+		d.Timeline = make([]Entry, len(v.recs))
+	}
 	for i, r := range v.recs {
 		d.Timeline[i] = Entry{
 			EventID: v.id(r), Type: r.typ(), Time: r.at(), System: sideOrder[r.side],
@@ -135,13 +139,25 @@ func Narrate(d *Diagnosis) []Side {
 	return sides
 }
 
+// sideIndex returns the index of s in sideOrder; an unknown system counts
+// as the operator's. Step calls it for every event: the first byte picks
+// the one candidate to compare.
 func sideIndex(s model.System) int {
-	for i, o := range sideOrder {
-		if o == s {
-			return i
+	i := len(sideOrder) - 1
+	if s != "" {
+		switch s[0] {
+		case 'p':
+			i = 0
+		case 'e':
+			i = 1
+		case 'c':
+			i = 2
 		}
 	}
-	return len(sideOrder) - 1
+	if sideOrder[i] != s {
+		return len(sideOrder) - 1
+	}
+	return i
 }
 
 // describe appends one sentence saying what an event shows.

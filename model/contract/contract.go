@@ -188,19 +188,33 @@ func (c *Contract) ExpectedBatchID(pipeline string, date model.Date) (string, bo
 	if c.BatchID.IsZero() {
 		return "", false
 	}
+	b, ok := c.AppendExpectedBatchID(make([]byte, 0, len(c.BatchID.text)+len(pipeline)+10), pipeline, date)
+	if !ok {
+		return "", false
+	}
+	return string(b), true
+}
+
+// AppendExpectedBatchID appends ExpectedBatchID(pipeline, date) to b, and
+// returns b unchanged and false when there is none: the replay renders
+// every name of a batch into one allocation.
+func (c *Contract) AppendExpectedBatchID(b []byte, pipeline string, date model.Date) ([]byte, bool) {
+	if c.BatchID.IsZero() {
+		return b, false
+	}
 	if !c.BatchID.usesTime() {
-		return c.BatchID.Render(model.BatchKey{Pipeline: pipeline, BusinessDate: date}), true
+		return c.BatchID.AppendRender(b, model.BatchKey{Pipeline: pipeline, BusinessDate: date}), true
 	}
 	cal, ok := c.calendar()
 	if !ok {
-		return "", false
+		return b, false
 	}
 	hh, okH := cal.singleHour()
 	mi, okM := cal.singleMinute()
 	if !okH || !okM {
-		return "", false
+		return b, false
 	}
-	return c.BatchID.renderAt(model.BatchKey{Pipeline: pipeline, BusinessDate: date}, hh, mi), true
+	return c.BatchID.appendAt(b, model.BatchKey{Pipeline: pipeline, BusinessDate: date}, hh, mi), true
 }
 
 // ArtifactName returns the data file name that derives from key, and false
@@ -217,6 +231,18 @@ func (c *Contract) SignalName(key model.BatchKey) (string, bool) {
 	return c.render(c.Signal, key)
 }
 
+// AppendArtifactName appends ArtifactName(key) to b, and returns b
+// unchanged and false when there is none.
+func (c *Contract) AppendArtifactName(b []byte, key model.BatchKey) ([]byte, bool) {
+	return c.appendRender(b, c.Artifact, key)
+}
+
+// AppendSignalName appends SignalName(key) to b, and returns b unchanged
+// and false when there is none.
+func (c *Contract) AppendSignalName(b []byte, key model.BatchKey) ([]byte, bool) {
+	return c.appendRender(b, c.Signal, key)
+}
+
 func (c *Contract) render(t Template, key model.BatchKey) (string, bool) {
 	if t.IsZero() {
 		return "", false
@@ -229,6 +255,20 @@ func (c *Contract) render(t Template, key model.BatchKey) (string, bool) {
 		return "", false
 	}
 	return t.renderAt(key, hh, mi), true
+}
+
+func (c *Contract) appendRender(b []byte, t Template, key model.BatchKey) ([]byte, bool) {
+	if t.IsZero() {
+		return b, false
+	}
+	if !t.usesTime() {
+		return t.AppendRender(b, key), true
+	}
+	hh, mi, ok := c.slotOf(key)
+	if !ok {
+		return b, false
+	}
+	return t.appendAt(b, key, hh, mi), true
 }
 
 // DeadlineKind says how a deadline is measured.

@@ -118,3 +118,27 @@ func parseOne(t *testing.T, body string) *contract.Contract {
 	}
 	return c
 }
+
+// TestDefaultRerunsParsed checks that the zero Reruns, which is written
+// out rather than parsed at every use, reads ids as DefaultReruns parsed
+// does.
+func TestDefaultRerunsParsed(t *testing.T) {
+	parsed, err := contract.ParseReruns(contract.DefaultReruns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zero contract.Reruns
+	if zero.String() != parsed.String() || zero.Off() != parsed.Off() {
+		t.Fatalf("zero Reruns is %q (off %v), want %q (off %v)", zero.String(), zero.Off(), parsed.String(), parsed.Off())
+	}
+	for _, id := range []string{"20260930-r2", "20260930-r12", "20260930-r0", "20260930-r", "-r1", "20260930", "2026-r09-r3", "x-r1x"} {
+		b1, n1, ok1 := zero.Split(id)
+		b2, n2, ok2 := parsed.Split(id)
+		if b1 != b2 || n1 != n2 || ok1 != ok2 {
+			t.Errorf("Split(%q): zero Reruns %q, %d, %v; parsed %q, %d, %v", id, b1, n1, ok1, b2, n2, ok2)
+		}
+		if r1, r2 := zero.Render(id, 3), parsed.Render(id, 3); r1 != r2 {
+			t.Errorf("Render(%q, 3): zero Reruns %q, parsed %q", id, r1, r2)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -211,7 +212,10 @@ func WallClock(d model.Date, tod time.Duration, loc *time.Location) time.Time {
 		_, offs[i] = naive.Add(delta).In(loc).Zone()
 	}
 	var best time.Time
-	for _, off := range offs {
+	for i, off := range offs {
+		if slices.Contains(offs[:i], off) {
+			continue // the same candidate, checked already
+		}
 		t := naive.Add(-time.Duration(off) * time.Second)
 		if _, o := t.In(loc).Zone(); o != off {
 			continue
