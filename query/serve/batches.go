@@ -263,7 +263,7 @@ func (s *Server) readHistory(ctx context.Context, pipeline string, from, to mode
 	}()
 	set := batches.New(s.contracts, req.AsOf)
 	set.Covers(from, to)
-	err := s.readEvents(rctx, history.Filter{Pipeline: pipeline, From: history.ReadFrom(req), To: to, Unordered: true}, func(e *model.Event) error {
+	err := s.readEvents(rctx, history.Filter{Pipeline: pipeline, From: history.ReadFrom(req), To: to, Unordered: true, Small: true}, func(e *model.Event) error {
 		if fn != nil {
 			if err := fn(e); err != nil {
 				return err
@@ -326,7 +326,7 @@ func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCac
 		behind = newFoldBehind(fold)
 		fold = behind.add
 	}
-	err := s.readEvents(rctx, history.Filter{Pipeline: pipeline, From: cf.ReadFrom, To: req.To, Unordered: true}, func(e *model.Event) error {
+	err := s.readEvents(rctx, history.Filter{Pipeline: pipeline, From: cf.ReadFrom, To: req.To, Unordered: true, Small: true}, func(e *model.Event) error {
 		if fn != nil {
 			if err := fn(e); err != nil {
 				return err
@@ -437,7 +437,9 @@ func (s *Server) batch(ctx context.Context, k model.BatchKey) (*BatchDetail, err
 // supports none.
 func (s *Server) baselines(ctx context.Context, pipeline string, asOf time.Time) (*learn.Expected, error) {
 	l := learn.New()
-	if err := s.readEvents(ctx, history.BaselineWindow(pipeline, asOf), func(e *model.Event) error {
+	f := history.BaselineWindow(pipeline, asOf)
+	f.Small = true // four weeks of one pipeline: one query, not a count and a read
+	if err := s.readEvents(ctx, f, func(e *model.Event) error {
 		l.Add(e)
 		return nil
 	}); err != nil {

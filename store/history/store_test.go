@@ -82,6 +82,33 @@ func TestStoreRoundTrip(t *testing.T) {
 	}
 	assertSameSet(t, got, noHB)
 
+	// A Small read (one query of a window's rows, then windows for the
+	// rest): the same events in the same order as the windowed read,
+	// each once, wherever the first query's limit falls (between the two
+	// stored copies of an event too), over the whole history and a range.
+	ranged := history.Filter{Pipeline: "pipe.roundtrip", From: model.MustParseDate("2026-08-10"), To: model.MustParseDate("2026-08-12")}
+	wantRanged, err := st.Events(ctx, ranged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rows := range []int{1, 2, 7, 13, 0} {
+		small.WindowRows = rows
+		for _, tt := range []struct {
+			f    history.Filter
+			want []model.Event
+		}{{history.Filter{Pipeline: "pipe.roundtrip"}, got}, {ranged, wantRanged}} {
+			f := tt.f
+			f.Small = true
+			read, err := small.Events(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(read, tt.want) {
+				t.Fatalf("Small read of %d rows first, %s..%s: %d events, want the windowed read's %d in its order", rows, f.From, f.To, len(read), len(tt.want))
+			}
+		}
+	}
+
 	// One batch.
 	key := events[0].Key()
 	if key.IsZero() {
