@@ -155,6 +155,8 @@ func (s *Store) columns() string {
 type query struct {
 	sql  string
 	args []any
+	// day: the query is selectDay's (eachDay scans it).
+	day bool
 }
 
 // where is a conjunction of conditions with their arguments.
@@ -209,6 +211,9 @@ func (s *Store) selectWhere(w *where, dateCol string) query {
 // selectBatches reads the batch events w selects, ordered as selectWhere
 // does unless unordered (Filter.Unordered).
 func (s *Store) selectBatches(w *where, unordered bool) query {
+	if unordered && s.ReplayOnly {
+		return selectDay(s.batchTable(true), w)
+	}
 	if unordered {
 		return query{sql: "SELECT " + s.columns() + " FROM " + s.batchTable(true) + " WHERE " + w.String(), args: w.args}
 	}
@@ -350,7 +355,11 @@ func (s *Store) EachEvent(ctx context.Context, f Filter, fn func(model.Event) er
 	var prev rowKey
 	each := func(e *model.Event) error { return fn(*e) }
 	for _, q := range qs {
-		if err := s.each(ctx, q, &prev, each); err != nil {
+		run := s.each
+		if q.day {
+			run = s.eachDay
+		}
+		if err := run(ctx, q, &prev, each); err != nil {
 			return err
 		}
 	}
