@@ -58,6 +58,12 @@ type Filter struct {
 	// order are those of the windowed read; a read that fits is one round
 	// trip instead of two.
 	Small bool
+	// AlsoFrom and AlsoTo, both set, add a second range of business dates
+	// to a Small read, in the same query: the rows of either range come
+	// in the sort key's order, each once (a caller routes them by date).
+	// The batch page reads its batch's history and its baselines' window
+	// so, one round trip for two ranges.
+	AlsoFrom, AlsoTo model.Date
 }
 
 // DefaultWindowRows is how many stored rows one read query covers at most,
@@ -373,6 +379,20 @@ func (s *Store) EachEvent(ctx context.Context, f Filter, fn func(model.Event) er
 // does.
 func (s *Store) eachSmall(ctx context.Context, f Filter, fn func(model.Event) error) error {
 	w := batchWhere(f.Pipeline, f.From, f.To)
+	if !f.AlsoFrom.IsZero() && !f.AlsoTo.IsZero() && (!f.From.IsZero() || !f.To.IsZero()) {
+		main := &where{}
+		if !f.From.IsZero() {
+			main.add("business_date >= toDate(?)", f.From.String())
+		}
+		if !f.To.IsZero() {
+			main.add("business_date <= toDate(?)", f.To.String())
+		}
+		w = &where{}
+		w.add("pipeline = ?", f.Pipeline)
+		w.add("batch_id != ''")
+		w.add("(("+main.String()+") OR (business_date >= toDate(?) AND business_date <= toDate(?)))",
+			append(main.args, f.AlsoFrom.String(), f.AlsoTo.String())...)
+	}
 	limit := s.WindowRows
 	if limit <= 0 {
 		limit = DefaultWindowRows
