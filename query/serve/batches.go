@@ -106,7 +106,7 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 			missing = append(missing, k)
 		}
 	}
-	onRead := make(map[model.BatchKey]*replay.Diagnosis, len(missing))
+	onRead := make(map[model.BatchKey]*onReadRow, len(missing))
 	ds := diagnoseKeys(set, missing)
 	for i := range ds {
 		onRead[missing[i]] = &ds[i]
@@ -126,7 +126,7 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 			b.Status, b.Verdict, b.FirstMissing, b.AsOf, b.Source = r.status, r.verdict, r.firstMissing, time.UnixMilli(r.asOfMs).UTC(), "stored"
 		} else {
 			d := onRead[k]
-			b.Status, b.Verdict, b.FirstMissing, b.AsOf, b.Source = string(d.Status), d.Verdict.String(), d.FirstMissing, d.AsOf, "on_read"
+			b.Status, b.Verdict, b.FirstMissing, b.AsOf, b.Source = d.status, d.verdict, d.firstMissing, d.asOf, "on_read"
 		}
 		if (f.status != "" && b.Status != f.status) || (f.verdict != "" && b.Verdict != f.verdict) {
 			continue
@@ -140,35 +140,59 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 // it splits them between two goroutines.
 const parallelDiagnoses = 1024
 
-// diagnoseKeys is set.DiagnoseKeys(keys), the keys cut in two halves
-// evaluated at the same time when there are many: the set is only read
-// (DiagnoseKeys may run concurrently), each diagnosis depends on the set
-// alone, and an all-pipelines day of 10,000 batches spent a tenth of its
-// time here on one core while the other waited.
-func diagnoseKeys(set *batches.Set, keys []model.BatchKey) []replay.Diagnosis {
+// diagnoseChunk is how many batches one set.DiagnoseKeys call of a list
+// diagnoses: a list keeps only what it shows of each diagnosis
+// (onReadRow), so the full diagnoses (timeline, boundaries, hypotheses)
+// of 10,000 batches are never all held at once, which the collector
+// would otherwise mark again and again.
+const diagnoseChunk = 256
+
+// onReadRow is what a list shows of a diagnosis on read.
+type onReadRow struct {
+	status, verdict, firstMissing string
+	asOf                          time.Time
+}
+
+// diagnoseKeys is what a list shows of set.DiagnoseKeys(keys), the keys
+// cut in two halves evaluated at the same time when there are many: the
+// set is only read (DiagnoseKeys may run concurrently), each diagnosis
+// depends on the set alone, and an all-pipelines day of 10,000 batches
+// spent a tenth of its time here on one core while the other waited.
+func diagnoseKeys(set *batches.Set, keys []model.BatchKey) []onReadRow {
+	out := make([]onReadRow, len(keys))
+	run := func(lo, hi int) {
+		for c := lo; c < hi; c += diagnoseChunk {
+			end := min(c+diagnoseChunk, hi)
+			for i, d := range set.DiagnoseKeys(keys[c:end]) {
+				out[c+i] = onReadRow{status: string(d.Status), verdict: d.Verdict.String(), firstMissing: d.FirstMissing, asOf: d.AsOf}
+			}
+		}
+	}
 	if len(keys) < parallelDiagnoses {
-		return set.DiagnoseKeys(keys)
+		run(0, len(keys))
+		return out
 	}
 	half := len(keys) / 2
-	var first []replay.Diagnosis
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		first = set.DiagnoseKeys(keys[:half])
+		run(0, half)
 	}()
-	second := set.DiagnoseKeys(keys[half:])
+	run(half, len(keys))
 	<-done
-	return append(first, second...)
+	return out
 }
 
 // readEvents passes the events f selects to fn, under the query timeout;
-// an error from fn stops the read and is returned as it is.
+// an error from fn stops the read and is returned as it is. The event fn
+// is given is overwritten by the next (history.Store.EachEventRef): the
+// sets and the learner it feeds copy what they keep.
 func (s *Server) readEvents(ctx context.Context, f history.Filter, fn func(*model.Event) error) error {
 	qctx, cancel := s.rd.ctx(ctx)
 	defer cancel()
 	var fnErr error
-	err := s.store.EachEvent(qctx, f, func(e model.Event) error {
-		fnErr = fn(&e)
+	err := s.store.EachEventRef(qctx, f, func(e *model.Event) error {
+		fnErr = fn(e)
 		return fnErr
 	})
 	if fnErr != nil {
