@@ -10,6 +10,9 @@
 #   SIZES=1000x365 deploy/bench/serve.sh       # one size
 #   PIPELINES=100 DAYS=90 N=50 deploy/bench/serve.sh   # one size (database handoff_bench_serve_p100_d90)
 #   DROP=1 deploy/bench/serve.sh               # drop the databases at the end
+#   LOG_QUERIES=1 deploy/bench/serve.sh        # also, per kind, the server's CPU a request and
+#                                              # each statement's count, duration, ClickHouse CPU
+#                                              # and rows (system.query_log)
 #
 # 10,000 pipelines get a month (30 days ending 2026-09-30, one partition of
 # the events table) rather than a year: a page of one date reads that date's
@@ -50,8 +53,9 @@ set -a
 set +a
 mkdir -p bin
 go build -o bin/bench-serve ./deploy/bench/serve
-drop=()
-if [ "${DROP:-0}" = 1 ]; then drop=(-drop); fi
+flags=()
+if [ "${DROP:-0}" = 1 ]; then flags=(-drop); fi
+if [ "${LOG_QUERIES:-0}" = 1 ]; then flags+=(-log-queries); fi
 mkdir -p "$DATA_DIR/bench"
 for size in $SIZES; do
   pipelines=${size%x*}
@@ -59,6 +63,6 @@ for size in $SIZES; do
   db=$DB
   if [ "$size" != 1000x365 ]; then db="${DB}_p${pipelines}_d${days}"; fi
   echo "size: $pipelines pipelines x $days days, database $db; $(uptime)"
-  bin/bench-serve -db "$db" -pipelines "$pipelines" -days "$days" -n "$N" "${drop[@]}" |
+  bin/bench-serve -db "$db" -pipelines "$pipelines" -days "$days" -n "$N" "${flags[@]}" |
     tee "$DATA_DIR/bench/serve-$pipelines-$days-$(date -u +%Y%m%dT%H%M%SZ).txt"
 done

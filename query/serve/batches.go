@@ -84,7 +84,7 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 		storedc <- storedResult{rows, err}
 	}()
 	read := 0
-	set, err := s.readHistory(rctx, f.pipeline, f.dates.from, f.dates.to, func(e *model.Event) error {
+	set, err := s.readHistory(rctx, f.pipeline, f.dates.from, f.dates.to, nil, func(e *model.Event) error {
 		if read++; read > s.maxScan {
 			return badParam("from", "more than %d events between %s and %s: narrow the range or give a pipeline", s.maxScan, f.dates.from, f.dates.to)
 		}
@@ -106,7 +106,7 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 			missing = append(missing, k)
 		}
 	}
-	onRead := make(map[model.BatchKey]*replay.Diagnosis, len(missing))
+	onRead := make(map[model.BatchKey]*onReadRow, len(missing))
 	ds := diagnoseKeys(set, missing)
 	for i := range ds {
 		onRead[missing[i]] = &ds[i]
@@ -126,7 +126,7 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 			b.Status, b.Verdict, b.FirstMissing, b.AsOf, b.Source = r.status, r.verdict, r.firstMissing, time.UnixMilli(r.asOfMs).UTC(), "stored"
 		} else {
 			d := onRead[k]
-			b.Status, b.Verdict, b.FirstMissing, b.AsOf, b.Source = string(d.Status), d.Verdict.String(), d.FirstMissing, d.AsOf, "on_read"
+			b.Status, b.Verdict, b.FirstMissing, b.AsOf, b.Source = d.status, d.verdict, d.firstMissing, d.asOf, "on_read"
 		}
 		if (f.status != "" && b.Status != f.status) || (f.verdict != "" && b.Verdict != f.verdict) {
 			continue
@@ -140,35 +140,59 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 // it splits them between two goroutines.
 const parallelDiagnoses = 1024
 
-// diagnoseKeys is set.DiagnoseKeys(keys), the keys cut in two halves
-// evaluated at the same time when there are many: the set is only read
-// (DiagnoseKeys may run concurrently), each diagnosis depends on the set
-// alone, and an all-pipelines day of 10,000 batches spent a tenth of its
-// time here on one core while the other waited.
-func diagnoseKeys(set *batches.Set, keys []model.BatchKey) []replay.Diagnosis {
+// diagnoseChunk is how many batches one set.DiagnoseKeys call of a list
+// diagnoses: a list keeps only what it shows of each diagnosis
+// (onReadRow), so the full diagnoses (timeline, boundaries, hypotheses)
+// of 10,000 batches are never all held at once, which the collector
+// would otherwise mark again and again.
+const diagnoseChunk = 256
+
+// onReadRow is what a list shows of a diagnosis on read.
+type onReadRow struct {
+	status, verdict, firstMissing string
+	asOf                          time.Time
+}
+
+// diagnoseKeys is what a list shows of set.DiagnoseKeys(keys), the keys
+// cut in two halves evaluated at the same time when there are many: the
+// set is only read (DiagnoseKeys may run concurrently), each diagnosis
+// depends on the set alone, and an all-pipelines day of 10,000 batches
+// spent a tenth of its time here on one core while the other waited.
+func diagnoseKeys(set *batches.Set, keys []model.BatchKey) []onReadRow {
+	out := make([]onReadRow, len(keys))
+	run := func(lo, hi int) {
+		for c := lo; c < hi; c += diagnoseChunk {
+			end := min(c+diagnoseChunk, hi)
+			for i, d := range set.DiagnoseKeys(keys[c:end]) {
+				out[c+i] = onReadRow{status: string(d.Status), verdict: d.Verdict.String(), firstMissing: d.FirstMissing, asOf: d.AsOf}
+			}
+		}
+	}
 	if len(keys) < parallelDiagnoses {
-		return set.DiagnoseKeys(keys)
+		run(0, len(keys))
+		return out
 	}
 	half := len(keys) / 2
-	var first []replay.Diagnosis
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		first = set.DiagnoseKeys(keys[:half])
+		run(0, half)
 	}()
-	second := set.DiagnoseKeys(keys[half:])
+	run(half, len(keys))
 	<-done
-	return append(first, second...)
+	return out
 }
 
 // readEvents passes the events f selects to fn, under the query timeout;
-// an error from fn stops the read and is returned as it is.
+// an error from fn stops the read and is returned as it is. The event fn
+// is given is overwritten by the next (history.Store.EachEventRef): the
+// sets and the learner it feeds copy what they keep.
 func (s *Server) readEvents(ctx context.Context, f history.Filter, fn func(*model.Event) error) error {
 	qctx, cancel := s.rd.ctx(ctx)
 	defer cancel()
 	var fnErr error
-	err := s.store.EachEvent(qctx, f, func(e model.Event) error {
-		fnErr = fn(&e)
+	err := s.store.EachEventRef(qctx, f, func(e *model.Event) error {
+		fnErr = fn(e)
 		return fnErr
 	})
 	if fnErr != nil {
@@ -236,14 +260,15 @@ func (e *notDueError) Error() string {
 // passing each event read to fn too (nil: none) before the Set has it.
 // The events (from history.ReadFrom on) and the rest of the context (the
 // census and the heartbeats) are read at the same time: the read's first
-// date depends on the contracts only.
-func (s *Server) readHistory(ctx context.Context, pipeline string, from, to model.Date, fn func(*model.Event) error) (*batches.Set, error) {
+// date depends on the contracts only. also (nil: none), for one pipeline,
+// is a second range of its dates read in the same query (alsoRead).
+func (s *Server) readHistory(ctx context.Context, pipeline string, from, to model.Date, also *alsoRead, fn func(*model.Event) error) (*batches.Set, error) {
 	req := history.ContextRequest{From: from, To: to, AsOf: s.now(), Contracts: s.contracts}
 	if pipeline != "" {
 		req.Pipelines = []string{pipeline}
 	}
 	if fd, ok := s.context.(*history.FirstDateCache); ok {
-		return s.readHistoryCached(ctx, fd, pipeline, req, fn)
+		return s.readHistoryCached(ctx, fd, pipeline, req, also, fn)
 	}
 	type cxResult struct {
 		cx  *history.Context
@@ -263,7 +288,11 @@ func (s *Server) readHistory(ctx context.Context, pipeline string, from, to mode
 	}()
 	set := batches.New(s.contracts, req.AsOf)
 	set.Covers(from, to)
-	err := s.readEvents(rctx, history.Filter{Pipeline: pipeline, From: history.ReadFrom(req), To: to, Unordered: true}, func(e *model.Event) error {
+	hf := history.Filter{Pipeline: pipeline, From: history.ReadFrom(req), To: to, Unordered: true, Small: true}
+	err := s.readEvents(rctx, also.filter(hf), func(e *model.Event) error {
+		if !also.route(e, hf) {
+			return nil
+		}
 		if fn != nil {
 			if err := fn(e); err != nil {
 				return err
@@ -288,7 +317,7 @@ func (s *Server) readHistory(ctx context.Context, pipeline string, from, to mode
 // read, so the page's history is one read of its range's events, with the
 // latest heartbeats and the cached dates (read again when old) at the same
 // time. The Context is the one history.ReadContext would give.
-func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCache, pipeline string, req history.ContextRequest, fn func(*model.Event) error) (*batches.Set, error) {
+func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCache, pipeline string, req history.ContextRequest, also *alsoRead, fn func(*model.Event) error) (*batches.Set, error) {
 	type hbResult struct {
 		events []model.Event
 		err    error
@@ -326,7 +355,11 @@ func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCac
 		behind = newFoldBehind(fold)
 		fold = behind.add
 	}
-	err := s.readEvents(rctx, history.Filter{Pipeline: pipeline, From: cf.ReadFrom, To: req.To, Unordered: true}, func(e *model.Event) error {
+	hf := history.Filter{Pipeline: pipeline, From: cf.ReadFrom, To: req.To, Unordered: true, Small: true}
+	err := s.readEvents(rctx, also.filter(hf), func(e *model.Event) error {
+		if !also.route(e, hf) {
+			return nil
+		}
 		if fn != nil {
 			if err := fn(e); err != nil {
 				return err
@@ -375,18 +408,12 @@ func (s *Server) batch(ctx context.Context, k model.BatchKey) (*BatchDetail, err
 		b, err := s.rd.storedDiagnosis(ctx, k)
 		storedc <- storedResult{b, err}
 	}()
-	// The baselines' window too: a diagnosis on read shows them.
-	type baseResult struct {
-		x   *learn.Expected
-		err error
-	}
-	basec := make(chan baseResult, 1)
+	// The baselines' window too, in the same query as the batch's
+	// history: a diagnosis on read shows them.
 	asOf := s.now()
-	go func() {
-		x, err := s.baselines(ctx, k.Pipeline, asOf)
-		basec <- baseResult{x, err}
-	}()
-	set, readErr := s.readHistory(ctx, k.Pipeline, k.BusinessDate, k.BusinessDate, nil)
+	bw := history.BaselineWindow(k.Pipeline, asOf)
+	learner := learn.New()
+	set, readErr := s.readHistory(ctx, k.Pipeline, k.BusinessDate, k.BusinessDate, &alsoRead{from: bw.From, to: bw.To, fn: learner.Add}, nil)
 	stored := <-storedc
 	if stored.err != nil {
 		return nil, stored.err
@@ -415,19 +442,46 @@ func (s *Server) batch(ctx context.Context, k model.BatchKey) (*BatchDetail, err
 	if !ok {
 		return nil, s.noBatch(k)
 	}
-	base := <-basec
-	if base.err != nil {
-		return nil, base.err
-	}
+	x := learner.ExpectedAt(k.Pipeline, asOf, s.baseline)
 	if !learn.BaselineAsOf(d.AsOf).Equal(learn.BaselineAsOf(asOf)) {
-		// The UTC day turned between the two reads: the diagnosis's
-		// as-of has the next day's baselines.
-		if base.x, err = s.baselines(ctx, k.Pipeline, d.AsOf); err != nil {
+		// The UTC day turned between asOf and the history's as-of: the
+		// diagnosis's as-of has the next day's baselines.
+		if x, err = s.baselines(ctx, k.Pipeline, d.AsOf); err != nil {
 			return nil, err
 		}
 	}
-	base.x.Annotate(&d, k)
+	x.Annotate(&d, k)
 	return &BatchDetail{Source: "on_read", Diagnosis: &d, Sides: replay.Narrate(&d)}, nil
+}
+
+// alsoRead is a second range of business dates [from, to] of the one
+// pipeline a history read reads, in the same query (history.Filter's
+// AlsoFrom and AlsoTo): each of its events goes to fn, and to the Set only
+// when it is in the history's range too. nil reads none.
+type alsoRead struct {
+	from, to model.Date
+	fn       func(*model.Event)
+}
+
+// filter is f with a's range added.
+func (a *alsoRead) filter(f history.Filter) history.Filter {
+	if a != nil {
+		f.AlsoFrom, f.AlsoTo = a.from, a.to
+	}
+	return f
+}
+
+// route passes e to a.fn when it is in a's range and reports whether it
+// is in the history's range [f.From, f.To] (always, when a is nil).
+func (a *alsoRead) route(e *model.Event, f history.Filter) bool {
+	if a == nil {
+		return true
+	}
+	d := e.BusinessDate
+	if d.Compare(a.from) >= 0 && d.Compare(a.to) <= 0 {
+		a.fn(e)
+	}
+	return d.Compare(f.From) >= 0 && d.Compare(f.To) <= 0
 }
 
 // baselines learns pipeline's baselines in force at asOf from its stored
@@ -437,7 +491,9 @@ func (s *Server) batch(ctx context.Context, k model.BatchKey) (*BatchDetail, err
 // supports none.
 func (s *Server) baselines(ctx context.Context, pipeline string, asOf time.Time) (*learn.Expected, error) {
 	l := learn.New()
-	if err := s.readEvents(ctx, history.BaselineWindow(pipeline, asOf), func(e *model.Event) error {
+	f := history.BaselineWindow(pipeline, asOf)
+	f.Small = true // four weeks of one pipeline: one query, not a count and a read
+	if err := s.readEvents(ctx, f, func(e *model.Event) error {
 		l.Add(e)
 		return nil
 	}); err != nil {

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"html/template"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -33,5 +34,17 @@ func TestRowHTML(t *testing.T) {
 	}
 	if strings.Contains(got, "<x>") {
 		t.Errorf("rowHTML left markup of a pipeline name unescaped: %s", got)
+	}
+}
+
+// TestPipelineGridURL: a grid row's link is the one url.Values would
+// encode, whatever the pipeline's name holds.
+func TestPipelineGridURL(t *testing.T) {
+	for _, p := range []string{"bench.p0001.daily", `p"<x>`, "a&b=c d", "é/ü?#%", "+"} {
+		from, to := "2026-09-01", "2026-09-30"
+		want := "/?" + url.Values{"pipeline": {p}, "from": {from}, "to": {to}}.Encode()
+		if got := pipelineGridURL(p, url.QueryEscape(from), url.QueryEscape(to)); got != want {
+			t.Errorf("pipelineGridURL(%q) = %q, want %q", p, got, want)
+		}
 	}
 }

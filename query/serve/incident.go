@@ -386,7 +386,7 @@ func (s *Server) diagnoseMany(ctx context.Context, keys []model.BatchKey) (map[m
 			}
 			rd := read{p: p}
 			if rd.stored, rd.err = s.rd.storedRows(ctx, p, dateRange{from: lo, to: hi}); rd.err == nil {
-				rd.set, rd.err = s.readHistory(ctx, p, lo, hi, nil)
+				rd.set, rd.err = s.readHistory(ctx, p, lo, hi, nil, nil)
 			}
 			if rd.err != nil {
 				cancel()

@@ -82,6 +82,54 @@ func TestStoreRoundTrip(t *testing.T) {
 	}
 	assertSameSet(t, got, noHB)
 
+	// A Small read (one query of a window's rows, then windows for the
+	// rest): the same events in the same order as the windowed read,
+	// each once, wherever the first query's limit falls (between the two
+	// stored copies of an event too), over the whole history and a range.
+	ranged := history.Filter{Pipeline: "pipe.roundtrip", From: model.MustParseDate("2026-08-10"), To: model.MustParseDate("2026-08-12")}
+	wantRanged, err := st.Events(ctx, ranged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A Small read of two ranges at once (AlsoFrom, AlsoTo): the events of
+	// either, each once where they overlap, in the sort key's order.
+	d := model.MustParseDate
+	wide, err := st.Events(ctx, history.Filter{Pipeline: "pipe.roundtrip", From: d("2026-08-10"), To: d("2026-08-15")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var apart []model.Event // 08-10..08-11 and 08-14..08-15
+	for _, e := range wide {
+		if e.BusinessDate.Compare(d("2026-08-12")) < 0 || e.BusinessDate.Compare(d("2026-08-13")) > 0 {
+			apart = append(apart, e)
+		}
+	}
+	if len(apart) == len(wide) || len(apart) == 0 {
+		t.Fatalf("the test data has %d events of 08-10..08-15, %d outside 08-12..08-13: want some of each", len(wide), len(apart))
+	}
+	for _, rows := range []int{1, 2, 7, 13, 0} {
+		small.WindowRows = rows
+		for _, tt := range []struct {
+			f    history.Filter
+			want []model.Event
+		}{
+			{history.Filter{Pipeline: "pipe.roundtrip"}, got},
+			{ranged, wantRanged},
+			{history.Filter{Pipeline: "pipe.roundtrip", From: d("2026-08-10"), To: d("2026-08-12"), AlsoFrom: d("2026-08-11"), AlsoTo: d("2026-08-15")}, wide},
+			{history.Filter{Pipeline: "pipe.roundtrip", From: d("2026-08-14"), To: d("2026-08-15"), AlsoFrom: d("2026-08-10"), AlsoTo: d("2026-08-11")}, apart},
+		} {
+			f := tt.f
+			f.Small = true
+			read, err := small.Events(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(read, tt.want) {
+				t.Fatalf("Small read of %d rows first, %s..%s (and %s..%s): %d events, want the windowed read's %d in its order", rows, f.From, f.To, f.AlsoFrom, f.AlsoTo, len(read), len(tt.want))
+			}
+		}
+	}
+
 	// One batch.
 	key := events[0].Key()
 	if key.IsZero() {

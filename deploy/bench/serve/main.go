@@ -27,6 +27,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -49,9 +50,10 @@ func main() {
 		drop      = flag.Bool("drop", false, "drop the database at the end")
 		only      = flag.String("only", "", "measure only this kind (batch, month or day)")
 		cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the measured requests to this file")
+		logQ      = flag.Bool("log-queries", false, "log the queries in ClickHouse's system.query_log and print, per kind, each statement's count, duration and rows")
 	)
 	flag.Parse()
-	onlyKind = *only
+	onlyKind, logQueries = *only, *logQ
 	// The collector settings `handoff serve` applies (cmd/handoff/gc.go).
 	debug.SetGCPercent(400)
 	debug.SetMemoryLimit(768 << 20)
@@ -71,8 +73,12 @@ func main() {
 	}
 }
 
-// onlyKind, when set, is the one kind measured (-only).
-var onlyKind string
+// onlyKind, when set, is the one kind measured (-only); logQueries
+// prints where ClickHouse's share of each kind's time went (-log-queries).
+var (
+	onlyKind   string
+	logQueries bool
+)
 
 func run(addr, db string, pipelines, days int, lastS string, n int, drop bool) error {
 	ctx := context.Background()
@@ -80,7 +86,11 @@ func run(addr, db string, pipelines, days int, lastS string, n int, drop bool) e
 	if err != nil {
 		return fmt.Errorf("-last: %w", err)
 	}
-	conn, err := chconn.Open(ctx, chconn.Config{Addr: addr})
+	cfg := chconn.Config{Addr: addr}
+	if logQueries {
+		cfg.Settings = map[string]any{"log_queries": 1}
+	}
+	conn, err := chconn.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -165,6 +175,7 @@ func run(addr, db string, pipelines, days int, lastS string, n int, drop bool) e
 			}
 		}
 		lat := make([]time.Duration, 0, n)
+		since, cpu0 := time.Now(), cpuTime()
 		for range n {
 			start := time.Now()
 			if _, err := get(k.url()); err != nil {
@@ -175,6 +186,12 @@ func run(addr, db string, pipelines, days int, lastS string, n int, drop bool) e
 		slices.Sort(lat)
 		q := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))].Round(100 * time.Microsecond) }
 		fmt.Printf("%-6s %5d %8v %8v %8v %8v  %s\n", k.name, n, q(.5), q(.9), q(.99), lat[len(lat)-1].Round(100*time.Microsecond), k.target)
+		if logQueries {
+			fmt.Printf("  serve cpu %.1f ms/request (this process: server and client)\n", float64(cpuTime()-cpu0)/float64(time.Millisecond)/float64(n))
+			if err := printQueryLog(ctx, conn, db, since, n); err != nil {
+				return err
+			}
+		}
 		results = append(results, fmt.Sprintf("RESULT bench=serve metric=%s_p99_%dx%d value=%.1f unit=ms", k.name, pipelines, days, float64(q(.99))/float64(time.Millisecond)))
 	}
 	// The machine-readable lines (deploy/bench/table collects them), with
@@ -185,6 +202,60 @@ func run(addr, db string, pipelines, days int, lastS string, n int, drop bool) e
 		fmt.Printf("%s rss_mib=%d load=%s\n", r, rss, load)
 	}
 	return nil
+}
+
+// printQueryLog prints, for the statements on db that finished since
+// since (system.query_log, log_queries=1 on the connection), each
+// statement's shape (literals replaced by ?) with how many ran per
+// request, their median and 99th percentile duration and their average
+// rows read and returned: how much of a page's time ClickHouse spends,
+// and on what.
+func printQueryLog(ctx context.Context, conn driver.Conn, db string, since time.Time, requests int) error {
+	if err := conn.Exec(ctx, "SYSTEM FLUSH LOGS"); err != nil {
+		return fmt.Errorf("flush the query log: %w", err)
+	}
+	rows, err := conn.Query(ctx, "SELECT replaceRegexpAll(query, '\\'[^\\']*\\'|\\b[0-9]+\\b', '?') AS shape, count(), "+
+		"quantile(0.5)(query_duration_ms), quantile(0.99)(query_duration_ms), avg(read_rows), avg(result_rows), "+
+		"sum(ProfileEvents.Values[indexOf(ProfileEvents.Names, 'UserTimeMicroseconds')] + ProfileEvents.Values[indexOf(ProfileEvents.Names, 'SystemTimeMicroseconds')]) "+
+		"FROM system.query_log "+
+		"WHERE type = 2 AND event_time >= toDateTime(?) AND positionCaseInsensitive(query, 'query_log') = 0 AND position(query, ?) > 0 "+
+		"GROUP BY shape ORDER BY count() DESC", since.Unix(), db+".")
+	if err != nil {
+		return fmt.Errorf("read the query log: %w", err)
+	}
+	defer rows.Close()
+	var total uint64
+	for rows.Next() {
+		var (
+			shape      string
+			count, cpu uint64
+			p50, p99   float64
+			read, rets float64
+		)
+		if err := rows.Scan(&shape, &count, &p50, &p99, &read, &rets, &cpu); err != nil {
+			return fmt.Errorf("read the query log: %w", err)
+		}
+		total += cpu
+		if len(shape) > 160 {
+			shape = shape[:160] + "..."
+		}
+		fmt.Printf("  query %.2f/request p50 %.0f ms p99 %.0f ms, cpu %.1f ms, read %.0f rows, %.0f out: %s\n",
+			float64(count)/float64(requests), p50, p99, float64(cpu)/1e3/float64(count), read, rets, shape)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read the query log: %w", err)
+	}
+	fmt.Printf("  clickhouse cpu %.1f ms/request\n", float64(total)/1e3/float64(requests))
+	return nil
+}
+
+// cpuTime is the CPU time (user and system) this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // loadAverage is the 1-minute load average (/proc/loadavg), "0" when it
