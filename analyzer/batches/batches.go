@@ -301,6 +301,29 @@ func (s *Set) Diagnose(keep func(model.BatchKey) bool) []replay.Diagnosis {
 // run concurrently with each other, not with Add.
 func (s *Set) DiagnoseKeys(keys []model.BatchKey) []replay.Diagnosis {
 	out := make([]replay.Diagnosis, 0, len(keys))
+	s.diagnoseKeys(keys, func(b *batch, c *contract.Contract, ctx replay.Context) {
+		out = append(out, b.st.Evaluate(c, s.asOf, ctx))
+	}, func(d *replay.Diagnosis) { out = append(out, *d) })
+	return out
+}
+
+// EachDiagnosis passes fn the diagnosis of each batch of keys, as
+// DiagnoseKeys would return them, one at a time: the diagnosis is valid
+// until fn returns (its slices are reused for the next batch; its strings
+// stay valid). For a caller that keeps a few fields of each, this spares
+// building every diagnosis' lists anew. Like DiagnoseKeys, it only reads
+// the set.
+func (s *Set) EachDiagnosis(keys []model.BatchKey, fn func(*replay.Diagnosis)) {
+	var ev replay.Evaluator
+	s.diagnoseKeys(keys, func(b *batch, c *contract.Contract, ctx replay.Context) {
+		fn(ev.Evaluate(&b.st, c, s.asOf, ctx))
+	}, fn)
+}
+
+// diagnoseKeys is the walk of DiagnoseKeys and EachDiagnosis: the context
+// of each batch with events goes to eval, the diagnosis of each absent
+// expected one to absent.
+func (s *Set) diagnoseKeys(keys []model.BatchKey, eval func(*batch, *contract.Contract, replay.Context), absent func(*replay.Diagnosis)) {
 	verdicts := make(map[model.BatchKey]outcome)
 	up := s.resolver()
 	for _, k := range keys {
@@ -309,15 +332,14 @@ func (s *Set) DiagnoseKeys(keys []model.BatchKey) []replay.Diagnosis {
 		if b == nil {
 			if d, ok := s.absentOne(k, c, verdicts); ok {
 				d.Blocked = blockedOf(up, k, c)
-				out = append(out, d)
+				absent(&d)
 			}
 			continue
 		}
 		ctx := s.context(k, c, verdicts)
 		ctx.Blocked = blockedOf(up, k, c)
-		out = append(out, b.st.Evaluate(c, s.asOf, ctx))
+		eval(b, c, ctx)
 	}
-	return out
 }
 
 // DiagnoseOne evaluates a single batch, with the same context Diagnose

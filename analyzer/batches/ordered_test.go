@@ -255,3 +255,54 @@ func TestContextStart(t *testing.T) {
 		}
 	}
 }
+
+// TestEachDiagnosisEqualsDiagnoseKeys: diagnoses evaluated one into the
+// memory of the other give, byte for byte, what DiagnoseKeys returns,
+// absent expected batches included, and the strings a caller kept of an
+// earlier one are not rewritten by the next.
+func TestEachDiagnosisEqualsDiagnoseKeys(t *testing.T) {
+	cs := genPipelines(t)
+	asOf := time.Date(2026, 10, 10, 0, 0, 0, 0, time.UTC)
+	for seed := range uint64(4) {
+		r := rand.New(rand.NewPCG(seed, 11))
+		events := genOrderedHistory(r, cs, 45)
+		if seed >= 2 {
+			events = slices.DeleteFunc(events, func(e model.Event) bool {
+				return e.Type.HasBatch() && e.BusinessDate.Compare(model.MustParseDate("2026-10-04")) > 0
+			})
+		}
+		set := batches.New(cs, asOf)
+		for i := range events {
+			set.Add(&events[i])
+		}
+		keys := set.Keys()
+		want := set.DiagnoseKeys(keys)
+		var got [][]byte
+		var kept, keptWant []string
+		absent := 0
+		set.EachDiagnosis(keys, func(d *replay.Diagnosis) {
+			got = append(got, d.AppendJSON(nil))
+			kept = append(kept, d.Batch, d.Verdict.String(), d.FirstMissing, d.NextStep.Summary)
+			if d.Events == 0 {
+				absent++
+			}
+		})
+		for i := range want {
+			keptWant = append(keptWant, want[i].Batch, want[i].Verdict.String(), want[i].FirstMissing, want[i].NextStep.Summary)
+		}
+		if len(got) != len(want) || len(want) == 0 {
+			t.Fatalf("seed %d: %d diagnoses one at a time, %d from DiagnoseKeys", seed, len(got), len(want))
+		}
+		for i := range want {
+			if w := want[i].AppendJSON(nil); string(got[i]) != string(w) {
+				t.Fatalf("seed %d: diagnosis %d differs:\nDiagnoseKeys: %s\nEachDiagnosis: %s", seed, i, w, got[i])
+			}
+		}
+		if !slices.Equal(kept, keptWant) {
+			t.Fatalf("seed %d: strings kept from earlier diagnoses changed", seed)
+		}
+		if seed >= 2 && absent == 0 {
+			t.Fatalf("seed %d: no absent expected batch compared", seed)
+		}
+	}
+}

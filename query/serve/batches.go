@@ -140,33 +140,28 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 // it splits them between two goroutines.
 const parallelDiagnoses = 1024
 
-// diagnoseChunk is how many batches one set.DiagnoseKeys call of a list
-// diagnoses: a list keeps only what it shows of each diagnosis
-// (onReadRow), so the full diagnoses (timeline, boundaries, hypotheses)
-// of 10,000 batches are never all held at once, which the collector
-// would otherwise mark again and again.
-const diagnoseChunk = 256
-
 // onReadRow is what a list shows of a diagnosis on read.
 type onReadRow struct {
 	status, verdict, firstMissing string
 	asOf                          time.Time
 }
 
-// diagnoseKeys is what a list shows of set.DiagnoseKeys(keys), the keys
+// diagnoseKeys is what a list shows of the diagnoses of keys, the keys
 // cut in two halves evaluated at the same time when there are many: the
-// set is only read (DiagnoseKeys may run concurrently), each diagnosis
+// set is only read (EachDiagnosis may run concurrently), each diagnosis
 // depends on the set alone, and an all-pipelines day of 10,000 batches
-// spent a tenth of its time here on one core while the other waited.
+// spent a tenth of its time here on one core while the other waited. A
+// list keeps only what it shows of each diagnosis, so each is evaluated
+// into the memory of the one before (batches.Set.EachDiagnosis) and the
+// full diagnoses of 10,000 batches are never built one by one or held.
 func diagnoseKeys(set *batches.Set, keys []model.BatchKey) []onReadRow {
 	out := make([]onReadRow, len(keys))
 	run := func(lo, hi int) {
-		for c := lo; c < hi; c += diagnoseChunk {
-			end := min(c+diagnoseChunk, hi)
-			for i, d := range set.DiagnoseKeys(keys[c:end]) {
-				out[c+i] = onReadRow{status: string(d.Status), verdict: d.Verdict.String(), firstMissing: d.FirstMissing, asOf: d.AsOf}
-			}
-		}
+		i := lo
+		set.EachDiagnosis(keys[lo:hi], func(d *replay.Diagnosis) {
+			out[i] = onReadRow{status: string(d.Status), verdict: d.Verdict.String(), firstMissing: d.FirstMissing, asOf: d.AsOf}
+			i++
+		})
 	}
 	if len(keys) < parallelDiagnoses {
 		run(0, len(keys))
