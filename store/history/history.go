@@ -476,34 +476,28 @@ func (s *Store) EachBatchEvent(ctx context.Context, pipelines []string, from, to
 	w.add("batch_id != ''")
 	w.add("business_date >= toDate(?)", from.String())
 	w.add("business_date <= toDate(?)", to.String())
-	q := query{sql: "SELECT " + s.columns() + " FROM " + s.events() + " WHERE " + w.String(), args: w.args}
-	// Each row's pipeline and business date, the leading columns of the
-	// sort key, as one integer (the pipeline's rank among the names read,
-	// then the date), so that the sort compares strings only within a
-	// date: most comparisons of a sort are between rows far apart, and
-	// pipeline names of a unit share long prefixes. The row's pipeline
-	// becomes the name's one copy: the driver's per-row strings go.
 	sorted := slices.Clone(pipelines)
 	slices.Sort(sorted)
 	sorted = slices.Compact(sorted)
+	if s.ReplayOnly {
+		return s.eachReplayRow(ctx, sorted, w, fn)
+	}
+	q := query{sql: "SELECT " + s.columns() + " FROM " + s.events() + " WHERE " + w.String(), args: w.args}
+	// The row's pipeline becomes the name's one copy: the driver's
+	// per-row strings go.
 	rank := make(map[string]uint64, len(sorted))
 	for i, p := range sorted {
 		rank[p] = uint64(i)
 	}
-	// The rows are kept in blocks: one growing slice of events copied
-	// itself over and over (a fifth of the CPU of a backfill).
-	const block = 4096
 	var (
-		blocks   [][]model.Event
-		keys     []uint64
-		n        int
+		rb       rowBlocks
 		prev     rowKey
 		lastName string // the pipeline of the row before: rows come in runs of one
 		lastRank uint64
 	)
 	if err := s.each(ctx, q, &prev, func(e *model.Event) error {
 		r := lastRank
-		if e.Pipeline != lastName || n == 0 {
+		if e.Pipeline != lastName || rb.n == 0 {
 			var ok bool
 			if r, ok = rank[e.Pipeline]; !ok {
 				return fmt.Errorf("read events from %s: a row of pipeline %q, which the query did not ask for", s.events(), e.Pipeline)
@@ -511,18 +505,46 @@ func (s *Store) EachBatchEvent(ctx context.Context, pipelines []string, from, to
 			lastName, lastRank = e.Pipeline, r
 		}
 		e.Pipeline = sorted[r]
-		if n%block == 0 {
-			blocks = append(blocks, make([]model.Event, 0, block))
-		}
-		blocks[len(blocks)-1] = append(blocks[len(blocks)-1], *e)
-		keys = append(keys, r<<32|dateKey(e.BusinessDate))
-		n++
+		rb.add(e, r)
 		return nil
 	}); err != nil {
 		return err
 	}
-	at := func(i int32) *model.Event { return &blocks[i/block][i%block] }
-	order := make([]int32, n)
+	return rb.emit(fn)
+}
+
+// rowBlocks holds the rows of one EachBatchEvent read until they are
+// sorted. The rows are kept in blocks: one growing slice of events copied
+// itself over and over (a fifth of the CPU of a backfill).
+type rowBlocks struct {
+	blocks [][]model.Event
+	// keys holds each row's pipeline and business date, the leading
+	// columns of the sort key, as one integer (the pipeline's rank among
+	// the names read, then the date), so that the sort compares strings
+	// only within a date: most comparisons of a sort are between rows far
+	// apart, and pipeline names of a unit share long prefixes.
+	keys []uint64
+	n    int
+}
+
+const rowBlock = 4096
+
+// add keeps a copy of e, whose pipeline has rank r among the names read.
+func (rb *rowBlocks) add(e *model.Event, r uint64) {
+	if rb.n%rowBlock == 0 {
+		rb.blocks = append(rb.blocks, make([]model.Event, 0, rowBlock))
+	}
+	rb.blocks[len(rb.blocks)-1] = append(rb.blocks[len(rb.blocks)-1], *e)
+	rb.keys = append(rb.keys, r<<32|dateKey(e.BusinessDate))
+	rb.n++
+}
+
+// emit hands the rows to fn in the table's sort key order, each event_id
+// once.
+func (rb *rowBlocks) emit(fn func(model.Event) error) error {
+	blocks, keys := rb.blocks, rb.keys
+	at := func(i int32) *model.Event { return &blocks[i/rowBlock][i%rowBlock] }
+	order := make([]int32, rb.n)
 	for i := range order {
 		order[i] = int32(i)
 	}
