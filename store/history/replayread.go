@@ -3,48 +3,91 @@ package history
 import (
 	"context"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/handoff-dev/handoff/model"
 )
 
-// The replay's read (EachBatchEvent with ReplayOnly) selects the columns
-// of few values as their positions in lists it sends with the query, so
-// that the server sends a number and the driver makes no string of them:
-// the pipeline (among the names read), the type (model.EventTypes) and the
-// system (replaySystems), with the text too only when it is not in the
-// list. The driver's per-row strings, and the decoding of their lengths
-// and bytes, were the largest part of a backfill's read (2026-12-01), and
-// these three are a third of a row's text. The business date comes as its
-// day number, which the driver scans without a time.Time.
+// The replay's read (EachBatchEvent with ReplayOnly) has the server send
+// a row in the form the driver scans cheapest. The driver makes a string
+// of every String cell, and those strings, with the decoding of their
+// lengths, were the largest part of a backfill's read (2026-12-01). So
+// every text column of a row comes in one String (concat), with the
+// lengths of its parts two to a UInt64: a row is one string, which the
+// event's strings are pieces of, and the pipeline, type and system, of
+// few values, become the one copy of their name here instead. The
+// business date comes as its day number, which the driver scans without
+// a time.Time. On the server the concat and the lengths cost less than a
+// lookup of the names there (transform or indexOf of a list sent with
+// the query).
+const (
+	replayText    = "concat(pipeline, batch_id, event_id, type, system, component, object, checksum, error)"
+	replayLengths = "bitOr(bitShiftLeft(length(pipeline), 32), length(batch_id)), bitOr(bitShiftLeft(length(event_id), 32), length(type)), " +
+		"bitOr(bitShiftLeft(length(system), 32), length(component)), bitOr(bitShiftLeft(length(object), 32), length(checksum))"
+	replayColumns = "toUInt16(business_date), time_ms, rows, has_rows, bytes, has_bytes, attempt, has_attempt, " + replayLengths + ", " + replayText
+)
 
-// replaySystems are the systems the read sends as numbers.
-var replaySystems = [...]model.System{model.Producer, model.Exchange, model.Consumer, model.Operator}
+// replayParts is the number of parts of replayText.
+const replayParts = 9
 
 // replayRow is one row of the replay's read as the driver scans it.
 type replayRow struct {
-	pipe, typ, system             uint64 // 1-based positions; 0: not listed
-	typText, systemText           string // the text when not listed
 	days                          uint16
 	ms                            int64
 	hasRows, hasBytes, hasAttempt uint8
-	e                             model.Event
-	dest                          []any
+	// lens holds the lengths of replayText's parts but the last, two to
+	// a number (the first in the high half).
+	lens [4]uint64
+	text string
+	e    model.Event
+	dest []any
 }
 
 func (r *replayRow) destinations() []any {
 	if r.dest == nil {
 		e := &r.e
-		r.dest = []any{&r.pipe, &r.days, &e.BatchID, &e.ID, &r.typ, &r.typText, &r.ms, &r.system, &r.systemText,
-			&e.Component, &e.Object, &e.Rows, &r.hasRows, &e.Bytes, &r.hasBytes, &e.Checksum, &e.Attempt, &r.hasAttempt, &e.Error}
+		r.dest = []any{&r.days, &r.ms, &e.Rows, &r.hasRows, &e.Bytes, &r.hasBytes, &e.Attempt, &r.hasAttempt,
+			&r.lens[0], &r.lens[1], &r.lens[2], &r.lens[3], &r.text}
 	}
 	return r.dest
 }
 
-// listed returns "[?, ?, ...]" for n values.
-func listed(n int) string {
-	return "[" + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + "]"
+// split cuts r.text into the parts of replayText; false when the lengths
+// do not fit the text.
+func (r *replayRow) split(parts *[replayParts]string) bool {
+	rest := r.text
+	for i := range replayParts - 1 {
+		n := r.lens[i/2] >> 32
+		if i%2 == 1 {
+			n = r.lens[i/2] & 0xffffffff
+		}
+		if n > uint64(len(rest)) {
+			return false
+		}
+		parts[i], rest = rest[:n], rest[n:]
+	}
+	parts[replayParts-1] = rest
+	return true
+}
+
+// eventType returns t as the constant of a known type, so that the event
+// holds no piece of the row's text for it; t itself when unknown.
+func eventType(t string) model.EventType {
+	if i := model.EventType(t).Index(); i >= 0 {
+		return model.EventTypes[i]
+	}
+	return model.EventType(t)
+}
+
+// system returns s as the constant of a v1 system; s itself otherwise.
+func system(s string) model.System {
+	for _, k := range [...]model.System{model.Producer, model.Exchange, model.Consumer, model.Operator} {
+		if string(k) == s {
+			return k
+		}
+	}
+	return model.System(s)
 }
 
 // eachReplayRow is EachBatchEvent for a ReplayOnly store: it reads the
@@ -52,25 +95,7 @@ func listed(n int) string {
 // with the columns above, and hands them to fn in the table's sort key
 // order, each event_id once.
 func (s *Store) eachReplayRow(ctx context.Context, sorted []string, w *where, fn func(model.Event) error) error {
-	pipes, types, systems := listed(len(sorted)), listed(len(model.EventTypes)), listed(len(replaySystems))
-	sql := "SELECT indexOf(" + pipes + ", pipeline), toUInt16(business_date), batch_id, event_id, " +
-		"indexOf(" + types + ", type) AS t, if(t = 0, type, ''), time_ms, " +
-		"indexOf(" + systems + ", system) AS s, if(s = 0, system, ''), " +
-		"component, object, rows, has_rows, bytes, has_bytes, checksum, attempt, has_attempt, error FROM " + s.events() +
-		" WHERE " + w.String()
-	args := make([]any, 0, len(sorted)+len(model.EventTypes)+len(replaySystems)+len(w.args))
-	for _, p := range sorted {
-		args = append(args, p)
-	}
-	for _, t := range model.EventTypes {
-		args = append(args, string(t))
-	}
-	for _, sy := range replaySystems {
-		args = append(args, string(sy))
-	}
-	args = append(args, w.args...)
-
-	rows, err := s.conn.Query(ctx, sql, args...)
+	rows, err := s.conn.Query(ctx, "SELECT "+replayColumns+" FROM "+s.events()+" WHERE "+w.String(), w.args...)
 	if err != nil {
 		return fmt.Errorf("read events from %s: %w", s.events(), err)
 	}
@@ -78,30 +103,31 @@ func (s *Store) eachReplayRow(ctx context.Context, sorted []string, w *where, fn
 	var (
 		r        replayRow
 		rb       rowBlocks
+		parts    [replayParts]string
 		lastDays uint16
 		lastDate model.Date
+		lastName string // the pipeline of the row before: rows come in runs of one
+		lastRank int
 	)
 	dest := r.destinations()
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return fmt.Errorf("read events from %s: scan %s row: %w", s.events(), "events", err)
 		}
+		if !r.split(&parts) {
+			return fmt.Errorf("read events from %s: a row of %d bytes of text, shorter than its parts' lengths %x say", s.events(), len(r.text), r.lens)
+		}
 		e := &r.e
-		if r.pipe == 0 || r.pipe > uint64(len(sorted)) {
-			return fmt.Errorf("read events from %s: a row of a pipeline the query did not ask for", s.events())
+		if parts[0] != lastName || rb.n == 0 {
+			i, ok := slices.BinarySearch(sorted, parts[0])
+			if !ok {
+				return fmt.Errorf("read events from %s: a row of pipeline %q, which the query did not ask for", s.events(), parts[0])
+			}
+			lastName, lastRank = sorted[i], i
 		}
-		e.Pipeline = sorted[r.pipe-1]
-		e.Spec = model.SpecV1
-		if r.typ > 0 && r.typ <= uint64(len(model.EventTypes)) {
-			e.Type = model.EventTypes[r.typ-1]
-		} else {
-			e.Type = model.EventType(r.typText)
-		}
-		if r.system > 0 && r.system <= uint64(len(replaySystems)) {
-			e.System = replaySystems[r.system-1]
-		} else {
-			e.System = model.System(r.systemText)
-		}
+		e.Pipeline = sorted[lastRank]
+		e.BatchID, e.ID, e.Component, e.Object, e.Checksum, e.Error = parts[1], parts[2], parts[5], parts[6], parts[7], parts[8]
+		e.Spec, e.Type, e.System = model.SpecV1, eventType(parts[3]), system(parts[4])
 		e.Time = time.UnixMilli(r.ms).UTC()
 		e.HasRows, e.HasBytes, e.HasAttempt = r.hasRows != 0, r.hasBytes != 0, r.hasAttempt != 0
 		// Rows come in runs of one date: the conversion once a run.
@@ -109,7 +135,7 @@ func (s *Store) eachReplayRow(ctx context.Context, sorted []string, w *where, fn
 			lastDays, lastDate = r.days, dateOfDays(r.days)
 		}
 		e.BusinessDate = lastDate
-		rb.add(e, r.pipe-1)
+		rb.add(e, uint64(lastRank))
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read events from %s: %w", s.events(), err)
