@@ -31,26 +31,24 @@ const (
 // replayParts is the number of parts of replayText.
 const replayParts = 9
 
-// replayRow is one row of the replay's read as the driver scans it.
+// replayRow is one row of the replay's read, as the driver scans it and
+// as rowBlocks keeps it until the rows are sorted: 128 bytes, where the
+// event it becomes is 264.
 type replayRow struct {
-	days                          uint16
-	ms                            int64
-	hasRows, hasBytes, hasAttempt uint8
+	// text is replayText; batchID and id are pieces of it.
+	text, batchID, id string
 	// lens holds the lengths of replayText's parts but the last, two to
 	// a number (the first in the high half).
-	lens [4]uint64
-	text string
-	e    model.Event
-	dest []any
+	lens                          [4]uint64
+	ms, rows, bytes, attempt      int64
+	rank                          uint32 // the pipeline's, among the names read
+	days                          uint16
+	hasRows, hasBytes, hasAttempt uint8
 }
 
 func (r *replayRow) destinations() []any {
-	if r.dest == nil {
-		e := &r.e
-		r.dest = []any{&r.days, &r.ms, &e.Rows, &r.hasRows, &e.Bytes, &r.hasBytes, &e.Attempt, &r.hasAttempt,
-			&r.lens[0], &r.lens[1], &r.lens[2], &r.lens[3], &r.text}
-	}
-	return r.dest
+	return []any{&r.days, &r.ms, &r.rows, &r.hasRows, &r.bytes, &r.hasBytes, &r.attempt, &r.hasAttempt,
+		&r.lens[0], &r.lens[1], &r.lens[2], &r.lens[3], &r.text}
 }
 
 // split cuts r.text into the parts of replayText; false when the lengths
@@ -69,6 +67,17 @@ func (r *replayRow) split(parts *[replayParts]string) bool {
 	}
 	parts[replayParts-1] = rest
 	return true
+}
+
+// event writes the event of row r (its text split before, of business
+// date d) into e.
+func (r *replayRow) event(e *model.Event, parts *[replayParts]string, sorted []string, d model.Date) {
+	*e = model.Event{
+		Spec: model.SpecV1, ID: parts[2], Type: eventType(parts[3]), Time: time.UnixMilli(r.ms).UTC(),
+		Pipeline: sorted[r.rank], BusinessDate: d, BatchID: parts[1], System: system(parts[4]),
+		Component: parts[5], Object: parts[6], Rows: r.rows, HasRows: r.hasRows != 0, Bytes: r.bytes, HasBytes: r.hasBytes != 0,
+		Checksum: parts[7], Attempt: r.attempt, HasAttempt: r.hasAttempt != 0, Error: parts[8],
+	}
 }
 
 // eventType returns t as the constant of a known type, so that the event
@@ -95,6 +104,43 @@ func system(s string) model.System {
 // with the columns above, and hands them to fn in the table's sort key
 // order, each event_id once.
 func (s *Store) eachReplayRow(ctx context.Context, sorted []string, w *where, fn func(model.Event) error) error {
+	var rb *rowBlocks[replayRow]
+	if s.replayPool != nil {
+		rb, _ = s.replayPool.Get().(*rowBlocks[replayRow])
+	}
+	if rb == nil {
+		rb = &rowBlocks[replayRow]{}
+	}
+	defer recycle(s.replayPool, rb)
+	if err := s.readReplayRows(ctx, sorted, w, rb); err != nil {
+		return err
+	}
+	var (
+		last  *replayRow
+		parts [replayParts]string
+		e     model.Event
+		date  model.Date
+	)
+	for _, i := range rb.sort(func(r *replayRow) (string, string) { return r.batchID, r.id }) {
+		r := rb.at(i)
+		if last != nil && last.rank == r.rank && last.days == r.days && last.batchID == r.batchID && last.id == r.id {
+			continue // a copy merges have not collapsed yet
+		}
+		if last == nil || r.days != last.days {
+			date = dateOfDays(r.days)
+		}
+		last = r
+		r.split(&parts) // checked as read
+		r.event(&e, &parts, sorted, date)
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readReplayRows runs the replay's read of the rows w selects into rb.
+func (s *Store) readReplayRows(ctx context.Context, sorted []string, w *where, rb *rowBlocks[replayRow]) error {
 	rows, err := s.conn.Query(ctx, "SELECT "+replayColumns+" FROM "+s.events()+" WHERE "+w.String(), w.args...)
 	if err != nil {
 		return fmt.Errorf("read events from %s: %w", s.events(), err)
@@ -102,7 +148,6 @@ func (s *Store) eachReplayRow(ctx context.Context, sorted []string, w *where, fn
 	defer rows.Close()
 	var (
 		r        replayRow
-		rb       rowBlocks
 		parts    [replayParts]string
 		lastDays uint16
 		lastDate model.Date
@@ -117,7 +162,6 @@ func (s *Store) eachReplayRow(ctx context.Context, sorted []string, w *where, fn
 		if !r.split(&parts) {
 			return fmt.Errorf("read events from %s: a row of %d bytes of text, shorter than its parts' lengths %x say", s.events(), len(r.text), r.lens)
 		}
-		e := &r.e
 		if parts[0] != lastName || rb.n == 0 {
 			i, ok := slices.BinarySearch(sorted, parts[0])
 			if !ok {
@@ -125,23 +169,17 @@ func (s *Store) eachReplayRow(ctx context.Context, sorted []string, w *where, fn
 			}
 			lastName, lastRank = sorted[i], i
 		}
-		e.Pipeline = sorted[lastRank]
-		e.BatchID, e.ID, e.Component, e.Object, e.Checksum, e.Error = parts[1], parts[2], parts[5], parts[6], parts[7], parts[8]
-		e.Spec, e.Type, e.System = model.SpecV1, eventType(parts[3]), system(parts[4])
-		e.Time = time.UnixMilli(r.ms).UTC()
-		e.HasRows, e.HasBytes, e.HasAttempt = r.hasRows != 0, r.hasBytes != 0, r.hasAttempt != 0
+		r.rank, r.batchID, r.id = uint32(lastRank), parts[1], parts[2]
 		// Rows come in runs of one date: the conversion once a run.
 		if r.days != lastDays || rb.n == 0 {
 			lastDays, lastDate = r.days, dateOfDays(r.days)
 		}
-		e.BusinessDate = lastDate
-		rb.add(e, uint64(lastRank))
+		rb.add(&r, uint64(lastRank), lastDate)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read events from %s: %w", s.events(), err)
 	}
-	rows.Close()
-	return rb.emit(fn)
+	return nil
 }
 
 // dateOfDays is the business date of a Date column's day number, as
