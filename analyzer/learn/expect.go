@@ -84,6 +84,10 @@ type Expected struct {
 	// at last found an instant in; nil (an Expected not made by Expect,
 	// or a timed one): every instant is worked out afresh.
 	spans []*spanCache
+	// label is Label for labelDays (Expect sets it): Annotate labels
+	// every diagnosis, and a Sprintf each was a tenth of its time.
+	label     string
+	labelDays int
 }
 
 // tie is a zone as regular as the chosen one over the window.
@@ -183,6 +187,8 @@ func (p *pipe) expected(o Options, from, to model.Date, days int) *Expected {
 	}
 	x := &Expected{Pipeline: p.name, Timed: w.timed, Zone: bls[0].Zone, Days: days, Batches: len(w.batches),
 		id: w.id, days: w.sched.days, slots: w.sched.slots, last: w.sched.last}
+	x.labelDays = x.Days
+	x.label = x.Label()
 	var lastProof int64
 	for _, b := range w.batches {
 		if ms, ok := b.firstProof(); ok && ms > lastProof {
@@ -261,6 +267,9 @@ func (e *Expectations) Pipelines() []string {
 
 // Label says the baseline as the diagnosis names it: "p95 over 28 days".
 func (x *Expected) Label() string {
+	if x.label != "" && x.labelDays == x.Days {
+		return x.label
+	}
 	return fmt.Sprintf("p%d over %d days", warnPercent, x.Days)
 }
 
