@@ -65,7 +65,8 @@ type Store struct {
 	// ReplayOnly leaves out of every read what the replay never reads:
 	// spec (always handoff/v1 when stored) and attrs. The events read
 	// then carry no attrs. Backfill sets it: the two attrs arrays were a
-	// tenth of its decoding.
+	// tenth of its decoding. EachBatchEvent then reads a row's text as
+	// one String (replayread.go).
 	ReplayOnly bool
 	// ByDate reads the batch events of all-pipelines reads that may come
 	// unordered (Filter.Unordered) from events_by_date, the copy sorted by
