@@ -1,6 +1,8 @@
 package learn
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,5 +117,41 @@ func TestByCachedMatchesUncached(t *testing.T) {
 				t.Fatalf("By(%v, %s) = %v %v, uncached %v %v", d, b, got, ok, want, wok)
 			}
 		}
+	}
+}
+
+// TestByCachedShared: expectations shared by goroutines (serve annotates
+// the pages of concurrent requests with one set) give each the answer of
+// an Expected of its own, with the race detector quiet.
+func TestByCachedShared(t *testing.T) {
+	z := loadZones(t, "America/New_York", "Europe/London")
+	shared := &Expected{Pipeline: "p", Zone: z[0], ties: []tie{{loc: z[1], ahead: 300}}, spans: []*spanCache{{}, {}}}
+	shared.by[model.Produced], shared.n[model.Produced] = 125, MinArrivals
+	alone := *shared
+	alone.spans = nil
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Each goroutine walks the dates its own way, so that the
+			// periods remembered change under the others.
+			for i := range 800 {
+				d := model.MustParseDate("2026-01-01").AddDays((i*(g+1)*37 + g*101) % 800)
+				k := model.BatchKey{Pipeline: "p", BusinessDate: d, BatchID: d.Compact()}
+				got, _ := shared.By(k, model.Produced)
+				want, _ := alone.By(k, model.Produced)
+				if !got.Equal(want) {
+					errs <- fmt.Sprintf("By(%v) = %v, alone %v", d, got, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
