@@ -56,13 +56,18 @@ func TestReplayOnlyBatchRead(t *testing.T) {
 		t.Fatal("the full read found no event")
 	}
 	sawSystem, sawType := false, false
+	var flags [3]bool // some event has rows, bytes, an attempt
 	for i := range want {
 		want[i].Attrs = nil
 		sawSystem = sawSystem || want[i].System == "scheduler"
 		sawType = sawType || want[i].Type == "job.rescheduled"
+		flags[0], flags[1], flags[2] = flags[0] || want[i].HasRows, flags[1] || want[i].HasBytes, flags[2] || want[i].HasAttempt
 	}
 	if !sawSystem || !sawType {
 		t.Fatalf("the full read lost the unlisted system (%v) or type (%v)", sawSystem, sawType)
+	}
+	if flags != [3]bool{true, true, true} {
+		t.Fatalf("the events test too few flags (rows, bytes, attempt): %v", flags)
 	}
 	if len(got) != len(want) {
 		t.Fatalf("replay-only read %d events, the full read %d", len(got), len(want))
