@@ -80,6 +80,14 @@ type Expected struct {
 	// ties are the other zones that made the window's arrivals as regular
 	// as Zone, with how far their clocks were ahead of it at the window's last arrival.
 	ties []tie
+	// spans remembers, for Zone (0) and each tie (i+1), the offset period
+	// at last found an instant in; nil (an Expected not made by Expect,
+	// or a timed one): every instant is worked out afresh.
+	spans []*spanCache
+	// label is Label for labelDays (Expect sets it): Annotate labels
+	// every diagnosis, and a Sprintf each was a tenth of its time.
+	label     string
+	labelDays int
 }
 
 // tie is a zone as regular as the chosen one over the window.
@@ -179,6 +187,8 @@ func (p *pipe) expected(o Options, from, to model.Date, days int) *Expected {
 	}
 	x := &Expected{Pipeline: p.name, Timed: w.timed, Zone: bls[0].Zone, Days: days, Batches: len(w.batches),
 		id: w.id, days: w.sched.days, slots: w.sched.slots, last: w.sched.last}
+	x.labelDays = x.Days
+	x.label = x.Label()
 	var lastProof int64
 	for _, b := range w.batches {
 		if ms, ok := b.firstProof(); ok && ms > lastProof {
@@ -190,6 +200,10 @@ func (p *pipe) expected(o Options, from, to model.Date, days int) *Expected {
 		// the zone itself; only once-a-day anchors (midnight on the
 		// zone's wall clock) move with a clock change the window missed.
 		x.ties = ties(bls[0].Zone, fits, w.timed, time.UnixMilli(lastProof))
+		x.spans = make([]*spanCache, 1+len(x.ties))
+		for i := range x.spans {
+			x.spans[i] = &spanCache{}
+		}
 	}
 	for _, bl := range bls {
 		n := bl.Arrivals.N()
@@ -253,6 +267,9 @@ func (e *Expectations) Pipelines() []string {
 
 // Label says the baseline as the diagnosis names it: "p95 over 28 days".
 func (x *Expected) Label() string {
+	if x.label != "" && x.labelDays == x.Days {
+		return x.label
+	}
 	return fmt.Sprintf("p%d over %d days", warnPercent, x.Days)
 }
 
@@ -270,22 +287,35 @@ func (x *Expected) By(k model.BatchKey, bd model.Boundary) (time.Time, bool) {
 			return time.Time{}, false
 		}
 	}
-	t := x.at(k.BusinessDate, slot, x.by[bd], x.Zone)
-	for _, z := range x.ties {
-		if u := x.at(k.BusinessDate, slot, x.by[bd]+z.ahead, z.loc); u.After(t) {
+	day := civilDays(k.BusinessDate)
+	t := x.at(k.BusinessDate, day, slot, x.by[bd], 0)
+	for i := range x.ties {
+		if u := x.at(k.BusinessDate, day, slot, x.by[bd]+x.ties[i].ahead, i+1); u.After(t) {
 			t = u
 		}
 	}
 	return t, true
 }
 
-// at is the instant m minutes after the anchor of date d (and slot) in loc.
-func (x *Expected) at(d model.Date, slot int, m float64, loc *time.Location) time.Time {
+// at is the instant m minutes after the anchor of date d (day: its
+// civilDays, and slot) in zone z (0: Zone, i+1: ties[i]).
+func (x *Expected) at(d model.Date, day int64, slot int, m float64, z int) time.Time {
+	loc := x.Zone
+	if z > 0 {
+		loc = x.ties[z-1].loc
+	}
 	if x.Timed {
 		return wallClock(d, slot/60, slot%60, loc).Add(time.Duration(m * float64(time.Minute))).UTC()
 	}
 	mm := int(math.Floor(m))
-	return time.Date(d.Year, d.Month, d.Day, 0, mm, 0, 0, loc).UTC()
+	if z >= len(x.spans) {
+		return time.Date(d.Year, d.Month, d.Day, 0, mm, 0, 0, loc).UTC()
+	}
+	// time.Date(d.Year, d.Month, d.Day, 0, mm, 0, 0, loc), with the
+	// zone's offset periods remembered: working the offset out afresh
+	// for every boundary and tied zone of every diagnosis was most of
+	// Annotate's time in a backfill.
+	return time.Unix(x.spans[z].date(loc, day*secondsPerDay+int64(mm)*60), 0).UTC()
 }
 
 // Warns reports whether some boundary of x has a baseline that warns.

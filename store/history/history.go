@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -80,7 +81,8 @@ type Store struct {
 	// ReplayOnly leaves out of every read what the replay never reads:
 	// spec (always handoff/v1 when stored) and attrs. The events read
 	// then carry no attrs. Backfill sets it: the two attrs arrays were a
-	// tenth of its decoding.
+	// tenth of its decoding. EachBatchEvent then reads a row's text as
+	// one String (replayread.go).
 	ReplayOnly bool
 	// ByDate reads the batch events of all-pipelines reads that may come
 	// unordered (Filter.Unordered) from events_by_date, the copy sorted by
@@ -91,6 +93,9 @@ type Store struct {
 	// local: read the tables' local replicated parts (NAME_local) on the
 	// server conn is connected to, not the Distributed tables (Local).
 	local bool
+	// eventPool and replayPool keep the rowBlocks of finished
+	// EachBatchEvent reads for the next (New makes them; nil: none kept).
+	eventPool, replayPool *sync.Pool
 }
 
 // Local returns a Store that reads the local replicated part of each table
@@ -146,7 +151,7 @@ func New(conn driver.Conn, db string) (*Store, error) {
 	if err := schema.CheckDatabase(db); err != nil {
 		return nil, err
 	}
-	return &Store{conn: conn, db: db}, nil
+	return &Store{conn: conn, db: db, eventPool: &sync.Pool{}, replayPool: &sync.Pool{}}, nil
 }
 
 // columns returns the columns a read selects, in the order each scans.
@@ -571,34 +576,28 @@ func (s *Store) EachBatchEvent(ctx context.Context, pipelines []string, from, to
 	w.add("batch_id != ''")
 	w.add("business_date >= toDate(?)", from.String())
 	w.add("business_date <= toDate(?)", to.String())
-	q := query{sql: "SELECT " + s.columns() + " FROM " + s.events() + " WHERE " + w.String(), args: w.args}
-	// Each row's pipeline and business date, the leading columns of the
-	// sort key, as one integer (the pipeline's rank among the names read,
-	// then the date), so that the sort compares strings only within a
-	// date: most comparisons of a sort are between rows far apart, and
-	// pipeline names of a unit share long prefixes. The row's pipeline
-	// becomes the name's one copy: the driver's per-row strings go.
 	sorted := slices.Clone(pipelines)
 	slices.Sort(sorted)
 	sorted = slices.Compact(sorted)
+	if s.ReplayOnly {
+		return s.eachReplayRow(ctx, sorted, w, fn)
+	}
+	q := query{sql: "SELECT " + s.columns() + " FROM " + s.events() + " WHERE " + w.String(), args: w.args}
+	// The row's pipeline becomes the name's one copy: the driver's
+	// per-row strings go.
 	rank := make(map[string]uint64, len(sorted))
 	for i, p := range sorted {
 		rank[p] = uint64(i)
 	}
-	// The rows are kept in blocks: one growing slice of events copied
-	// itself over and over (a fifth of the CPU of a backfill).
-	const block = 4096
 	var (
-		blocks   [][]model.Event
-		keys     []uint64
-		n        int
+		rb       = s.eventBlocks()
 		prev     rowKey
 		lastName string // the pipeline of the row before: rows come in runs of one
 		lastRank uint64
 	)
 	if err := s.each(ctx, q, &prev, func(e *model.Event) error {
 		r := lastRank
-		if e.Pipeline != lastName || n == 0 {
+		if e.Pipeline != lastName || rb.n == 0 {
 			var ok bool
 			if r, ok = rank[e.Pipeline]; !ok {
 				return fmt.Errorf("read events from %s: a row of pipeline %q, which the query did not ask for", s.events(), e.Pipeline)
@@ -606,34 +605,110 @@ func (s *Store) EachBatchEvent(ctx context.Context, pipelines []string, from, to
 			lastName, lastRank = e.Pipeline, r
 		}
 		e.Pipeline = sorted[r]
-		if n%block == 0 {
-			blocks = append(blocks, make([]model.Event, 0, block))
-		}
-		blocks[len(blocks)-1] = append(blocks[len(blocks)-1], *e)
-		keys = append(keys, r<<32|dateKey(e.BusinessDate))
-		n++
+		rb.add(e, r, e.BusinessDate)
 		return nil
 	}); err != nil {
 		return err
 	}
-	at := func(i int32) *model.Event { return &blocks[i/block][i%block] }
-	order := make([]int32, n)
+	defer recycle(s.eventPool, rb)
+	return emitEvents(rb, fn)
+}
+
+// eventBlocks returns an empty rowBlocks of events, a recycled one when
+// there is one.
+func (s *Store) eventBlocks() *rowBlocks[model.Event] {
+	if s.eventPool != nil {
+		if rb, ok := s.eventPool.Get().(*rowBlocks[model.Event]); ok {
+			return rb
+		}
+	}
+	return &rowBlocks[model.Event]{}
+}
+
+// recycle empties rb and keeps it in pool for the next read (nothing
+// when pool is nil): a unit's blocks made and zeroed afresh for every
+// read were 5% of a backfill's allocations. The rows are zeroed, so that
+// a kept rowBlocks holds no string of the read before.
+func recycle[T any](pool *sync.Pool, rb *rowBlocks[T]) {
+	if pool == nil {
+		return
+	}
+	for i := range rb.blocks[:rb.filled] {
+		clear(rb.blocks[i])
+		rb.blocks[i] = rb.blocks[i][:0]
+	}
+	rb.keys, rb.order, rb.n, rb.filled = rb.keys[:0], rb.order[:0], 0, 0
+	pool.Put(rb)
+}
+
+// rowBlocks holds the rows of one EachBatchEvent read until they are
+// sorted. The rows are kept in blocks: one growing slice of events copied
+// itself over and over (a fifth of the CPU of a backfill).
+type rowBlocks[T any] struct {
+	blocks [][]T
+	// keys holds each row's pipeline and business date, the leading
+	// columns of the sort key, as one integer (the pipeline's rank among
+	// the names read, then the date), so that the sort compares strings
+	// only within a date: most comparisons of a sort are between rows far
+	// apart, and pipeline names of a unit share long prefixes.
+	keys  []uint64
+	order []int32
+	n     int
+	// filled is how many of blocks hold rows (the others are kept for
+	// reuse).
+	filled int
+}
+
+const rowBlock = 4096
+
+// add keeps a copy of row, whose pipeline has rank r among the names
+// read and whose business date is d.
+func (rb *rowBlocks[T]) add(row *T, r uint64, d model.Date) {
+	if rb.n%rowBlock == 0 {
+		if rb.filled == len(rb.blocks) {
+			rb.blocks = append(rb.blocks, make([]T, 0, rowBlock))
+		}
+		rb.filled++
+	}
+	b := &rb.blocks[rb.filled-1]
+	*b = append(*b, *row)
+	rb.keys = append(rb.keys, r<<32|dateKey(d))
+	rb.n++
+}
+
+// at returns row i.
+func (rb *rowBlocks[T]) at(i int32) *T { return &rb.blocks[i/rowBlock][i%rowBlock] }
+
+// sort returns the rows' indices in the table's sort key order, ids
+// giving a row's batch id and event id; copies of an event come
+// together, in the order read.
+func (rb *rowBlocks[T]) sort(ids func(*T) (batch, event string)) []int32 {
+	keys := rb.keys
+	order := slices.Grow(rb.order[:0], rb.n)[:rb.n]
 	for i := range order {
 		order[i] = int32(i)
 	}
+	rb.order = order
 	sortRuns(order, func(a, b int32) int {
 		if ka, kb := keys[a], keys[b]; ka != kb {
 			return cmp.Compare(ka, kb)
 		}
-		ea, eb := at(a), at(b)
-		if c := strings.Compare(ea.BatchID, eb.BatchID); c != 0 {
+		ba, ia := ids(rb.at(a))
+		bb, ib := ids(rb.at(b))
+		if c := strings.Compare(ba, bb); c != 0 {
 			return c
 		}
-		return strings.Compare(ea.ID, eb.ID)
+		return strings.Compare(ia, ib)
 	})
+	return order
+}
+
+// emitEvents hands the events of rb to fn in the table's sort key order,
+// each event_id once.
+func emitEvents(rb *rowBlocks[model.Event], fn func(model.Event) error) error {
 	var last *model.Event
-	for _, i := range order {
-		e := at(i)
+	for _, i := range rb.sort(func(e *model.Event) (string, string) { return e.BatchID, e.ID }) {
+		e := rb.at(i)
 		if last != nil && compareRows(last, e) == 0 {
 			continue // a copy merges have not collapsed yet
 		}

@@ -1,0 +1,206 @@
+package history
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/handoff-dev/handoff/model"
+)
+
+// The replay's read (EachBatchEvent with ReplayOnly) has the server send
+// a row in the form the driver scans cheapest. The driver makes a string
+// of every String cell, and those strings, with the decoding of their
+// lengths, were the largest part of a backfill's read (2026-12-01). So
+// every text column of a row comes in one String (concat), with the
+// lengths of its parts two to a UInt64: a row is one string, which the
+// event's strings are pieces of, and the pipeline, type and system, of
+// few values, become the one copy of their name here instead. The
+// business date comes as its day number, which the driver scans without
+// a time.Time. On the server the concat and the lengths cost less than a
+// lookup of the names there (transform or indexOf of a list sent with
+// the query).
+const (
+	replayText    = "concat(pipeline, batch_id, event_id, type, system, component, object, checksum, error)"
+	replayLengths = "bitOr(bitShiftLeft(length(pipeline), 32), length(batch_id)), bitOr(bitShiftLeft(length(event_id), 32), length(type)), " +
+		"bitOr(bitShiftLeft(length(system), 32), length(component)), bitOr(bitShiftLeft(length(object), 32), length(checksum))"
+	// replayDayFlags is the business date's day number with the has_*
+	// flags above it (bits 16, 17 and 18), a cell where four cost the
+	// driver four scans a row.
+	replayDayFlags = "bitOr(bitShiftLeft(toUInt64((has_rows != 0) + 2 * (has_bytes != 0) + 4 * (has_attempt != 0)), 16), toUInt16(business_date))"
+	replayColumns  = replayDayFlags + ", time_ms, rows, bytes, attempt, " + replayLengths + ", " + replayText
+)
+
+// replayParts is the number of parts of replayText.
+const replayParts = 9
+
+// replayRow is one row of the replay's read, as the driver scans it and
+// as rowBlocks keeps it until the rows are sorted: 128 bytes, where the
+// event it becomes is 264.
+type replayRow struct {
+	// text is replayText; batchID and id are pieces of it.
+	text, batchID, id string
+	// lens holds the lengths of replayText's parts but the last, two to
+	// a number (the first in the high half).
+	lens                          [4]uint64
+	ms, rows, bytes, attempt      int64
+	rank                          uint32 // the pipeline's, among the names read
+	days                          uint16
+	hasRows, hasBytes, hasAttempt uint8
+}
+
+// destinations returns where the driver scans a row: into r, but for
+// replayDayFlags, into dayFlags (unpack sets r's fields from it).
+func (r *replayRow) destinations(dayFlags *uint64) []any {
+	return []any{dayFlags, &r.ms, &r.rows, &r.bytes, &r.attempt, &r.lens[0], &r.lens[1], &r.lens[2], &r.lens[3], &r.text}
+}
+
+// unpack sets r's business date and flags from replayDayFlags.
+func (r *replayRow) unpack(dayFlags uint64) {
+	r.days = uint16(dayFlags)
+	r.hasRows, r.hasBytes, r.hasAttempt = uint8(dayFlags>>16&1), uint8(dayFlags>>17&1), uint8(dayFlags>>18&1)
+}
+
+// split cuts r.text into the parts of replayText; false when the lengths
+// do not fit the text.
+func (r *replayRow) split(parts *[replayParts]string) bool {
+	rest := r.text
+	for i := range replayParts - 1 {
+		n := r.lens[i/2] >> 32
+		if i%2 == 1 {
+			n = r.lens[i/2] & 0xffffffff
+		}
+		if n > uint64(len(rest)) {
+			return false
+		}
+		parts[i], rest = rest[:n], rest[n:]
+	}
+	parts[replayParts-1] = rest
+	return true
+}
+
+// event writes the event of row r (its text split before, of business
+// date d) into e.
+func (r *replayRow) event(e *model.Event, parts *[replayParts]string, sorted []string, d model.Date) {
+	*e = model.Event{
+		Spec: model.SpecV1, ID: parts[2], Type: eventType(parts[3]), Time: time.UnixMilli(r.ms).UTC(),
+		Pipeline: sorted[r.rank], BusinessDate: d, BatchID: parts[1], System: system(parts[4]),
+		Component: parts[5], Object: parts[6], Rows: r.rows, HasRows: r.hasRows != 0, Bytes: r.bytes, HasBytes: r.hasBytes != 0,
+		Checksum: parts[7], Attempt: r.attempt, HasAttempt: r.hasAttempt != 0, Error: parts[8],
+	}
+}
+
+// eventType returns t as the constant of a known type, so that the event
+// holds no piece of the row's text for it; t itself when unknown.
+func eventType(t string) model.EventType {
+	if i := model.EventType(t).Index(); i >= 0 {
+		return model.EventTypes[i]
+	}
+	return model.EventType(t)
+}
+
+// system returns s as the constant of a v1 system; s itself otherwise.
+func system(s string) model.System {
+	for _, k := range [...]model.System{model.Producer, model.Exchange, model.Consumer, model.Operator} {
+		if string(k) == s {
+			return k
+		}
+	}
+	return model.System(s)
+}
+
+// eachReplayRow is EachBatchEvent for a ReplayOnly store: it reads the
+// rows w selects of the pipelines sorted (sorted, without duplicates)
+// with the columns above, and hands them to fn in the table's sort key
+// order, each event_id once.
+func (s *Store) eachReplayRow(ctx context.Context, sorted []string, w *where, fn func(model.Event) error) error {
+	var rb *rowBlocks[replayRow]
+	if s.replayPool != nil {
+		rb, _ = s.replayPool.Get().(*rowBlocks[replayRow])
+	}
+	if rb == nil {
+		rb = &rowBlocks[replayRow]{}
+	}
+	defer recycle(s.replayPool, rb)
+	if err := s.readReplayRows(ctx, sorted, w, rb); err != nil {
+		return err
+	}
+	var (
+		last  *replayRow
+		parts [replayParts]string
+		e     model.Event
+		date  model.Date
+	)
+	for _, i := range rb.sort(func(r *replayRow) (string, string) { return r.batchID, r.id }) {
+		r := rb.at(i)
+		if last != nil && last.rank == r.rank && last.days == r.days && last.batchID == r.batchID && last.id == r.id {
+			continue // a copy merges have not collapsed yet
+		}
+		if last == nil || r.days != last.days {
+			date = dateOfDays(r.days)
+		}
+		last = r
+		r.split(&parts) // checked as read
+		r.event(&e, &parts, sorted, date)
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readReplayRows runs the replay's read of the rows w selects into rb.
+func (s *Store) readReplayRows(ctx context.Context, sorted []string, w *where, rb *rowBlocks[replayRow]) error {
+	rows, err := s.conn.Query(ctx, "SELECT "+replayColumns+" FROM "+s.events()+" WHERE "+w.String(), w.args...)
+	if err != nil {
+		return fmt.Errorf("read events from %s: %w", s.events(), err)
+	}
+	defer rows.Close()
+	var (
+		r        replayRow
+		parts    [replayParts]string
+		lastDays uint16
+		lastDate model.Date
+		lastName string // the pipeline of the row before: rows come in runs of one
+		lastRank int
+	)
+	var dayFlags uint64
+	dest := r.destinations(&dayFlags)
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return fmt.Errorf("read events from %s: scan %s row: %w", s.events(), "events", err)
+		}
+		r.unpack(dayFlags)
+		if !r.split(&parts) {
+			return fmt.Errorf("read events from %s: a row of %d bytes of text, shorter than its parts' lengths %x say", s.events(), len(r.text), r.lens)
+		}
+		if parts[0] != lastName || rb.n == 0 {
+			i, ok := slices.BinarySearch(sorted, parts[0])
+			if !ok {
+				return fmt.Errorf("read events from %s: a row of pipeline %q, which the query did not ask for", s.events(), parts[0])
+			}
+			lastName, lastRank = sorted[i], i
+		}
+		r.rank, r.batchID, r.id = uint32(lastRank), parts[1], parts[2]
+		// Rows come in runs of one date: the conversion once a run.
+		if r.days != lastDays || rb.n == 0 {
+			lastDays, lastDate = r.days, dateOfDays(r.days)
+		}
+		rb.add(&r, uint64(lastRank), lastDate)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read events from %s: %w", s.events(), err)
+	}
+	return nil
+}
+
+// dateOfDays is the business date of a Date column's day number, as
+// schema.DateFromColumn gives it: day 0 (1970-01-01, what a row without a
+// business date stores) is the zero Date.
+func dateOfDays(days uint16) model.Date {
+	if days == 0 {
+		return model.Date{}
+	}
+	return model.DateFromDays(int(days))
+}
