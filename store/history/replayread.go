@@ -80,12 +80,12 @@ func (r *replayRow) split(parts *[replayParts]string) bool {
 	return true
 }
 
-// event writes the event of row r (its text split before, of business
-// date d) into e.
-func (r *replayRow) event(e *model.Event, parts *[replayParts]string, sorted []string, d model.Date) {
+// event writes the event of row r (its text split before, of pipeline p,
+// the one copy of its name, and business date d) into e.
+func (r *replayRow) event(e *model.Event, parts *[replayParts]string, p string, d model.Date) {
 	*e = model.Event{
 		Spec: model.SpecV1, ID: parts[2], Type: eventType(parts[3]), Time: time.UnixMilli(r.ms).UTC(),
-		Pipeline: sorted[r.rank], BusinessDate: d, BatchID: parts[1], System: system(parts[4]),
+		Pipeline: p, BusinessDate: d, BatchID: parts[1], System: system(parts[4]),
 		Component: parts[5], Object: parts[6], Rows: r.rows, HasRows: r.hasRows != 0, Bytes: r.bytes, HasBytes: r.hasBytes != 0,
 		Checksum: parts[7], Attempt: r.attempt, HasAttempt: r.hasAttempt != 0, Error: parts[8],
 	}
@@ -142,7 +142,7 @@ func (s *Store) eachReplayRow(ctx context.Context, sorted []string, w *where, fn
 		}
 		last = r
 		r.split(&parts) // checked as read
-		r.event(&e, &parts, sorted, date)
+		r.event(&e, &parts, sorted[r.rank], date)
 		if err := fn(e); err != nil {
 			return err
 		}
