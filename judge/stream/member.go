@@ -91,7 +91,27 @@ type Member struct {
 	log    *slog.Logger
 	client *kafka.Client
 	lag    func(partition int, lag int64)
+	stage  func(s Stage, d time.Duration)
 }
+
+// Stage names one step from a deadline falling due to the handler having
+// advanced past it, for OnStage.
+type Stage string
+
+// The stages of firing a deadline, in order. Their sum is how late the
+// handler's Advance returns after the deadline.
+const (
+	// StageFire: from the deadline to the member waking for it (the
+	// timer's and the scheduler's delay).
+	StageFire Stage = "fire"
+	// StageEnds: reading the partitions' end offsets from the brokers.
+	StageEnds Stage = "ends"
+	// StageReach: from the end offsets read to every message before them
+	// folded.
+	StageReach Stage = "reach"
+	// StageAdvance: the handler's Advance (judging and publishing).
+	StageAdvance Stage = "advance"
+)
 
 // NewMember checks cfg and prepares a member.
 func NewMember(cfg Config) (*Member, error) {
@@ -129,6 +149,11 @@ func NewMember(cfg Config) (*Member, error) {
 // OnLag sets a function told each partition's lag (messages not folded) at
 // every tick, for metrics.
 func (m *Member) OnLag(f func(partition int, lag int64)) { m.lag = f }
+
+// OnStage sets a function told how long each stage of firing a deadline
+// took (Stage), for metrics: where the time between a deadline and its
+// findings goes.
+func (m *Member) OnStage(f func(s Stage, d time.Duration)) { m.stage = f }
 
 // Run joins the group and drives h until ctx is done (then it returns nil)
 // or the handler fails.
@@ -230,17 +255,49 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 	// for while the clock (a test's) had not reached it, which waits for
 	// the tick rather than waking the member again and again.
 	var lastSnap, armed, missed time.Time
-	snap := func(now time.Time) bool {
-		ends, err := m.ends(ctx, a.Owned())
-		if err != nil {
-			m.log.Warn("stream: reading end offsets failed; the watermark waits", "err", err)
-			return false
+	owned := a.Owned()
+	// The end offsets are read by goroutines while the loop keeps folding:
+	// events keep arriving during the round trip, and a loop blocked on it
+	// would only have more to catch up with once it returns (and a
+	// deadline due meanwhile would wait for it). A read is for a deadline
+	// (due) or for the tick (due zero); asked is the time the latest read
+	// in flight was asked at (zero: none in flight), which covers every
+	// deadline up to it.
+	type endsRead struct {
+		due, at time.Time
+		ends    map[int]int64
+		took    time.Duration
+		err     error
+	}
+	endsC := make(chan endsRead, 4)
+	stopReads := make(chan struct{})
+	defer close(stopReads)
+	var (
+		asked    time.Time
+		inflight int
+		ticking  bool // a tick's read is in flight
+	)
+	ask := func(due, now time.Time) {
+		inflight++
+		if now.After(asked) {
+			asked = now
 		}
-		wm.Snapshot(now, ends)
-		if now.After(lastSnap) {
-			lastSnap = now
+		go func() {
+			t0 := time.Now()
+			ends, err := m.ends(ctx, owned)
+			select {
+			case endsC <- endsRead{due: due, at: now, ends: ends, took: time.Since(t0), err: err}:
+			case <-stopReads: // the generation is over
+			}
+		}()
+	}
+	// trace follows the deadline being fired through its stages (OnStage):
+	// due is the deadline, read when its end offsets were snapshotted.
+	var trace struct{ due, read time.Time }
+	stage := func(s Stage, d time.Duration) {
+		if m.stage != nil {
+			m.stage(s, d)
 		}
-		return true
 	}
 	plan := func() {
 		due.Stop()
@@ -256,6 +313,8 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 			// it is reached (or was advanced past it: nothing to wait for).
 			p := wm.Pending()
 			urgent = !p.IsZero() && !next.After(p)
+		case inflight > 0 && !next.After(asked):
+			// A read on its way covers it.
 		case next.Equal(missed):
 		default:
 			armed = next
@@ -277,8 +336,14 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 			plan()
 			return nil
 		}
+		t0 := time.Now()
 		if err := h.Advance(ctx, now, safe); err != nil {
 			return fmt.Errorf("stream: advance to %s: %w", now.UTC().Format(time.RFC3339), err)
+		}
+		if !trace.read.IsZero() && !safe.Before(trace.due) {
+			stage(StageReach, t0.Sub(trace.read))
+			stage(StageAdvance, time.Since(t0))
+			trace.due, trace.read = time.Time{}, time.Time{}
 		}
 		if commit {
 			m.commit(gen, wm.Positions(), committed)
@@ -308,21 +373,53 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 			}
 		case <-due.C:
 			now := m.cfg.Now()
-			if !snap(now) || now.Before(armed) {
+			if now.Before(armed) {
 				missed = armed // the tick tries again
+				plan()
+				continue
 			}
+			stage(StageFire, now.Sub(armed))
+			ask(armed, now)
+		case <-tick.C:
+			if ticking {
+				continue // the brokers are slow: one tick's read at a time
+			}
+			ticking = true
+			ask(time.Time{}, m.cfg.Now())
+		case r := <-endsC:
+			if inflight--; inflight == 0 {
+				asked = time.Time{}
+			}
+			if r.err != nil {
+				m.log.Warn("stream: reading end offsets failed; the watermark waits", "err", r.err)
+			} else {
+				wm.Snapshot(r.at, r.ends)
+				if r.at.After(lastSnap) {
+					lastSnap = r.at
+				}
+			}
+			if r.due.IsZero() {
+				// The tick: advance and commit, whether or not the
+				// brokers answered (the handler's clock moves on).
+				ticking = false
+				if err := advance(m.cfg.Now(), true); err != nil {
+					return err
+				}
+				continue
+			}
+			if r.err != nil {
+				missed = r.due // the tick tries again
+				plan()
+				continue
+			}
+			stage(StageEnds, r.took)
+			trace.due, trace.read = r.due, time.Now()
 			if wm.Ready() {
 				if err := advance(m.cfg.Now(), false); err != nil {
 					return err
 				}
 			} else {
 				plan()
-			}
-		case <-tick.C:
-			now := m.cfg.Now()
-			snap(now)
-			if err := advance(now, true); err != nil {
-				return err
 			}
 		}
 	}

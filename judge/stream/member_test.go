@@ -327,3 +327,55 @@ func TestMemberAdvancesAtDeadlines(t *testing.T) {
 		t.Fatalf("%d advances for two deadlines and no tick: the member woke for nothing", s.advances)
 	}
 }
+
+// TestMemberReportsDeadlineStages: each deadline's way from falling due to
+// the handler having advanced past it is reported stage by stage, in
+// order, once (what handoff_detect_stage_seconds shows).
+func TestMemberReportsDeadlineStages(t *testing.T) {
+	brokers, topic := setup(t, 2)
+	produce(t, brokers, topic, 0, 100)
+	now := time.Now()
+	s := &scheduler{recorder: newRecorder(), want: 100,
+		dues: []time.Time{now.Add(500 * time.Millisecond), now.Add(1500 * time.Millisecond)}}
+	m, err := stream.NewMember(stream.Config{Brokers: brokers, Topic: topic, Group: testenv.Name("group"), Tick: time.Hour, SessionTimeout: 6 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu     sync.Mutex
+		stages []stream.Stage
+	)
+	m.OnStage(func(st stream.Stage, d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		if d < 0 {
+			t.Errorf("stage %s took %v", st, d)
+		}
+		stages = append(stages, st)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx, s) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("member stopped with: %v", err)
+		}
+	}()
+	testenv.Eventually(t, 60*time.Second, "the member advances past both deadlines", func() (bool, string) {
+		_, _, safe := s.snapshot()
+		return !safe.Before(s.dues[1]), fmt.Sprintf("safe %v, deadlines %v", safe, s.dues)
+	})
+	testenv.Eventually(t, 10*time.Second, "the stages of both deadlines reported", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(stages) >= 8, fmt.Sprintf("stages %v", stages)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	one := []stream.Stage{stream.StageFire, stream.StageEnds, stream.StageReach, stream.StageAdvance}
+	want := append(append([]stream.Stage{}, one...), one...)
+	if fmt.Sprint(stages) != fmt.Sprint(want) {
+		t.Fatalf("stages %v, want %v", stages, want)
+	}
+}
