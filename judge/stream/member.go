@@ -34,6 +34,12 @@ type Config struct {
 	// Tick is how often the handler's Advance runs, end offsets are read
 	// and offsets committed (default 1s).
 	Tick time.Duration
+	// Lead is how long before a deadline (Scheduler) the member reads the
+	// end offsets once more and advances the handler as soon as they are
+	// folded, so that the deadline's own advance has only the events of
+	// its last moments to judge, not all since the tick (default 50ms, at
+	// most half the tick; negative: none).
+	Lead time.Duration
 	// StartOffset is where a partition without a committed offset starts:
 	// kafka.FirstOffset (default) or kafka.LastOffset.
 	StartOffset int64
@@ -128,6 +134,9 @@ func NewMember(cfg Config) (*Member, error) {
 	}
 	if cfg.Tick <= 0 {
 		cfg.Tick = time.Second
+	}
+	if cfg.Lead == 0 {
+		cfg.Lead = min(50*time.Millisecond, cfg.Tick/2)
 	}
 	if cfg.StartOffset == 0 {
 		cfg.StartOffset = kafka.FirstOffset
@@ -264,6 +273,7 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 	// in flight was asked at (zero: none in flight), which covers every
 	// deadline up to it.
 	type endsRead struct {
+		early   bool // the read ahead of the deadline due (Lead)
 		due, at time.Time
 		ends    map[int]int64
 		took    time.Duration
@@ -277,7 +287,7 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 		inflight int
 		ticking  bool // a tick's read is in flight
 	)
-	ask := func(due, now time.Time) {
+	ask := func(early bool, due, now time.Time) {
 		inflight++
 		if now.After(asked) {
 			asked = now
@@ -286,7 +296,7 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 			t0 := time.Now()
 			ends, err := m.ends(ctx, owned)
 			select {
-			case endsC <- endsRead{due: due, at: now, ends: ends, took: time.Since(t0), err: err}:
+			case endsC <- endsRead{early: early, due: due, at: now, ends: ends, took: time.Since(t0), err: err}:
 			case <-stopReads: // the generation is over
 			}
 		}()
@@ -294,6 +304,13 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 	// trace follows the deadline being fired through its stages (OnStage):
 	// due is the deadline, read when its end offsets were snapshotted.
 	var trace struct{ due, read time.Time }
+	// early: the timer is set Lead ahead of the deadline armed; rolled is
+	// the deadline it was for (once per deadline); eager: the handler
+	// advances once the pending snapshot is reached (the read ahead).
+	var (
+		early, eager bool
+		rolled       time.Time
+	)
 	stage := func(s Stage, d time.Duration) {
 		if m.stage != nil {
 			m.stage(s, d)
@@ -301,7 +318,7 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 	}
 	plan := func() {
 		due.Stop()
-		urgent = false
+		urgent, early = false, false
 		if sched == nil {
 			return
 		}
@@ -317,8 +334,15 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 			// A read on its way covers it.
 		case next.Equal(missed):
 		default:
+			now, at := m.cfg.Now(), next
+			ahead := next.Add(-m.cfg.Lead)
+			// Read ahead unless a snapshot is that recent already.
+			early = m.cfg.Lead > 0 && !rolled.Equal(next) && lastSnap.Before(ahead) && now.Before(ahead)
+			if early {
+				at = ahead
+			}
 			armed = next
-			due.Reset(max(next.Sub(m.cfg.Now()), 0))
+			due.Reset(max(at.Sub(now), 0))
 		}
 	}
 	advance := func(now time.Time, commit bool) error {
@@ -336,6 +360,7 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 			plan()
 			return nil
 		}
+		eager = false
 		t0 := time.Now()
 		if err := h.Advance(ctx, now, safe); err != nil {
 			return fmt.Errorf("stream: advance to %s: %w", now.UTC().Format(time.RFC3339), err)
@@ -364,7 +389,7 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 				return fmt.Errorf("stream: fold %s[%d]@%d: %w", msg.msg.Topic, msg.msg.Partition, msg.msg.Offset, err)
 			}
 			wm.Folded(msg.msg.Partition, msg.msg.Offset)
-			if urgent && wm.Ready() {
+			if (urgent || eager) && wm.Ready() {
 				// Offsets are committed at the next tick: a commit is a
 				// round trip, and the deadline's findings are out.
 				if err := advance(m.cfg.Now(), false); err != nil {
@@ -373,19 +398,27 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 			}
 		case <-due.C:
 			now := m.cfg.Now()
+			if early {
+				early, rolled = false, armed
+				if !now.Before(armed.Add(-m.cfg.Lead)) {
+					ask(true, armed, now)
+				}
+				plan()
+				continue
+			}
 			if now.Before(armed) {
 				missed = armed // the tick tries again
 				plan()
 				continue
 			}
 			stage(StageFire, now.Sub(armed))
-			ask(armed, now)
+			ask(false, armed, now)
 		case <-tick.C:
 			if ticking {
 				continue // the brokers are slow: one tick's read at a time
 			}
 			ticking = true
-			ask(time.Time{}, m.cfg.Now())
+			ask(false, time.Time{}, m.cfg.Now())
 		case r := <-endsC:
 			if inflight--; inflight == 0 {
 				asked = time.Time{}
@@ -397,6 +430,20 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 				if r.at.After(lastSnap) {
 					lastSnap = r.at
 				}
+			}
+			if r.early {
+				// Judge what came until now, ahead of the deadline.
+				if r.err != nil {
+					continue
+				}
+				if wm.Ready() {
+					if err := advance(m.cfg.Now(), false); err != nil {
+						return err
+					}
+				} else {
+					eager = true
+				}
+				continue
 			}
 			if r.due.IsZero() {
 				// The tick: advance and commit, whether or not the

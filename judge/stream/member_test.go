@@ -379,3 +379,57 @@ func TestMemberReportsDeadlineStages(t *testing.T) {
 		t.Fatalf("stages %v, want %v", stages, want)
 	}
 }
+
+// safes is a scheduler that remembers the safe time of every Advance.
+type safes struct {
+	*scheduler
+	seen []time.Time
+}
+
+func (s *safes) Advance(ctx context.Context, now, safe time.Time) error {
+	s.mu.Lock()
+	s.seen = append(s.seen, safe)
+	s.mu.Unlock()
+	return s.scheduler.Advance(ctx, now, safe)
+}
+
+// TestMemberReadsAheadOfDeadline: with a tick of an hour, the member
+// advances once Lead ahead of a deadline (its end offsets read then), so
+// that the advance at the deadline has only the last moments to judge;
+// the deadline's own advance still waits for every message before it.
+func TestMemberReadsAheadOfDeadline(t *testing.T) {
+	brokers, topic := setup(t, 2)
+	produce(t, brokers, topic, 0, 100)
+	const lead = 3 * time.Second
+	due := time.Now().Add(8 * time.Second)
+	s := &safes{scheduler: &scheduler{recorder: newRecorder(), want: 100, dues: []time.Time{due}}}
+	m, err := stream.NewMember(stream.Config{Brokers: brokers, Topic: topic, Group: testenv.Name("group"), Tick: time.Hour, Lead: lead, SessionTimeout: 6 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx, s) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("member stopped with: %v", err)
+		}
+	}()
+	testenv.Eventually(t, 60*time.Second, "the member advances past the deadline", func() (bool, string) {
+		_, _, safe := s.snapshot()
+		return !safe.Before(due), fmt.Sprintf("safe %v, deadline %v", safe, due)
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.early != "" {
+		t.Fatal(s.early)
+	}
+	ahead := false
+	for _, sf := range s.seen {
+		ahead = ahead || (!sf.Before(due.Add(-lead)) && sf.Before(due))
+	}
+	if !ahead {
+		t.Fatalf("no advance with a safe time in the %v before the deadline %v: safe times %v", lead, due, s.seen)
+	}
+}
