@@ -305,11 +305,12 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 	// due is the deadline, read when its end offsets were snapshotted.
 	var trace struct{ due, read time.Time }
 	// early: the timer is set Lead ahead of the deadline armed; rolled is
-	// the deadline it was for (once per deadline); eager: the handler
-	// advances once the pending snapshot is reached (the read ahead).
+	// the deadline it was for (once per deadline); eager, the time of the
+	// read ahead's snapshot: the handler advances as soon as a snapshot is
+	// reached until the safe time is there (older ones may be pending).
 	var (
-		early, eager bool
-		rolled       time.Time
+		early         bool
+		rolled, eager time.Time
 	)
 	stage := func(s Stage, d time.Duration) {
 		if m.stage != nil {
@@ -360,7 +361,9 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 			plan()
 			return nil
 		}
-		eager = false
+		if !safe.Before(eager) {
+			eager = time.Time{}
+		}
 		t0 := time.Now()
 		if err := h.Advance(ctx, now, safe); err != nil {
 			return fmt.Errorf("stream: advance to %s: %w", now.UTC().Format(time.RFC3339), err)
@@ -389,7 +392,7 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 				return fmt.Errorf("stream: fold %s[%d]@%d: %w", msg.msg.Topic, msg.msg.Partition, msg.msg.Offset, err)
 			}
 			wm.Folded(msg.msg.Partition, msg.msg.Offset)
-			if (urgent || eager) && wm.Ready() {
+			if (urgent || !eager.IsZero()) && wm.Ready() {
 				// Offsets are committed at the next tick: a commit is a
 				// round trip, and the deadline's findings are out.
 				if err := advance(m.cfg.Now(), false); err != nil {
@@ -441,7 +444,7 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 						return err
 					}
 				} else {
-					eager = true
+					eager = r.at
 				}
 				continue
 			}
