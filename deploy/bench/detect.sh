@@ -30,10 +30,17 @@
 #      (KEEP=1 keeps them). Logs stay in .data/bench/detect-<id>/.
 #
 # The latency is not bounded by the tick: the detector reads the end offsets
-# when a deadline falls due and fires it as soon as every event that was in
-# the topic then has been folded (a round trip to the brokers and the
-# events in flight). The tick only commits, reports lag and evaluates new
-# events.
+# when a deadline falls due (while it keeps folding) and fires it as soon as
+# every event that was in the topic then has been folded (a round trip to
+# the brokers and the events in flight). It reads them once more 50 ms
+# ahead of the deadline, so that the deadline's own advance has only the
+# events since to judge. The tick only commits, reports lag and evaluates
+# new events.
+#
+# Where the time went: the detector's handoff_detect_stage_seconds, printed
+# per stage (p50 and p99 within its buckets): fire (deadline to the
+# detector waking), ends (the end offsets read), reach (folded up to them),
+# advance (judged and published), and of every advance judge and publish.
 #
 # It also prints the CPU seconds handoff detect and ingest used over the run
 # (with RATE=0: what an idle detector costs) and RESULT lines (the p99s
@@ -45,7 +52,9 @@
 #
 # Environment: MODE (latency), RATE (20000), DURATION (3m), PROBES (300),
 # TICK (250ms), LEAD (40: seconds before the first deadline), PARTITIONS (4),
-# KEEP (0), BATCHES (1000000).
+# KEEP (0), BATCHES (1000000), HANDOFF_BIN (bin/handoff, built; set: that
+# build instead, for A/B runs), PROFILE (0; 1: a CPU profile of detect in
+# the run's directory, detect.pprof).
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -74,7 +83,11 @@ CH_HOST=${HANDOFF_CLICKHOUSE_ADDR%:*}
 CH_PORT=${HANDOFF_CLICKHOUSE_ADDR##*:}
 
 mkdir -p bin .data/bench
-go build -o bin/handoff ./cmd/handoff
+# HANDOFF_BIN runs another build of handoff (an A/B comparison: the same
+# detectlat measures both).
+bin=${HANDOFF_BIN:-bin/handoff}
+[ -n "${HANDOFF_BIN:-}" ] || go build -o bin/handoff ./cmd/handoff
+[ -x "$bin" ] || die "HANDOFF_BIN $bin: not an executable"
 go build -o bin/bench-detectlat ./deploy/bench/detectlat
 
 id=$(date +%s)
@@ -116,10 +129,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-bin/handoff ingest --metrics-addr "$ingest_metrics" >"$dir/ingest.log" 2>&1 &
+"$bin" ingest --metrics-addr "$ingest_metrics" >"$dir/ingest.log" 2>&1 &
 pids+=($!)
 ingest_pid=$!
-bin/handoff detect --contract "$dir/contracts" --expect-from today --tick "$TICK" \
+prof=()
+[ "${PROFILE:-0}" != 1 ] || prof=(--cpuprofile "$dir/detect.pprof")
+"$bin" detect --contract "$dir/contracts" --expect-from today --tick "$TICK" "${prof[@]}" \
 	--metrics-addr "$detect_metrics" --instance "bench-$id" >"$dir/detect.log" 2>&1 &
 pids+=($!)
 detect_pid=$!
@@ -145,6 +160,30 @@ metric() { curl -s "http://$1/metrics" | awk -v m="$2" '$1 ~ "^"m {s += $2} END 
 		'BEGIN { printf "RESULT bench=detect metric=detect_cpu_rate%s value=%.4f unit=cpu_s_per_s rss_mib=%s load=%s\n", rate, (d1 - d0) / (t1 - t0), rss, load }'
 
 	echo "ingest lag at the end: $(metric "$ingest_metrics" handoff_ingest_consumer_lag) messages; detect lag: $(metric "$detect_metrics" handoff_detect_consumer_lag) messages, evidence age $(metric "$detect_metrics" handoff_detect_evidence_age_seconds) s"
+	# Where the time from a deadline to its findings went, per stage
+	# (handoff_detect_stage_seconds; interpolated within its buckets).
+	curl -s "http://$detect_metrics/metrics" | awk '
+		/^handoff_detect_stage_seconds_bucket/ {
+			match($0, /stage="[^"]*"/); st = substr($0, RSTART + 7, RLENGTH - 8)
+			match($0, /le="[^"]*"/); le = substr($0, RSTART + 4, RLENGTH - 5)
+			n[st]++; les[st, n[st]] = le; cnt[st, n[st]] = $2
+		}
+		function q(st, p,   i, want, lo, plo, hi) {
+			want = p * cnt[st, n[st]]; lo = 0; plo = 0
+			for (i = 1; i <= n[st]; i++) {
+				if (cnt[st, i] >= want) {
+					hi = les[st, i]; if (hi == "+Inf") return lo * 1000
+					if (cnt[st, i] == plo) return hi * 1000
+					return 1000 * (lo + (hi - lo) * (want - plo) / (cnt[st, i] - plo))
+				}
+				lo = les[st, i]; plo = cnt[st, i]
+			}
+		}
+		END {
+			split("fire ends reach advance judge publish", order, " ")
+			for (k = 1; k <= 6; k++) { st = order[k]; if (n[st] && cnt[st, n[st]] > 0)
+				printf "stage %-8s p50 %6.1f ms  p99 %6.1f ms  (n=%d)\n", st, q(st, .5), q(st, .99), cnt[st, n[st]] }
+		}'
 	echo "peak RSS: ingest $(awk '/VmHWM/ {print $2 / 1024 " MiB"}' /proc/$ingest_pid/status), detect $(awk '/VmHWM/ {print $2 / 1024 " MiB"}' /proc/$detect_pid/status)"
 	echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee -a "$dir/result.txt"

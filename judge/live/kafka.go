@@ -62,6 +62,14 @@ func (k KafkaOffsets) Ends(ctx context.Context, topic string) (map[int]int64, er
 
 // KafkaPublisher implements Publisher with one writer per topic, waiting
 // for every in-sync replica (acks=all).
+//
+// Its writers do not linger to fill a batch: each Publish is one call from
+// the runner's goroutine, which waits for the acknowledgement before the
+// next, so no other message could join the batch and waiting would only
+// delay the findings (a deadline's finding went out 5 ms after it was
+// judged, the writer's BatchTimeout). A call's messages still go in one
+// produce request per partition: the writer adds them all to the batch
+// before the batch may be sent.
 type KafkaPublisher struct {
 	brokers []string
 	writers map[string]*kafka.Writer
@@ -87,7 +95,7 @@ func (p *KafkaPublisher) Publish(ctx context.Context, topic string, msgs ...kafk
 			Topic:        topic,
 			Balancer:     &kafka.Murmur2Balancer{},
 			RequiredAcks: kafka.RequireAll,
-			BatchTimeout: 5 * time.Millisecond,
+			BatchTimeout: noLinger,
 			BatchSize:    1000,
 			MaxAttempts:  10,
 		}
@@ -99,6 +107,10 @@ func (p *KafkaPublisher) Publish(ctx context.Context, topic string, msgs ...kafk
 		}
 	})
 }
+
+// noLinger is the writers' BatchTimeout: sent as soon as the call's
+// messages are in (kafka-go takes zero for its 1 s default).
+const noLinger = time.Nanosecond
 
 // Close flushes and closes the writers.
 func (p *KafkaPublisher) Close() error {

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
+	"github.com/handoff-dev/handoff/judge/stream"
 )
 
 // Metrics are the detector's Prometheus metrics (handoff_detect_*).
@@ -23,7 +24,20 @@ type Metrics struct {
 	lastAdvance prometheus.Gauge
 	waiting     prometheus.Gauge
 	lag         *prometheus.GaugeVec
+	stages      *prometheus.HistogramVec
 }
+
+// Stages of the runner's own Advance, besides the member's (stream.Stage):
+// judging (the detector's Advance and rendering its findings) and
+// publishing them (until the brokers acknowledged).
+const (
+	StageJudge   stream.Stage = "judge"
+	StagePublish stream.Stage = "publish"
+)
+
+// stageBuckets resolve the milliseconds a deadline's stages take, up to
+// the seconds a stalled broker or a long catch-up can.
+var stageBuckets = []float64{.0005, .001, .002, .003, .005, .0075, .01, .015, .02, .03, .05, .075, .1, .15, .2, .3, .5, 1, 2.5, 5}
 
 // NewMetrics creates the metrics and registers them on reg (nil: not
 // registered).
@@ -41,9 +55,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		lastAdvance: prometheus.NewGauge(prometheus.GaugeOpts{Name: "handoff_detect_last_advance_timestamp_seconds", Help: "When the detector last advanced its clock (Unix seconds)."}),
 		waiting:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "handoff_detect_waiting_for_ingest", Help: "1 while the detector waits for handoff ingest to store what it reads back."}),
 		lag:         prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "handoff_detect_consumer_lag", Help: "Messages of the events topic not folded yet, per owned partition."}, []string{"partition"}),
+		stages: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "handoff_detect_stage_seconds",
+			Help:    "Where the time from a deadline to its findings goes: fire (deadline to the detector waking), ends (reading the end offsets), reach (folding up to them), advance (judging and publishing), and, of every advance, judge and publish (when it published findings).",
+			Buckets: stageBuckets}, []string{"stage"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.folded, m.invalid, m.findings, m.byKind, m.open, m.closed, m.armed, m.suspended, m.freshness, m.lastAdvance, m.waiting, m.lag)
+		reg.MustRegister(m.folded, m.invalid, m.findings, m.byKind, m.open, m.closed, m.armed, m.suspended, m.freshness, m.lastAdvance, m.waiting, m.lag, m.stages)
 	}
 	return m
 }
@@ -51,6 +68,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // Lag records one partition's lag (for stream.Member.OnLag).
 func (m *Metrics) Lag(partition int, lag int64) {
 	m.lag.WithLabelValues(strconv.Itoa(partition)).Set(float64(lag))
+}
+
+// Stage records how long one stage took (for stream.Member.OnStage).
+func (m *Metrics) Stage(s stream.Stage, d time.Duration) {
+	m.stages.WithLabelValues(string(s)).Observe(d.Seconds())
 }
 
 // counted counts the findings of one advance.

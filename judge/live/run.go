@@ -118,6 +118,7 @@ func Run(ctx context.Context, cfg Config, o RunOptions) error {
 		return err
 	}
 	member.OnLag(m.Lag)
+	member.OnStage(m.Stage)
 	if o.Started != nil {
 		o.Started(r)
 	}

@@ -362,14 +362,25 @@ func (r *Runner) Advance(ctx context.Context, now, safe time.Time) error {
 		}
 		r.o.Detector.Resume(k)
 	}
+	t0 := time.Now()
 	fs := r.o.Detector.Advance(now, safe)
+	var msgs []kafka.Message
 	if len(fs) > 0 {
-		msgs := make([]kafka.Message, len(fs))
+		msgs = make([]kafka.Message, len(fs))
 		for i := range fs {
 			msgs[i] = kafka.Message{Key: []byte(fs[i].Batch.String()), Value: fs[i].AppendJSON(nil)}
 		}
+	}
+	if r.o.Metrics != nil {
+		r.o.Metrics.Stage(StageJudge, time.Since(t0))
+	}
+	if len(fs) > 0 {
+		t1 := time.Now()
 		if err := r.o.Publisher.Publish(ctx, r.s.FindingsTopic, msgs...); err != nil {
 			return fmt.Errorf("publish %d findings to %s: %w", len(fs), r.s.FindingsTopic, err)
+		}
+		if r.o.Metrics != nil {
+			r.o.Metrics.Stage(StagePublish, time.Since(t1))
 		}
 		r.published += len(fs)
 		r.logFindings(ctx, fs)

@@ -34,6 +34,12 @@ type Config struct {
 	// Tick is how often the handler's Advance runs, end offsets are read
 	// and offsets committed (default 1s).
 	Tick time.Duration
+	// Lead is how long before a deadline (Scheduler) the member reads the
+	// end offsets once more and advances the handler as soon as they are
+	// folded, so that the deadline's own advance has only the events of
+	// its last moments to judge, not all since the tick (default 50ms, at
+	// most half the tick; negative: none).
+	Lead time.Duration
 	// StartOffset is where a partition without a committed offset starts:
 	// kafka.FirstOffset (default) or kafka.LastOffset.
 	StartOffset int64
@@ -91,7 +97,27 @@ type Member struct {
 	log    *slog.Logger
 	client *kafka.Client
 	lag    func(partition int, lag int64)
+	stage  func(s Stage, d time.Duration)
 }
+
+// Stage names one step from a deadline falling due to the handler having
+// advanced past it, for OnStage.
+type Stage string
+
+// The stages of firing a deadline, in order. Their sum is how late the
+// handler's Advance returns after the deadline.
+const (
+	// StageFire: from the deadline to the member waking for it (the
+	// timer's and the scheduler's delay).
+	StageFire Stage = "fire"
+	// StageEnds: reading the partitions' end offsets from the brokers.
+	StageEnds Stage = "ends"
+	// StageReach: from the end offsets read to every message before them
+	// folded.
+	StageReach Stage = "reach"
+	// StageAdvance: the handler's Advance (judging and publishing).
+	StageAdvance Stage = "advance"
+)
 
 // NewMember checks cfg and prepares a member.
 func NewMember(cfg Config) (*Member, error) {
@@ -108,6 +134,9 @@ func NewMember(cfg Config) (*Member, error) {
 	}
 	if cfg.Tick <= 0 {
 		cfg.Tick = time.Second
+	}
+	if cfg.Lead == 0 {
+		cfg.Lead = min(50*time.Millisecond, cfg.Tick/2)
 	}
 	if cfg.StartOffset == 0 {
 		cfg.StartOffset = kafka.FirstOffset
@@ -129,6 +158,11 @@ func NewMember(cfg Config) (*Member, error) {
 // OnLag sets a function told each partition's lag (messages not folded) at
 // every tick, for metrics.
 func (m *Member) OnLag(f func(partition int, lag int64)) { m.lag = f }
+
+// OnStage sets a function told how long each stage of firing a deadline
+// took (Stage), for metrics: where the time between a deadline and its
+// findings goes.
+func (m *Member) OnStage(f func(s Stage, d time.Duration)) { m.stage = f }
 
 // Run joins the group and drives h until ctx is done (then it returns nil)
 // or the handler fails.
@@ -230,21 +264,62 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 	// for while the clock (a test's) had not reached it, which waits for
 	// the tick rather than waking the member again and again.
 	var lastSnap, armed, missed time.Time
-	snap := func(now time.Time) bool {
-		ends, err := m.ends(ctx, a.Owned())
-		if err != nil {
-			m.log.Warn("stream: reading end offsets failed; the watermark waits", "err", err)
-			return false
+	owned := a.Owned()
+	// The end offsets are read by goroutines while the loop keeps folding:
+	// events keep arriving during the round trip, and a loop blocked on it
+	// would only have more to catch up with once it returns (and a
+	// deadline due meanwhile would wait for it). A read is for a deadline
+	// (due) or for the tick (due zero); asked is the time the latest read
+	// in flight was asked at (zero: none in flight), which covers every
+	// deadline up to it.
+	type endsRead struct {
+		early   bool // the read ahead of the deadline due (Lead)
+		due, at time.Time
+		ends    map[int]int64
+		took    time.Duration
+		err     error
+	}
+	endsC := make(chan endsRead, 4)
+	stopReads := make(chan struct{})
+	defer close(stopReads)
+	var (
+		asked    time.Time
+		inflight int
+		ticking  bool // a tick's read is in flight
+	)
+	ask := func(early bool, due, now time.Time) {
+		inflight++
+		if now.After(asked) {
+			asked = now
 		}
-		wm.Snapshot(now, ends)
-		if now.After(lastSnap) {
-			lastSnap = now
+		go func() {
+			t0 := time.Now()
+			ends, err := m.ends(ctx, owned)
+			select {
+			case endsC <- endsRead{early: early, due: due, at: now, ends: ends, took: time.Since(t0), err: err}:
+			case <-stopReads: // the generation is over
+			}
+		}()
+	}
+	// trace follows the deadline being fired through its stages (OnStage):
+	// due is the deadline, read when its end offsets were snapshotted.
+	var trace struct{ due, read time.Time }
+	// early: the timer is set Lead ahead of the deadline armed; rolled is
+	// the deadline it was for (once per deadline); eager, the time of the
+	// read ahead's snapshot: the handler advances as soon as a snapshot is
+	// reached until the safe time is there (older ones may be pending).
+	var (
+		early         bool
+		rolled, eager time.Time
+	)
+	stage := func(s Stage, d time.Duration) {
+		if m.stage != nil {
+			m.stage(s, d)
 		}
-		return true
 	}
 	plan := func() {
 		due.Stop()
-		urgent = false
+		urgent, early = false, false
 		if sched == nil {
 			return
 		}
@@ -256,10 +331,19 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 			// it is reached (or was advanced past it: nothing to wait for).
 			p := wm.Pending()
 			urgent = !p.IsZero() && !next.After(p)
+		case inflight > 0 && !next.After(asked):
+			// A read on its way covers it.
 		case next.Equal(missed):
 		default:
+			now, at := m.cfg.Now(), next
+			ahead := next.Add(-m.cfg.Lead)
+			// Read ahead unless a snapshot is that recent already.
+			early = m.cfg.Lead > 0 && !rolled.Equal(next) && lastSnap.Before(ahead) && now.Before(ahead)
+			if early {
+				at = ahead
+			}
 			armed = next
-			due.Reset(max(next.Sub(m.cfg.Now()), 0))
+			due.Reset(max(at.Sub(now), 0))
 		}
 	}
 	advance := func(now time.Time, commit bool) error {
@@ -277,8 +361,17 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 			plan()
 			return nil
 		}
+		if !safe.Before(eager) {
+			eager = time.Time{}
+		}
+		t0 := time.Now()
 		if err := h.Advance(ctx, now, safe); err != nil {
 			return fmt.Errorf("stream: advance to %s: %w", now.UTC().Format(time.RFC3339), err)
+		}
+		if !trace.read.IsZero() && !safe.Before(trace.due) {
+			stage(StageReach, t0.Sub(trace.read))
+			stage(StageAdvance, time.Since(t0))
+			trace.due, trace.read = time.Time{}, time.Time{}
 		}
 		if commit {
 			m.commit(gen, wm.Positions(), committed)
@@ -295,22 +388,95 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 			m.log.Info("stream: generation ended", "generation", gen.ID)
 			return nil
 		case msg := <-msgs:
-			if err := h.Fold(ctx, msg.msg); err != nil {
-				return fmt.Errorf("stream: fold %s[%d]@%d: %w", msg.msg.Topic, msg.msg.Partition, msg.msg.Offset, err)
-			}
-			wm.Folded(msg.msg.Partition, msg.msg.Offset)
-			if urgent && wm.Ready() {
-				// Offsets are committed at the next tick: a commit is a
-				// round trip, and the deadline's findings are out.
-				if err := advance(m.cfg.Now(), false); err != nil {
-					return err
+			// Then what else is waiting, up to a bound (so that a timer
+			// due meanwhile is not kept waiting): a receive without the
+			// loop's whole select costs a fraction of it, per event.
+			for n := 0; ; n++ {
+				if err := h.Fold(ctx, msg.msg); err != nil {
+					return fmt.Errorf("stream: fold %s[%d]@%d: %w", msg.msg.Topic, msg.msg.Partition, msg.msg.Offset, err)
+				}
+				wm.Folded(msg.msg.Partition, msg.msg.Offset)
+				if (urgent || !eager.IsZero()) && wm.Ready() {
+					// Offsets are committed at the next tick: a commit is a
+					// round trip, and the deadline's findings are out.
+					if err := advance(m.cfg.Now(), false); err != nil {
+						return err
+					}
+					break
+				}
+				if n == foldRun {
+					break
+				}
+				var more bool
+				if msg, more = tryReceive(msgs); !more {
+					break
 				}
 			}
 		case <-due.C:
 			now := m.cfg.Now()
-			if !snap(now) || now.Before(armed) {
-				missed = armed // the tick tries again
+			if early {
+				early, rolled = false, armed
+				if !now.Before(armed.Add(-m.cfg.Lead)) {
+					ask(true, armed, now)
+				}
+				plan()
+				continue
 			}
+			if now.Before(armed) {
+				missed = armed // the tick tries again
+				plan()
+				continue
+			}
+			stage(StageFire, now.Sub(armed))
+			ask(false, armed, now)
+		case <-tick.C:
+			if ticking {
+				continue // the brokers are slow: one tick's read at a time
+			}
+			ticking = true
+			ask(false, time.Time{}, m.cfg.Now())
+		case r := <-endsC:
+			if inflight--; inflight == 0 {
+				asked = time.Time{}
+			}
+			if r.err != nil {
+				m.log.Warn("stream: reading end offsets failed; the watermark waits", "err", r.err)
+			} else {
+				wm.Snapshot(r.at, r.ends)
+				if r.at.After(lastSnap) {
+					lastSnap = r.at
+				}
+			}
+			if r.early {
+				// Judge what came until now, ahead of the deadline.
+				if r.err != nil {
+					continue
+				}
+				if wm.Ready() {
+					if err := advance(m.cfg.Now(), false); err != nil {
+						return err
+					}
+				} else {
+					eager = r.at
+				}
+				continue
+			}
+			if r.due.IsZero() {
+				// The tick: advance and commit, whether or not the
+				// brokers answered (the handler's clock moves on).
+				ticking = false
+				if err := advance(m.cfg.Now(), true); err != nil {
+					return err
+				}
+				continue
+			}
+			if r.err != nil {
+				missed = r.due // the tick tries again
+				plan()
+				continue
+			}
+			stage(StageEnds, r.took)
+			trace.due, trace.read = r.due, time.Now()
 			if wm.Ready() {
 				if err := advance(m.cfg.Now(), false); err != nil {
 					return err
@@ -318,13 +484,21 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 			} else {
 				plan()
 			}
-		case <-tick.C:
-			now := m.cfg.Now()
-			snap(now)
-			if err := advance(now, true); err != nil {
-				return err
-			}
 		}
+	}
+}
+
+// foldRun bounds how many waiting messages the member folds in a row
+// before it looks at its timers again (about a millisecond of folds).
+const foldRun = 64
+
+// tryReceive returns the next message when one is waiting.
+func tryReceive(msgs <-chan message) (message, bool) {
+	select {
+	case m := <-msgs:
+		return m, true
+	default:
+		return message{}, false
 	}
 }
 

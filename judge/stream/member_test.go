@@ -327,3 +327,109 @@ func TestMemberAdvancesAtDeadlines(t *testing.T) {
 		t.Fatalf("%d advances for two deadlines and no tick: the member woke for nothing", s.advances)
 	}
 }
+
+// TestMemberReportsDeadlineStages: each deadline's way from falling due to
+// the handler having advanced past it is reported stage by stage, in
+// order, once (what handoff_detect_stage_seconds shows).
+func TestMemberReportsDeadlineStages(t *testing.T) {
+	brokers, topic := setup(t, 2)
+	produce(t, brokers, topic, 0, 100)
+	now := time.Now()
+	s := &scheduler{recorder: newRecorder(), want: 100,
+		dues: []time.Time{now.Add(500 * time.Millisecond), now.Add(1500 * time.Millisecond)}}
+	m, err := stream.NewMember(stream.Config{Brokers: brokers, Topic: topic, Group: testenv.Name("group"), Tick: time.Hour, SessionTimeout: 6 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu     sync.Mutex
+		stages []stream.Stage
+	)
+	m.OnStage(func(st stream.Stage, d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		if d < 0 {
+			t.Errorf("stage %s took %v", st, d)
+		}
+		stages = append(stages, st)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx, s) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("member stopped with: %v", err)
+		}
+	}()
+	testenv.Eventually(t, 60*time.Second, "the member advances past both deadlines", func() (bool, string) {
+		_, _, safe := s.snapshot()
+		return !safe.Before(s.dues[1]), fmt.Sprintf("safe %v, deadlines %v", safe, s.dues)
+	})
+	testenv.Eventually(t, 10*time.Second, "the stages of both deadlines reported", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(stages) >= 8, fmt.Sprintf("stages %v", stages)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	one := []stream.Stage{stream.StageFire, stream.StageEnds, stream.StageReach, stream.StageAdvance}
+	want := append(append([]stream.Stage{}, one...), one...)
+	if fmt.Sprint(stages) != fmt.Sprint(want) {
+		t.Fatalf("stages %v, want %v", stages, want)
+	}
+}
+
+// safes is a scheduler that remembers the safe time of every Advance.
+type safes struct {
+	*scheduler
+	seen []time.Time
+}
+
+func (s *safes) Advance(ctx context.Context, now, safe time.Time) error {
+	s.mu.Lock()
+	s.seen = append(s.seen, safe)
+	s.mu.Unlock()
+	return s.scheduler.Advance(ctx, now, safe)
+}
+
+// TestMemberReadsAheadOfDeadline: with a tick of an hour, the member
+// advances once Lead ahead of a deadline (its end offsets read then), so
+// that the advance at the deadline has only the last moments to judge;
+// the deadline's own advance still waits for every message before it.
+func TestMemberReadsAheadOfDeadline(t *testing.T) {
+	brokers, topic := setup(t, 2)
+	produce(t, brokers, topic, 0, 100)
+	const lead = 3 * time.Second
+	due := time.Now().Add(8 * time.Second)
+	s := &safes{scheduler: &scheduler{recorder: newRecorder(), want: 100, dues: []time.Time{due}}}
+	m, err := stream.NewMember(stream.Config{Brokers: brokers, Topic: topic, Group: testenv.Name("group"), Tick: time.Hour, Lead: lead, SessionTimeout: 6 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx, s) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("member stopped with: %v", err)
+		}
+	}()
+	testenv.Eventually(t, 60*time.Second, "the member advances past the deadline", func() (bool, string) {
+		_, _, safe := s.snapshot()
+		return !safe.Before(due), fmt.Sprintf("safe %v, deadline %v", safe, due)
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.early != "" {
+		t.Fatal(s.early)
+	}
+	ahead := false
+	for _, sf := range s.seen {
+		ahead = ahead || (!sf.Before(due.Add(-lead)) && sf.Before(due))
+	}
+	if !ahead {
+		t.Fatalf("no advance with a safe time in the %v before the deadline %v: safe times %v", lead, due, s.seen)
+	}
+}
