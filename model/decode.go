@@ -610,7 +610,7 @@ func strBytes(field string, v *fastjson.Value) ([]byte, error) {
 func internType(b []byte) EventType {
 	// The conversion in the call does not allocate; the result is the
 	// constant of that name.
-	if i := EventType(b).Index(); i >= 0 {
+	if i := EventType(b).LookupIndex(); i >= 0 {
 		return EventTypes[i]
 	}
 	return EventType(b)

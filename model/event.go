@@ -79,6 +79,71 @@ func (t EventType) Index() int {
 	return -1
 }
 
+// LookupIndex is Index for a type known only at run time (a decoded
+// event's, which the replay and the readers look up for every event): the
+// length and the first byte pick the one candidate, compared once, where
+// Index's switch compares names one after another. Index stays the
+// switch: inlined, it folds away where the type is a constant.
+func (t EventType) LookupIndex() int {
+	if len(t) == 0 {
+		return -1
+	}
+	i := -1
+	switch c := t[0]; len(t) {
+	case 10:
+		i = indexIf(c == 'j', 9) // job.failed
+	case 11:
+		i = indexIf(c == 'j', 8) // job.started
+	case 13:
+		i = indexIf(c == 'j', 0) // job.succeeded
+	case 14:
+		i = indexIf(c == 'c', 12) // consume.failed
+	case 15:
+		switch c {
+		case 'a':
+			i = 10 // artifact.staged
+		case 's':
+			i = 5 // signal.restored
+		case 'c':
+			i = 11 // consume.started
+		}
+	case 16:
+		switch c {
+		case 's':
+			i = 2 // signal.published
+		case 'b':
+			i = 6 // batch.identified
+		}
+	case 17:
+		switch c {
+		case 'c':
+			i = 7 // consume.succeeded
+		case 'p':
+			i = 13 // process.heartbeat
+		}
+	case 18:
+		switch c {
+		case 'a':
+			i = 1 // artifact.finalized
+		case 's':
+			i = 4 // signal.transferred
+		}
+	case 20:
+		i = indexIf(c == 'a', 3) // artifact.transferred
+	}
+	if i < 0 || EventTypes[i] != t {
+		return -1
+	}
+	return i
+}
+
+func indexIf(ok bool, i int) int {
+	if ok {
+		return i
+	}
+	return -1
+}
+
 // Known reports whether t is a v1 event type.
 func (t EventType) Known() bool { return t.Index() >= 0 }
 

@@ -190,3 +190,16 @@ func TestEventTypeIndex(t *testing.T) {
 		t.Errorf("unknown type: Index() = %d, want -1", got)
 	}
 }
+
+// TestLookupIndex checks LookupIndex against Index,
+// for every type and for names one byte off a known one.
+func TestLookupIndex(t *testing.T) {
+	types := []model.EventType{"job.done", "", "j", "job.failex", "jab.failed", "signal.restorex", "xignal.restored",
+		"artifact.finalizeD", "process.heartbeaT", "consume.succeedeD", "batch.identifiex", "artifact.transferreD"}
+	types = append(types, model.EventTypes[:]...)
+	for _, typ := range types {
+		if got, want := typ.LookupIndex(), typ.Index(); got != want {
+			t.Errorf("LookupIndex(%q) = %d, want %d", typ, got, want)
+		}
+	}
+}

@@ -120,7 +120,7 @@ func (d *Detector) freeze(b *batch) {
 	prev := b.date().In(time.UTC).UnixMilli() / unit
 	for i := range evs {
 		e := &evs[i]
-		ti, side := e.Type.Index(), len(systems)-1
+		ti, side := e.Type.LookupIndex(), len(systems)-1
 		for j, s := range systems {
 			if s == e.System {
 				side = j

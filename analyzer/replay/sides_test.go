@@ -60,19 +60,6 @@ func TestSideIndex(t *testing.T) {
 	}
 }
 
-// TestTypeIndex checks Step's type index against model.EventType.Index,
-// for every type and for names one byte off a known one.
-func TestTypeIndex(t *testing.T) {
-	types := []model.EventType{"job.done", "", "j", "job.failex", "jab.failed", "signal.restorex", "xignal.restored",
-		"artifact.finalizeD", "process.heartbeaT", "consume.succeedeD", "batch.identifiex", "artifact.transferreD"}
-	types = append(types, model.EventTypes[:]...)
-	for _, typ := range types {
-		if got, want := typeIndex(typ), typ.Index(); got != want {
-			t.Errorf("typeIndex(%q) = %d, want %d", typ, got, want)
-		}
-	}
-}
-
 func TestFormatDuration(t *testing.T) {
 	for _, c := range []struct {
 		d    time.Duration

@@ -94,7 +94,7 @@ func (r *replayRow) event(e *model.Event, parts *[replayParts]string, p string, 
 // eventType returns t as the constant of a known type, so that the event
 // holds no piece of the row's text for it; t itself when unknown.
 func eventType(t string) model.EventType {
-	if i := model.EventType(t).Index(); i >= 0 {
+	if i := model.EventType(t).LookupIndex(); i >= 0 {
 		return model.EventTypes[i]
 	}
 	return model.EventType(t)
