@@ -25,17 +25,7 @@ func TestCompactNeverChangesDiagnosis(t *testing.T) {
 	for seed := uint64(0); seed < 200; seed++ {
 		r := rand.New(rand.NewPCG(seed, 23))
 		date := model.Date{Year: 2026, Month: 10, Day: 1 + int(seed%28)}
-		events := append(randomBatch(r, "p", date), deliveredBatch(r, "p", date)...)
-		for i, n := 0, len(events); i < n; i++ {
-			if r.IntN(4) == 0 {
-				e := events[i]
-				e.Rows, e.HasRows = e.Rows+1, true
-				e.Checksum = "sha256:" + strings.Repeat("c", r.IntN(200))
-				e.Error = strings.Repeat("e", r.IntN(3)*100)
-				events = append(events, e)
-			}
-		}
-		events = shuffleWithRepeats(r, events)
+		events := conflictingBatch(r, date, func(e *model.Event) { e.Checksum = "sha256:" + strings.Repeat("c", r.IntN(200)) })
 		asOf := date.In(time.UTC).Add(40 * time.Hour)
 		var compacted, plain replay.State
 		var early []byte

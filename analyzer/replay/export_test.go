@@ -3,7 +3,6 @@ package replay_test
 import (
 	"bytes"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,17 +19,7 @@ func TestEachFoldsBackTheSame(t *testing.T) {
 	for seed := uint64(0); seed < 200; seed++ {
 		r := rand.New(rand.NewPCG(seed, 29))
 		date := model.Date{Year: 2026, Month: 10, Day: 1 + int(seed%28)}
-		events := append(randomBatch(r, "p", date), deliveredBatch(r, "p", date)...)
-		for i, n := 0, len(events); i < n; i++ {
-			if r.IntN(4) == 0 {
-				e := events[i]
-				e.Rows, e.HasRows = e.Rows+1, true
-				e.Error = strings.Repeat("e", r.IntN(3)*100)
-				e.System = model.System("elsewhere")
-				events = append(events, e)
-			}
-		}
-		events = shuffleWithRepeats(r, events)
+		events := conflictingBatch(r, date, func(e *model.Event) { e.System = model.System("elsewhere") })
 		var s replay.State
 		for i := range events {
 			s.Step(&events[i])

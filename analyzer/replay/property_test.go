@@ -267,6 +267,25 @@ func TestStepIgnoresOtherBatchesAndHeartbeats(t *testing.T) {
 	}
 }
 
+// conflictingBatch is a random and a delivered batch of pipeline "p" on
+// date, with a copy of about one event in four that conflicts with it (the
+// same event_id, other rows and error, and what vary changes: the state
+// replaces a record and leaves its strings behind), shuffled with
+// redeliveries.
+func conflictingBatch(r *rand.Rand, date model.Date, vary func(*model.Event)) []model.Event {
+	events := append(randomBatch(r, "p", date), deliveredBatch(r, "p", date)...)
+	for i, n := 0, len(events); i < n; i++ {
+		if r.IntN(4) == 0 {
+			e := events[i]
+			e.Rows, e.HasRows = e.Rows+1, true
+			vary(&e)
+			e.Error = strings.Repeat("e", r.IntN(3)*100)
+			events = append(events, e)
+		}
+	}
+	return shuffleWithRepeats(r, events)
+}
+
 // shuffleWithRepeats returns the events in a random order with some of them
 // repeated, as an at-least-once transport delivers them.
 func shuffleWithRepeats(r *rand.Rand, events []model.Event) []model.Event {
