@@ -123,6 +123,14 @@ func startTick(t *testing.T, brokers []string, topic, group string, h stream.Han
 	if err != nil {
 		t.Fatal(err)
 	}
+	return run(t, m, h)
+}
+
+// run runs m with h until stop (called at the test's end at the latest),
+// which fails the test when the member stopped with an error or not
+// within 30 s.
+func run(t *testing.T, m *stream.Member, h stream.Handler) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx, h) }()
@@ -353,15 +361,7 @@ func TestMemberReportsDeadlineStages(t *testing.T) {
 		}
 		stages = append(stages, st)
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx, s) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("member stopped with: %v", err)
-		}
-	}()
+	defer run(t, m, s)()
 	testenv.Eventually(t, 60*time.Second, "the member advances past both deadlines", func() (bool, string) {
 		_, _, safe := s.snapshot()
 		return !safe.Before(s.dues[1]), fmt.Sprintf("safe %v, deadlines %v", safe, s.dues)
@@ -407,15 +407,7 @@ func TestMemberReadsAheadOfDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx, s) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("member stopped with: %v", err)
-		}
-	}()
+	defer run(t, m, s)()
 	testenv.Eventually(t, 60*time.Second, "the member advances past the deadline", func() (bool, string) {
 		_, _, safe := s.snapshot()
 		return !safe.Before(due), fmt.Sprintf("safe %v, deadline %v", safe, due)
