@@ -149,10 +149,28 @@ func sign(n int) int {
 	return 0
 }
 
-// DaysSinceEpoch returns the number of days from 1970-01-01 to d, the
-// representation of ClickHouse's Date type.
+// DaysSinceEpoch returns the number of days from 1970-01-01 to d (negative
+// before), the representation of ClickHouse's Date type. A day past its
+// month's end carries into the next month, as time.Date counts it. The
+// decoder and the learned expectations ask for every event and boundary,
+// so the days are counted here rather than by time.Date.
 func (d Date) DaysSinceEpoch() int {
-	return int(d.In(time.UTC).Unix() / 86400)
+	if d.Month < time.January || d.Month > time.December {
+		return int(d.In(time.UTC).Unix() / 86400) // time.Date carries the month too
+	}
+	// Days from the civil date (proleptic Gregorian), the year starting in
+	// March so that a leap day ends it.
+	y, m := d.Year, int(d.Month)
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era--
+	}
+	yoe := y - era*400
+	doy := (153*((m+9)%12)+2)/5 + d.Day - 1
+	return era*146097 + yoe*365 + yoe/4 - yoe/100 + doy - 719468
 }
 
 // DateFromDays is the inverse of Date.DaysSinceEpoch.

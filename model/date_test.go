@@ -151,3 +151,30 @@ func TestDaysSinceEpoch(t *testing.T) {
 		}
 	}
 }
+
+// TestDaysSinceEpochAsTimeDate: the days counted from the civil date are
+// time.Date's, a carry past a month's end and the zero Date included.
+func TestDaysSinceEpochAsTimeDate(t *testing.T) {
+	for _, tc := range []struct {
+		d    model.Date
+		want int64
+	}{
+		{model.Date{Year: 1970, Month: 1, Day: 1}, 0},
+		{model.Date{Year: 1969, Month: 12, Day: 31}, -1},
+		{model.Date{Year: 2000, Month: 2, Day: 29}, 11016},
+		{model.Date{Year: 2000, Month: 3, Day: 1}, 11017},
+		{model.Date{Year: 2026, Month: 3, Day: 29}, 20541},
+		{model.Date{Year: 2026, Month: 2, Day: 30}, 20514}, // carries into March 2nd, as time.Date does
+		{model.Date{Year: 1600, Month: 1, Day: 1}, -135140},
+		{model.Date{}, -719560}, // the zero Date: time.Date(0, 0, 0) is -0001-11-30
+	} {
+		if got := int64(tc.d.DaysSinceEpoch()); got != tc.want {
+			t.Errorf("DaysSinceEpoch(%v) = %d, want %d", tc.d, got, tc.want)
+		}
+	}
+	for d := (model.Date{Year: 1890, Month: 1, Day: 1}); d.Year < 2210; d = d.AddDays(1) {
+		if got, want := int64(d.DaysSinceEpoch()), time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC).Unix()/86400; got != want {
+			t.Fatalf("DaysSinceEpoch(%v) = %d, time.Date says %d", d, got, want)
+		}
+	}
+}

@@ -944,15 +944,7 @@ func parseTimeFast(b []byte) (t time.Time, ok bool) {
 	if !ok1 || !ok2 || !ok3 || !ok4 || h > 23 || mi > 59 || sec > 59 {
 		return time.Time{}, false
 	}
-	// Days since 1970-01-01 of the civil date (the inverse of AppendTime's).
-	y, m := int64(d.Year), int64(d.Month)
-	if m <= 2 {
-		y--
-	}
-	era := y / 400
-	yoe := y - era*400
-	doy := (153*((m+9)%12)+2)/5 + int64(d.Day) - 1
-	days := era*146097 + yoe*365 + yoe/4 - yoe/100 + doy - 719468
+	days := int64(d.DaysSinceEpoch())
 	return time.UnixMilli(((days*24+int64(h))*60+int64(mi))*60000 + int64(sec)*1000 + int64(ms)).UTC(), true
 }
 

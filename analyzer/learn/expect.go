@@ -287,7 +287,7 @@ func (x *Expected) By(k model.BatchKey, bd model.Boundary) (time.Time, bool) {
 			return time.Time{}, false
 		}
 	}
-	day := civilDays(k.BusinessDate)
+	day := int64(k.BusinessDate.DaysSinceEpoch())
 	t := x.at(k.BusinessDate, day, slot, x.by[bd], 0)
 	for i := range x.ties {
 		if u := x.at(k.BusinessDate, day, slot, x.by[bd]+x.ties[i].ahead, i+1); u.After(t) {
@@ -298,7 +298,7 @@ func (x *Expected) By(k model.BatchKey, bd model.Boundary) (time.Time, bool) {
 }
 
 // at is the instant m minutes after the anchor of date d (day: its
-// civilDays, and slot) in zone z (0: Zone, i+1: ties[i]).
+// DaysSinceEpoch, and slot) in zone z (0: Zone, i+1: ties[i]).
 func (x *Expected) at(d model.Date, day int64, slot int, m float64, z int) time.Time {
 	loc := x.Zone
 	if z > 0 {

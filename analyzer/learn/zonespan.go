@@ -4,32 +4,9 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
-
-	"github.com/handoff-dev/handoff/model"
 )
 
 const secondsPerDay = 86400
-
-// civilDays is the number of days from 1970-01-01 to d (negative before),
-// as time.Date counts them: a day past the month's end carries into the
-// next month.
-func civilDays(d model.Date) int64 {
-	// Days from civil (proleptic Gregorian), with March first so that a
-	// leap day ends the year.
-	y, m := int64(d.Year), int64(d.Month)
-	if m <= 2 {
-		y--
-	}
-	era := y / 400
-	if y < 0 && y%400 != 0 {
-		era--
-	}
-	yoe := y - era*400
-	mp := (m + 9) % 12
-	doy := (153*mp+2)/5 + int64(d.Day) - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return era*146097 + doe - 719468
-}
 
 // zoneSpan is one period of a zone's offset: from start to end (Unix
 // seconds, end excluded), offset seconds east of UTC.

@@ -9,43 +9,6 @@ import (
 	"github.com/handoff-dev/handoff/model"
 )
 
-func TestCivilDays(t *testing.T) {
-	for _, tc := range []struct {
-		d    model.Date
-		want int64
-	}{
-		{model.Date{Year: 1970, Month: 1, Day: 1}, 0},
-		{model.Date{Year: 1969, Month: 12, Day: 31}, -1},
-		{model.Date{Year: 2000, Month: 2, Day: 29}, 11016},
-		{model.Date{Year: 2000, Month: 3, Day: 1}, 11017},
-		{model.Date{Year: 2026, Month: 3, Day: 29}, 20541},
-		{model.Date{Year: 2026, Month: 2, Day: 30}, 20514}, // carries into March 2nd, as time.Date does
-		{model.Date{Year: 1600, Month: 1, Day: 1}, -135140},
-	} {
-		if got := civilDays(tc.d); got != tc.want {
-			t.Errorf("civilDays(%v) = %d, want %d", tc.d, got, tc.want)
-		}
-	}
-	for d := (model.Date{Year: 1890, Month: 1, Day: 1}); d.Year < 2210; d = d.AddDays(1) {
-		if got, want := civilDays(d), time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC).Unix()/secondsPerDay; got != want {
-			t.Fatalf("civilDays(%v) = %d, time.Date says %d", d, got, want)
-		}
-	}
-}
-
-func loadZones(t *testing.T, names ...string) []*time.Location {
-	t.Helper()
-	var out []*time.Location
-	for _, n := range names {
-		loc, err := time.LoadLocation(n)
-		if err != nil {
-			t.Fatalf("load zone %s: %v", n, err)
-		}
-		out = append(out, loc)
-	}
-	return out
-}
-
 // TestSpanCacheDate: every minute of a few days on each side of both
 // daylight-saving changes of a year (and of a year past the zone
 // tables, where the zone's rule takes over), the gap and the repeated
@@ -69,7 +32,7 @@ func TestSpanCacheDate(t *testing.T) {
 				for _, d := range tc.dates {
 					for mm := -1440; mm <= 2*1440; mm++ {
 						want := time.Date(d.Year, d.Month, d.Day, 0, mm, 0, 0, loc).Unix()
-						if got := c.date(loc, civilDays(d)*secondsPerDay+int64(mm)*60); got != want {
+						if got := c.date(loc, int64(d.DaysSinceEpoch())*secondsPerDay+int64(mm)*60); got != want {
 							t.Fatalf("%s %v +%d min: %v, time.Date says %v", loc, d, mm, time.Unix(got, 0).UTC(), time.Unix(want, 0).UTC())
 						}
 					}
@@ -154,4 +117,17 @@ func TestByCachedShared(t *testing.T) {
 	for e := range errs {
 		t.Error(e)
 	}
+}
+
+func loadZones(t *testing.T, names ...string) []*time.Location {
+	t.Helper()
+	var out []*time.Location
+	for _, n := range names {
+		loc, err := time.LoadLocation(n)
+		if err != nil {
+			t.Fatalf("load zone %s: %v", n, err)
+		}
+		out = append(out, loc)
+	}
+	return out
 }
