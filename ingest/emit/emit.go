@@ -89,6 +89,11 @@ func New(cfg Config) (*Emitter, error) {
 		Topic:        cfg.Topic,
 		Balancer:     &kafka.Murmur2Balancer{}, // Java clients' default: same key, same partition
 		RequiredAcks: kafka.RequireAll,
+		// LZ4, as the findings and diagnoses: a bulk emit (a backlog, a
+		// test load) sends and replicates fewer bytes (generated events
+		// shrink about fivefold; real checksums compress less) for little
+		// CPU. Every Kafka client since 0.10 reads it.
+		Compression:  kafka.Lz4,
 		BatchTimeout: 2 * time.Millisecond,
 		BatchSize:    10000,
 		BatchBytes:   topics.MaxBatchBytes, // what the topic accepts in one request

@@ -142,6 +142,9 @@ func TestEmitToKafka(t *testing.T) {
 	if got != len(evs)+1 {
 		t.Fatalf("read %d events back, want %d", got, len(evs)+1)
 	}
+	if c := testenv.Codecs(t, brokers, topic); c["lz4"] != got || len(c) != 1 {
+		t.Fatalf("compression of the %d emitted events: %v, want all lz4", got, c)
+	}
 }
 
 func TestEmitTimeout(t *testing.T) {

@@ -384,6 +384,11 @@ func TestDetectSeedLifecycle(t *testing.T) {
 	if fmt.Sprint(late) != fmt.Sprint(wantLate) {
 		t.Fatalf("resolved lateness %v, want %v; records: %v", late, wantLate, got)
 	}
+	// Every finding record went out LZ4-compressed: a record carries its
+	// batch's diagnosis, and after a fault there are hundreds of thousands.
+	if c := testenv.Codecs(t, e.brokers, e.cfg.FindingsTopic); c["lz4"] != len(got) || len(c) != 1 {
+		t.Fatalf("compression of the %d finding records: %v, want all lz4", len(got), c)
+	}
 }
 
 func assertRows(t *testing.T, got, want []row) {
