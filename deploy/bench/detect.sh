@@ -50,11 +50,18 @@
 # detector in one process holding BATCHES quiet open batches (1,000,000),
 # heap and resident bytes per open batch against the 512-byte target.
 #
+# PIN=1 gives the detector a core of its own: `handoff detect` runs on CPU
+# 1, the load generator and `handoff ingest` on CPU 0 (taskset; Kafka and
+# ClickHouse stay where the scheduler puts them). It separates what the
+# detector's code costs from waiting for a core on a box where the load,
+# the ingester and the services all run, as a detector deployed on a
+# machine or a pod of its own would not.
+#
 # Environment: MODE (latency), RATE (20000), DURATION (3m), PROBES (300),
 # TICK (250ms), LEAD (40: seconds before the first deadline), PARTITIONS (4),
 # KEEP (0), BATCHES (1000000), HANDOFF_BIN (bin/handoff, built; set: that
 # build instead, for A/B runs), PROFILE (0; 1: a CPU profile of detect in
-# the run's directory, detect.pprof).
+# the run's directory, detect.pprof), PIN (0; 1: see above).
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -129,12 +136,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$bin" ingest --metrics-addr "$ingest_metrics" >"$dir/ingest.log" 2>&1 &
+pin_detect=() pin_rest=() rate_tag=$RATE
+if [ "${PIN:-0}" = 1 ]; then
+	[ "$(nproc)" -ge 2 ] || die "PIN=1 needs two cores; this machine has $(nproc)"
+	pin_detect=(taskset -c 1) pin_rest=(taskset -c 0) rate_tag=${RATE}_pinned
+fi
+"${pin_rest[@]}" "$bin" ingest --metrics-addr "$ingest_metrics" >"$dir/ingest.log" 2>&1 &
 pids+=($!)
 ingest_pid=$!
 prof=()
 [ "${PROFILE:-0}" != 1 ] || prof=(--cpuprofile "$dir/detect.pprof")
-"$bin" detect --contract "$dir/contracts" --expect-from today --tick "$TICK" "${prof[@]}" \
+"${pin_detect[@]}" "$bin" detect --contract "$dir/contracts" --expect-from today --tick "$TICK" "${prof[@]}" \
 	--metrics-addr "$detect_metrics" --instance "bench-$id" >"$dir/detect.log" 2>&1 &
 pids+=($!)
 detect_pid=$!
@@ -143,7 +155,7 @@ status=0 # detectlat's: a probe whose finding never came fails the run, after th
 hz=$(getconf CLK_TCK)
 cpu() { awk -v hz="$hz" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }
 cpu_d0=$(cpu "$detect_pid") cpu_i0=$(cpu "$ingest_pid") t0=$(date +%s.%N)
-bin/bench-detectlat run -topic "$pre.events" -findings-topic "$pre.findings" -partitions "$PARTITIONS" \
+"${pin_rest[@]}" bin/bench-detectlat run -topic "$pre.events" -findings-topic "$pre.findings" -partitions "$PARTITIONS" \
 	-rate "$RATE" -duration "$DURATION" -probes "$PROBES" | tee "$dir/result.txt" || status=$?
 
 cpu_d1=$(cpu "$detect_pid") cpu_i1=$(cpu "$ingest_pid") t1=$(date +%s.%N)
@@ -153,10 +165,10 @@ metric() { curl -s "http://$1/metrics" | awk -v m="$2" '$1 ~ "^"m {s += $2} END 
 		'BEGIN { printf "CPU seconds over the %.0f s run: detect %.2f (%.1f%% of a core), ingest %.2f\n", t1 - t0, d1 - d0, 100 * (d1 - d0) / (t1 - t0), i1 - i0 }'
 	load=$(cut -d' ' -f1 /proc/loadavg)
 	rss=$(awk '/VmHWM/ {printf "%.0f", $2 / 1024}' /proc/$detect_pid/status)
-	awk -v load="$load" -v rss="$rss" -v rate="$RATE" '
+	awk -v load="$load" -v rss="$rss" -v rate="$rate_tag" '
 		/^raised_at - deadline/ { for (i = 1; i < NF; i++) if ($i == "p99") printf "RESULT bench=detect metric=raised_p99_rate%s value=%s unit=ms ref=100 ratio=%.2f rss_mib=%s load=%s\n", rate, $(i + 1), $(i + 1) / 100, rss, load }
 		/^on the topic - deadline/ { for (i = 1; i < NF; i++) if ($i == "p99") printf "RESULT bench=detect metric=on_topic_p99_rate%s value=%s unit=ms ref=100 ratio=%.2f rss_mib=%s load=%s\n", rate, $(i + 1), $(i + 1) / 100, rss, load }' "$dir/result.txt"
-	awk -v d0="$cpu_d0" -v d1="$cpu_d1" -v t0="$t0" -v t1="$t1" -v load="$load" -v rss="$rss" -v rate="$RATE" \
+	awk -v d0="$cpu_d0" -v d1="$cpu_d1" -v t0="$t0" -v t1="$t1" -v load="$load" -v rss="$rss" -v rate="$rate_tag" \
 		'BEGIN { printf "RESULT bench=detect metric=detect_cpu_rate%s value=%.4f unit=cpu_s_per_s rss_mib=%s load=%s\n", rate, (d1 - d0) / (t1 - t0), rss, load }'
 
 	echo "ingest lag at the end: $(metric "$ingest_metrics" handoff_ingest_consumer_lag) messages; detect lag: $(metric "$detect_metrics" handoff_detect_consumer_lag) messages, evidence age $(metric "$detect_metrics" handoff_detect_evidence_age_seconds) s"
