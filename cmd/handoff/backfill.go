@@ -119,7 +119,7 @@ func backfillCmd(ctx context.Context, args []string, stdout, stderr io.Writer, n
 	} else if f, ok := stderr.(*os.File); ok {
 		c.Terminal = progress.IsTerminal(f)
 	}
-	defer gcDefaults(backfillGCPercent, backfillMemoryLimit)()
+	defer gcDefaults(ctx, backfillGCPercent, backfillMemoryLimit)()
 	stop, err := cpuProfileTo(cpuProfile)
 	if err != nil {
 		return err

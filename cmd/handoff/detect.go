@@ -27,7 +27,7 @@ func runDetect(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		return err
 	}
 	defer d.stop()
-	defer gcDefaults(detectGCPercent, softMemoryLimit)()
+	defer gcDefaults(ctx, detectGCPercent, softMemoryLimit)()
 	log, reg := d.log, d.reg
 	contracts, err := loadContracts(cfg.Contracts)
 	if err != nil {

@@ -113,7 +113,7 @@ func diagnoseCmd(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	}()
 	// The folded events of a large run are a few hundred MiB and stay live
 	// to the end: collect less often, under a soft limit.
-	defer gcDefaults(diagnoseGCPercent, softMemoryLimit)()
+	defer gcDefaults(ctx, diagnoseGCPercent, softMemoryLimit)()
 	return c.Run(ctx, stdin, stdout, stderr)
 }
 

@@ -51,7 +51,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer d.stop()
-	defer gcDefaults(ingestGCPercent, ingestMemoryLimit(int64(cfg.BatchBytes)))()
+	defer gcDefaults(ctx, ingestGCPercent, ingestMemoryLimit(int64(cfg.BatchBytes)))()
 	return ingester.Run(ctx, cfg, rcfg, ingester.Options{Logger: d.log, Registry: d.reg})
 }
 

@@ -94,7 +94,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		}
 		return err
 	}
-	defer gcDefaults(serveGCPercent, softMemoryLimit)()
+	defer gcDefaults(ctx, serveGCPercent, softMemoryLimit)()
 	return serve.ListenAndServe(ctx, srv, cfg.Addr, func(a net.Addr) {
 		log.Info("serving", "url", "http://"+a.String()+"/", "database", cfg.ClickHouse.Database, "readonly_user", srv.Readonly())
 	})
