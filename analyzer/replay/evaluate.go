@@ -141,12 +141,13 @@ func (v *view) object(r *record) string    { return str(v.arena, r.strs[sObject]
 func (v *view) checksum(r *record) string  { return str(v.arena, r.strs[sChecksum]) }
 func (v *view) errText(r *record) string   { return str(v.arena, r.strs[sErr]) }
 
-// init fills v from s. A view lives on its caller's stack: it is a
-// kilobyte, and a replay makes one per batch. full is for Evaluate: the
-// names that derive from the batch's identity and the evidence lists,
-// which the verdict alone (Outcome, Verdict, Brief) does not read.
+// init fills v, zero, from s. A view lives on its caller's stack: it is a
+// kilobyte, and a replay makes one per batch (declared zero there, it is
+// not cleared a second time here). full is for Evaluate: the names that
+// derive from the batch's identity and the evidence lists, which the
+// verdict alone (Outcome, Verdict, Brief) does not read.
 func (v *view) init(s *State, c *contract.Contract, asOf time.Time, full bool, sc *scratch) {
-	*v = view{key: s.key, c: c, asOf: asOf, arena: s.arena, sc: sc}
+	v.key, v.c, v.asOf, v.arena, v.sc = s.key, c, asOf, s.arena, sc
 	if full {
 		v.names(s.key, c)
 	}
@@ -718,10 +719,17 @@ func (v *view) boundaries(d *Diagnosis) model.Boundary {
 	}
 	dues, hasDue := v.c.Dues(v.key, provenAt, latest)
 	if cap(d.Boundaries) < len(model.Ladder) {
-		d.Boundaries = make([]BoundaryState, 0, len(model.Ladder))
+		d.Boundaries = make([]BoundaryState, len(model.Ladder))
 	}
-	for _, b := range model.Ladder {
-		bs := BoundaryState{Name: b.String(), Required: v.c.Requires(b), Evidence: v.provenOf(b)}
+	d.Boundaries = d.Boundaries[:len(model.Ladder)]
+	for i, b := range model.Ladder {
+		// In place, every field (the slice may hold the batch before's):
+		// a struct built aside would be copied in with a bulk write
+		// barrier.
+		bs := &d.Boundaries[i]
+		bs.Name, bs.Required, bs.Evidence = b.String(), v.c.Requires(b), v.provenOf(b)
+		bs.At, bs.Due, bs.UsuallyBy = time.Time{}, time.Time{}, time.Time{}
+		bs.Proven, bs.Overdue, bs.OutOfOrder = false, false, false
 		if t, ok := v.provenAt(b); ok {
 			bs.Proven = true
 			bs.At = t
@@ -731,7 +739,6 @@ func (v *view) boundaries(d *Diagnosis) model.Boundary {
 			bs.Due = dues[b].UTC()
 			v.dueBy[b] = b
 		}
-		d.Boundaries = append(d.Boundaries, bs)
 	}
 	// A missing boundary is due no later than any missing boundary above
 	// it: if consumption is due at 04:00, so is everything it needs.

@@ -151,8 +151,29 @@ func (s *State) put(v string) ref {
 // file name, a checksum repeat along the chain) is not stored again: the
 // arena of a typical batch is a quarter smaller, one allocation.
 func (s *State) pack(e *model.Event, ti, side int) record {
-	vals := [nStrs]string{sID: e.ID, sComponent: e.Component, sObject: e.Object, sChecksum: e.Checksum, sErr: e.Error}
 	p := record{ms: e.Time.UnixMilli(), rows: e.Rows, bytes: e.Bytes, attempt: e.Attempt, ti: int8(ti), side: int8(side), tag: idTag(e.ID)}
+	if e.HasRows {
+		p.flags |= flagRows
+	}
+	if e.HasBytes {
+		p.flags |= flagBytes
+	}
+	if e.HasAttempt {
+		p.flags |= flagAttempt
+	}
+	// When the arena has room for every string, repeats or not (nearly
+	// always: it grows by a dozen events' worth), the strings go in at
+	// once. The refs and the arena's bytes are what the exact reckoning
+	// below gives: the same strings, put in the same order.
+	if most := len(s.arena) + sizeOf(e.ID) + sizeOf(e.Component) + sizeOf(e.Object) + sizeOf(e.Checksum) + sizeOf(e.Error); s.arena != nil && most <= cap(s.arena) && most <= maxArena {
+		p.strs[sID] = s.put(e.ID)
+		p.strs[sComponent] = s.putRecent(sComponent, e.Component)
+		p.strs[sObject] = s.putRecent(sObject, e.Object)
+		p.strs[sChecksum] = s.putRecent(sChecksum, e.Checksum)
+		p.strs[sErr] = s.putRecent(sErr, e.Error)
+		return p
+	}
+	vals := [nStrs]string{sID: e.ID, sComponent: e.Component, sObject: e.Object, sChecksum: e.Checksum, sErr: e.Error}
 	need := sizeOf(e.ID)
 	for f := sComponent; f < nStrs; f++ {
 		if vals[f] == "" {
@@ -171,16 +192,19 @@ func (s *State) pack(e *model.Event, ti, side int) record {
 			p.strs[f] = s.put(vals[f])
 		}
 	}
-	if e.HasRows {
-		p.flags |= flagRows
-	}
-	if e.HasBytes {
-		p.flags |= flagBytes
-	}
-	if e.HasAttempt {
-		p.flags |= flagAttempt
-	}
 	return p
+}
+
+// putRecent returns the ref of v in field f of one of the latest records
+// (see recent), or puts it in the arena, which must have room.
+func (s *State) putRecent(f int, v string) ref {
+	if v == "" {
+		return 0
+	}
+	if r := s.recent(f, v); r != 0 {
+		return r
+	}
+	return s.put(v)
 }
 
 // reserve makes room for need more bytes in the arena, doubling it when it
