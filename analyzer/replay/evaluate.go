@@ -317,6 +317,9 @@ type scratch struct {
 	// never written again, so that their strings stay valid: a new chunk
 	// is taken when it is full.
 	text []byte
+	// days carries the midnights of the deadlines from one batch to the
+	// next (a date's from the date before's).
+	days contract.Days
 }
 
 // time returns t as fmtTime does, in the text chunk with an Evaluator.
@@ -717,7 +720,13 @@ func (v *view) boundaries(d *Diagnosis) model.Boundary {
 	if v.latest == 0 {
 		latest = time.Time{}
 	}
-	dues, hasDue := v.c.Dues(v.key, provenAt, latest)
+	var dues [model.Consumed + 1]time.Time
+	var hasDue [model.Consumed + 1]bool
+	if v.sc != nil {
+		dues, hasDue = v.c.DuesWith(&v.sc.days, v.key, provenAt, latest)
+	} else {
+		dues, hasDue = v.c.Dues(v.key, provenAt, latest)
+	}
 	if cap(d.Boundaries) < len(model.Ladder) {
 		d.Boundaries = make([]BoundaryState, len(model.Ladder))
 	}

@@ -16,7 +16,18 @@ import (
 func reuseContracts() []*contract.Contract {
 	noExchange := seedContract()
 	noExchange.Required = model.AllBoundaries.Without(model.Transferred).Without(model.SignalDelivered)
-	return []*contract.Contract{contract.Default("p"), seedContract(), noExchange}
+	// Deadlines on a clock that changes at midnight, at times of day it
+	// skips or repeats: the Evaluator carries midnights from one batch's
+	// date to the next's.
+	midnightDST := seedContract()
+	loc, err := time.LoadLocation("America/Havana")
+	if err != nil {
+		panic("America/Havana: " + err.Error()) // time/tzdata is linked in
+	}
+	midnightDST.Location = loc
+	midnightDST.Deadlines[model.Produced] = contract.Deadline{Kind: contract.Absolute, TimeOfDay: 30 * time.Minute, Text: "business_date 00:30"}
+	midnightDST.Deadlines[model.Identified] = contract.Deadline{Kind: contract.Absolute, Days: 1, TimeOfDay: 0, Text: "business_date + 1d 00:00"}
+	return []*contract.Contract{contract.Default("p"), seedContract(), noExchange, midnightDST}
 }
 
 // reuseBatch is one batch of a run: its events and the context of its
