@@ -91,6 +91,8 @@ type view struct {
 	byType [len(model.EventTypes)][]*record
 	proven [model.Consumed + 1][]*record
 	latest int64 // ms of the latest boundary event, or of the latest event
+	// provenData is the set of data boundaries with proof.
+	provenData model.BoundarySet
 	// arena is the state's: the records' strings (see the accessors).
 	arena []byte
 	// provenIDs holds the ids of every proving event, boundary by boundary
@@ -148,9 +150,6 @@ func (v *view) errText(r *record) string   { return str(v.arena, r.strs[sErr]) }
 // verdict alone (Outcome, Verdict, Brief) does not read.
 func (v *view) init(s *State, c *contract.Contract, asOf time.Time, full bool, sc *scratch) {
 	v.key, v.c, v.asOf, v.arena, v.sc = s.key, c, asOf, s.arena, sc
-	if full {
-		v.names(s.key, c)
-	}
 	v.lateness = c.AllowedLatenessOf().Milliseconds()
 	limit := asOf.UnixMilli()
 	// One allocation for recs and the lists carved out below.
@@ -169,12 +168,23 @@ func (v *view) init(s *State, c *contract.Contract, asOf time.Time, full bool, s
 			v.recs = append(v.recs, &s.records[i])
 		}
 	}
-	slices.SortFunc(v.recs, func(a, b *record) int {
-		if a.ms != b.ms {
-			return cmp.Compare(a.ms, b.ms)
+	// By time, then id: a total order, ids being distinct. A batch's
+	// dozen records mostly come in time order, where an insertion sort
+	// only compares each with the one before.
+	if recs := v.recs; len(recs) <= 32 {
+		for i := 1; i < len(recs); i++ {
+			for j := i; j > 0 && (recs[j].ms < recs[j-1].ms || recs[j].ms == recs[j-1].ms && v.id(recs[j]) < v.id(recs[j-1])); j-- {
+				recs[j], recs[j-1] = recs[j-1], recs[j]
+			}
 		}
-		return strings.Compare(v.id(a), v.id(b))
-	})
+	} else {
+		slices.SortFunc(recs, func(a, b *record) int {
+			if a.ms != b.ms {
+				return cmp.Compare(a.ms, b.ms)
+			}
+			return strings.Compare(v.id(a), v.id(b))
+		})
+	}
 	// Carve the per-type and per-boundary lists out of one backing array:
 	// a batch has a dozen events, and a dozen small growing slices would
 	// cost more than the replay itself.
@@ -216,9 +226,15 @@ func (v *view) init(s *State, c *contract.Contract, asOf time.Time, full bool, s
 	if v.latest == 0 {
 		v.latest = latestAny
 	}
+	for b := model.Produced; b <= model.Consumed; b++ {
+		if b.OnDataPath() && len(v.proven[b]) > 0 {
+			v.provenData = v.provenData.With(b)
+		}
+	}
 	if !full {
 		return
 	}
+	v.names(s, c)
 	n := 0
 	for _, l := range v.proven {
 		n += len(l)
@@ -452,11 +468,12 @@ func (s *State) evaluate(d *Diagnosis, c *contract.Contract, asOf time.Time, ctx
 // allocation: the batch key and its date (a part of the key's text), the
 // expected batch id, and the expected artifact and signal names, of the
 // date's and, for a declared re-run, of the re-run's own id.
-func (v *view) names(k model.BatchKey, c *contract.Contract) {
-	names := k
+func (v *view) names(s *State, c *contract.Contract) {
+	k := s.key
+	of := k
 	base, n, rerun := c.AttemptOf(k)
 	if rerun {
-		v.rerun, names = n, base
+		v.rerun, of = n, base
 	}
 	// Rendered on the stack, then copied once: the rendered length is
 	// known only after rendering.
@@ -474,9 +491,9 @@ func (v *view) names(k model.BatchKey, c *contract.Contract) {
 	var has [5]bool
 	b, has[0] = c.AppendExpectedBatchID(b, k.Pipeline, k.BusinessDate)
 	ends[1] = len(b)
-	b, has[1] = c.AppendArtifactName(b, names)
+	b, has[1] = c.AppendArtifactName(b, of)
 	ends[2] = len(b)
-	b, has[2] = c.AppendSignalName(b, names)
+	b, has[2] = c.AppendSignalName(b, of)
 	ends[3] = len(b)
 	if rerun {
 		b, has[3] = c.AppendArtifactName(b, k)
@@ -486,16 +503,46 @@ func (v *view) names(k model.BatchKey, c *contract.Contract) {
 	} else {
 		ends[4], ends[5] = ends[3], ends[3]
 	}
-	all := v.sc.str(b)
-	v.batch = all[:ends[0]]
-	if !k.BusinessDate.IsZero() {
-		v.date = all[len(k.Pipeline)+1 : dateEnd]
+	// A name an event carries as it is (the final file, the signal) or
+	// the key's own batch id is not copied: the state's string is the
+	// same text, and stays valid as long (see Reset). The others are
+	// moved down in b, then copied at once, in one string.
+	var names [6]string
+	var found [6]bool
+	names[1], found[1] = k.BatchID, string(b[ends[0]:ends[1]]) == k.BatchID
+	names[2], found[2] = v.carried(b[ends[1]:ends[2]], model.ArtifactFinalized, model.ArtifactTransferred)
+	names[3], found[3] = v.carried(b[ends[2]:ends[3]], model.SignalPublished, model.SignalTransferred)
+	if rerun {
+		names[4], found[4] = v.carried(b[ends[3]:ends[4]], model.ArtifactFinalized, model.ArtifactTransferred)
+		names[5], found[5] = v.carried(b[ends[4]:ends[5]], model.SignalPublished, model.SignalTransferred)
 	}
-	v.wantBatchID, v.hasBatchID = all[ends[0]:ends[1]], has[0]
-	v.wantArtifact, v.hasArtifact = all[ends[1]:ends[2]], has[1]
-	v.wantSignal, v.hasSignal = all[ends[2]:ends[3]], has[2]
-	v.altArtifact, v.hasAltArtifact = all[ends[3]:ends[4]], has[3]
-	v.altSignal, v.hasAltS = all[ends[4]:ends[5]], has[4]
+	// at[i] is where name i starts in the copy, past its end for a name
+	// not copied.
+	var at [7]int
+	w := ends[0]
+	for i := 1; i < len(ends); i++ {
+		at[i] = w
+		if !found[i] {
+			w += copy(b[w:], b[ends[i-1]:ends[i]])
+		}
+	}
+	at[len(ends)] = w
+	all := v.sc.str(b[:w])
+	names[0] = all[:ends[0]]
+	for i := 1; i < len(ends); i++ {
+		if !found[i] {
+			names[i] = all[at[i]:at[i+1]]
+		}
+	}
+	v.batch = names[0]
+	if !k.BusinessDate.IsZero() {
+		v.date = names[0][len(k.Pipeline)+1 : dateEnd]
+	}
+	v.wantBatchID, v.hasBatchID = names[1], has[0]
+	v.wantArtifact, v.hasArtifact = names[2], has[1]
+	v.wantSignal, v.hasSignal = names[3], has[2]
+	v.altArtifact, v.hasAltArtifact = names[4], has[3]
+	v.altSignal, v.hasAltS = names[5], has[4]
 	// The names of the key itself, as ArtifactName(key) and
 	// SignalName(key) give them: the re-run's own, or the date's.
 	v.keyArtifact, v.hasKeyArtifact = v.wantArtifact, v.hasArtifact
@@ -524,11 +571,7 @@ func (v *view) verdict() model.Hypothesis {
 		if !v.c.Requires(hb) {
 			continue
 		}
-		proven := false
-		for b := hb; b <= model.Consumed && !proven; b++ {
-			proven = b.OnDataPath() && len(v.proven[b]) > 0
-		}
-		if !proven {
+		if v.provenDataFrom(hb) == 0 {
 			return h
 		}
 	}
@@ -617,13 +660,12 @@ func buildExclusionReasons() *[1 << 8]string {
 }
 
 func exclusionReason(v *view, from model.Boundary) string {
-	var set model.BoundarySet
-	for b := from; b <= model.Consumed; b++ {
-		if b.OnDataPath() && len(v.proven[b]) > 0 {
-			set = set.With(b)
-		}
-	}
-	return exclusionReasons[set]
+	return exclusionReasons[v.provenDataFrom(from)]
+}
+
+// provenDataFrom returns the proven data boundaries from b up.
+func (v *view) provenDataFrom(b model.Boundary) model.BoundarySet {
+	return v.provenData &^ (1<<uint(b) - 1)
 }
 
 // support returns the evidence for the hypothesis where delivery stopped,

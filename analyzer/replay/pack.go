@@ -277,6 +277,28 @@ func (s *State) recent(f int, v string) ref {
 	return 0
 }
 
+// carried returns the object name of an event of type a or b (where the
+// names that derive from identity are carried) that is name, sharing the
+// arena, and false when none is.
+func (v *view) carried(name []byte, a, b model.EventType) (string, bool) {
+	if r, ok := v.carriedBy(name, v.of(a)); ok {
+		return r, true
+	}
+	return v.carriedBy(name, v.of(b))
+}
+
+func (v *view) carriedBy(name []byte, l []*record) (string, bool) {
+	for _, r := range l {
+		// The length first: a name of another length is not read.
+		if ref := r.strs[sObject]; ref != 0 && int(v.arena[ref-1]) == len(name) && len(name) < longLen {
+			if o := str(v.arena, ref); o == string(name) {
+				return o, true
+			}
+		}
+	}
+	return "", false
+}
+
 // unpack fills r from p. r's strings share the arena (see str).
 func (s *State) unpack(p *record, r *fields) {
 	*r = fields{
