@@ -162,12 +162,17 @@ func (v *view) init(s *State, c *contract.Contract, asOf time.Time, full bool, s
 			sc.ptrs = ptrs
 		}
 	}
-	v.recs = ptrs[:0:len(s.records)]
+	// Every list is filled by index and its header set once: a pointer
+	// stored through v costs a write barrier while the collector marks,
+	// and appending would store each header again for every record.
+	m := 0
 	for i := range s.records {
 		if s.records[i].ms <= limit {
-			v.recs = append(v.recs, &s.records[i])
+			ptrs[m] = &s.records[i]
+			m++
 		}
 	}
+	v.recs = ptrs[:m:m]
 	// By time, then id: a total order, ids being distinct. A batch's
 	// dozen records mostly come in time order, where an insertion sort
 	// only compares each with the one before.
@@ -202,25 +207,33 @@ func (v *view) init(s *State, c *contract.Contract, asOf time.Time, full bool, s
 		}
 		latestAny = max(latestAny, r.ms)
 	}
-	backing := ptrs[len(s.records):len(s.records)]
+	// atType[ti] and atProven[b] are where the next record of each list
+	// goes in ptrs.
+	var atType [len(model.EventTypes)]int
+	var atProven [model.Consumed + 1]int
+	k := len(s.records)
 	for ti, n := range nType {
 		if n > 0 {
-			v.byType[ti] = backing[len(backing) : len(backing) : len(backing)+n]
-			backing = backing[:len(backing)+n]
+			v.byType[ti] = ptrs[k : k+n : k+n]
+			atType[ti] = k
+			k += n
 		}
 	}
 	for b, n := range nProven {
 		if n > 0 {
-			v.proven[b] = backing[len(backing) : len(backing) : len(backing)+n]
-			backing = backing[:len(backing)+n]
+			v.proven[b] = ptrs[k : k+n : k+n]
+			atProven[b] = k
+			k += n
 		}
 	}
 	for _, r := range v.recs {
 		if ti := r.ti; ti >= 0 {
-			v.byType[ti] = append(v.byType[ti], r)
+			ptrs[atType[ti]] = r
+			atType[ti]++
 		}
 		if b := r.proves(); b != model.NoBoundary {
-			v.proven[b] = append(v.proven[b], r)
+			ptrs[atProven[b]] = r
+			atProven[b]++
 		}
 	}
 	if v.latest == 0 {
