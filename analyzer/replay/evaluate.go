@@ -596,11 +596,14 @@ func (v *view) verdict() model.Hypothesis {
 func (v *view) hypotheses(d *Diagnosis) model.Hypothesis {
 	verdict := model.Delivered
 	if cap(d.Hypotheses) < len(model.Hypotheses) {
-		d.Hypotheses = make([]Hypothesis, 0, len(model.Hypotheses))
+		d.Hypotheses = make([]Hypothesis, len(model.Hypotheses))
 	}
-	for _, h := range model.Hypotheses {
+	// In place, every field (see boundaries).
+	d.Hypotheses = d.Hypotheses[:len(model.Hypotheses)]
+	for i, h := range model.Hypotheses {
 		hb := h.Boundary()
-		hyp := Hypothesis{Name: h}
+		hyp := &d.Hypotheses[i]
+		hyp.Name = h
 		switch {
 		case !v.c.Requires(hb):
 			hyp.Support = Excluded
@@ -624,7 +627,6 @@ func (v *view) hypotheses(d *Diagnosis) model.Hypothesis {
 			hyp.Support = Supported
 			hyp.Evidence, hyp.Reason = v.support(h)
 		}
-		d.Hypotheses = append(d.Hypotheses, hyp)
 	}
 	d.Verdict = verdict
 	return verdict
