@@ -100,6 +100,19 @@ func (v *view) identity(add addFunc) {
 		if !ok {
 			return
 		}
+		// Most batches name everything right: look at the events of the
+		// checked kinds first, and walk the timeline only for a wrong name.
+		wrong := false
+		for _, ti := range checkedTypes[boolIndex(signal)] {
+			for _, r := range v.byType[ti] {
+				if r.strs[sObject] != 0 && !hasBase(v.object(r), want) && (alt == "" || !hasBase(v.object(r), alt)) {
+					wrong = true
+				}
+			}
+		}
+		if !wrong {
+			return
+		}
 		// Group by the wrong name so one mistake reads as one anomaly.
 		var order []string
 		var bad map[string][]string
@@ -151,6 +164,19 @@ func (v *view) identity(add addFunc) {
 var checkedName = func() (t [len(model.EventTypes)][2]bool) {
 	for i, et := range model.EventTypes {
 		t[i] = [2]bool{typeInfos[i].artifact && et != model.ArtifactStaged, typeInfos[i].signal}
+	}
+	return t
+}()
+
+// checkedTypes lists the type indexes checkedName marks, by the same
+// index.
+var checkedTypes = func() (t [2][]int) {
+	for i := range model.EventTypes {
+		for k := range t {
+			if checkedName[i][k] {
+				t[k] = append(t[k], i)
+			}
+		}
 	}
 	return t
 }()
