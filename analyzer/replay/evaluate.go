@@ -492,12 +492,12 @@ func (v *view) names(s *State, c *contract.Contract) {
 	// known only after rendering.
 	var stack [512]byte
 	b := stack[:0]
-	b = append(b, k.Pipeline...)
-	b = append(b, '/')
-	b = k.BusinessDate.AppendFormat(b)
-	dateEnd := len(b)
-	b = append(b, '/')
-	b = append(b, k.BatchID...)
+	// The batch's name is the key's text, in the state's arena unless the
+	// key is the state's own (NewState).
+	text, inArena := s.keyText()
+	if !inArena {
+		b = appendKeyText(b, k.Pipeline, k.BusinessDate, k.BatchID)
+	}
 	// Offsets first, strings last: b may still move as it grows.
 	var ends [6]int
 	ends[0] = len(b)
@@ -541,7 +541,10 @@ func (v *view) names(s *State, c *contract.Contract) {
 	}
 	at[len(ends)] = w
 	all := v.sc.str(b[:w])
-	names[0] = all[:ends[0]]
+	names[0] = text
+	if !inArena {
+		names[0] = all[:ends[0]]
+	}
 	for i := 1; i < len(ends); i++ {
 		if !found[i] {
 			names[i] = all[at[i]:at[i+1]]
@@ -549,7 +552,7 @@ func (v *view) names(s *State, c *contract.Contract) {
 	}
 	v.batch = names[0]
 	if !k.BusinessDate.IsZero() {
-		v.date = names[0][len(k.Pipeline)+1 : dateEnd]
+		v.date = v.batch[len(k.Pipeline)+1 : len(v.batch)-len(k.BatchID)-1]
 	}
 	v.wantBatchID, v.hasBatchID = names[1], has[0]
 	v.wantArtifact, v.hasArtifact = names[2], has[1]

@@ -235,25 +235,46 @@ const arenaChunk = 4096
 
 // keyInArena takes the state's key from its first event, copied into the
 // arena's first allocation (one allocation less per batch for diagnose,
-// which folds every batch of a file). Compact carries it over to the new
-// arena. NewState's key is its own allocation instead, which never moves:
-// the detector keys its map with it.
+// which folds every batch of a file) as the key's text,
+// pipeline/business_date/batch_id: the key's strings are parts of it, and
+// a diagnosis' batch name is all of it, not rendered again. Compact
+// carries it over to the new arena. NewState's key is its own allocation
+// instead, which never moves: the detector keys its map with it.
 func (s *State) keyInArena(e *model.Event) {
 	n, m := len(e.Pipeline), len(e.BatchID)
+	// The date takes 10 bytes (more for a year past 9999).
+	text := n + m + 2 + 16
 	if s.reused {
 		// The arena's room is shared with the batches before and after:
 		// take only what is needed, so no room is left unused between
 		// them.
-		s.reserve(n + m)
+		s.reserve(text)
 	} else {
-		s.reserve(n + m + arenaGuess*(sizeOf(e.ID)+sizeOf(e.Component)+sizeOf(e.Object)+sizeOf(e.Checksum)+sizeOf(e.Error)))
+		s.reserve(text + arenaGuess*(sizeOf(e.ID)+sizeOf(e.Component)+sizeOf(e.Object)+sizeOf(e.Checksum)+sizeOf(e.Error)))
 	}
 	start := len(s.arena)
-	s.arena = append(s.arena, e.Pipeline...)
-	s.arena = append(s.arena, e.BatchID...)
-	both := unsafe.String(unsafe.SliceData(s.arena[start:]), n+m)
-	s.key = model.BatchKey{Pipeline: both[:n], BusinessDate: e.BusinessDate, BatchID: both[n:]}
-	s.keyLen = int32(n + m)
+	s.arena = appendKeyText(s.arena, e.Pipeline, e.BusinessDate, e.BatchID)
+	s.keyLen = int32(len(s.arena) - start)
+	s.key = keyAt(s.arena[start:], model.BatchKey{Pipeline: e.Pipeline, BusinessDate: e.BusinessDate, BatchID: e.BatchID}, s.keyLen)
+}
+
+// appendKeyText appends the text of a batch key, as the diagnosis names
+// its batch.
+func appendKeyText(b []byte, pipeline string, date model.Date, batchID string) []byte {
+	b = append(b, pipeline...)
+	b = append(b, '/')
+	b = date.AppendFormat(b)
+	b = append(b, '/')
+	return append(b, batchID...)
+}
+
+// keyText returns the key's text in the arena, pipeline/date/batch_id,
+// and false when the key is not there (NewState's).
+func (s *State) keyText() (string, bool) {
+	if s.keyLen == 0 {
+		return "", false
+	}
+	return unsafe.String(unsafe.SliceData(s.arena), int(s.keyLen)), true
 }
 
 // recentWindow is how many of the latest records pack looks through for a
@@ -331,7 +352,7 @@ func (s *State) Compact() {
 		// refs stay valid.
 		arena := append(make([]byte, 0, len(s.arena)), s.arena...)
 		if s.keyLen > 0 {
-			s.key = keyAt(arena, s.key)
+			s.key = keyAt(arena, s.key, s.keyLen)
 		}
 		s.arena = arena
 		if s.index != nil {
@@ -340,12 +361,12 @@ func (s *State) Compact() {
 	}
 }
 
-// keyAt returns k with its strings moved to the start of arena, where
-// keyInArena put them.
-func keyAt(arena []byte, k model.BatchKey) model.BatchKey {
+// keyAt returns k with its strings those of its text (keyLen bytes) at
+// the start of arena, where keyInArena put it.
+func keyAt(arena []byte, k model.BatchKey, keyLen int32) model.BatchKey {
 	n, m := len(k.Pipeline), len(k.BatchID)
-	both := unsafe.String(unsafe.SliceData(arena), n+m)
-	k.Pipeline, k.BatchID = both[:n], both[n:]
+	text := unsafe.String(unsafe.SliceData(arena), int(keyLen))
+	k.Pipeline, k.BatchID = text[:n], text[int(keyLen)-m:]
 	return k
 }
 
@@ -364,8 +385,8 @@ func (s *State) rebuild() {
 	}
 	arena := make([]byte, 0, size)
 	if s.keyLen > 0 {
-		arena = append(append(arena, s.key.Pipeline...), s.key.BatchID...)
-		s.key = keyAt(arena, s.key)
+		arena = append(arena, s.arena[:s.keyLen]...)
+		s.key = keyAt(arena, s.key, s.keyLen)
 	}
 	for i := range s.records {
 		p := &s.records[i]

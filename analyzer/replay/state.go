@@ -99,7 +99,7 @@ type State struct {
 	records []record
 	arena   []byte
 	index   map[string]int32 // event_id -> position, once len(records) >= indexThreshold
-	// keyLen is the length of the key's strings at the start of the arena
+	// keyLen is the length of the key's text at the start of the arena
 	// (0: the key is not in the arena).
 	keyLen int32
 	// garbage: the arena holds strings of a replaced record.
