@@ -96,15 +96,34 @@ func (v *view) identity(add addFunc) {
 	}
 	// alt, when not "", is a second accepted name: a declared re-run may
 	// name its files after its own id as well as after its date's.
-	check := func(what string, want string, ok bool, alt string, isKind func(*record) bool) {
+	check := func(what string, want string, ok bool, alt string, signal bool) {
 		if !ok {
+			return
+		}
+		// Most batches name everything right: look at the events of the
+		// checked kinds first, and walk the timeline only for a wrong name.
+		wrong := false
+		for _, ti := range checkedTypes[boolIndex(signal)] {
+			for _, r := range v.byType[ti] {
+				if r.strs[sObject] != 0 && !hasBase(v.object(r), want) && (alt == "" || !hasBase(v.object(r), alt)) {
+					wrong = true
+				}
+			}
+		}
+		if !wrong {
 			return
 		}
 		// Group by the wrong name so one mistake reads as one anomaly.
 		var order []string
 		var bad map[string][]string
 		for _, r := range v.recs {
-			if obj := v.object(r); !isKind(r) || obj == "" || hasBase(obj, want) || (alt != "" && hasBase(obj, alt)) {
+			// Only the kinds checked, and only a named object: most events
+			// have none, and a name nearly always derives, so the loop
+			// rarely gets past this test.
+			if !checkedName[r.ti][boolIndex(signal)] || r.strs[sObject] == 0 {
+				continue
+			}
+			if obj := v.object(r); hasBase(obj, want) || (alt != "" && hasBase(obj, alt)) {
 				continue
 			}
 			if bad == nil {
@@ -133,9 +152,40 @@ func (v *view) identity(add addFunc) {
 	if v.hasAltS && v.altSignal != v.wantSignal {
 		altS = v.altSignal
 	}
-	check("artifact", an, aok, altA, func(r *record) bool { return typeInfos[r.ti].artifact && r.typ() != model.ArtifactStaged })
+	check("artifact", an, aok, altA, false)
 	sn, sok := v.wantSignal, v.hasSignal
-	check("signal", sn, sok, altS, func(r *record) bool { return typeInfos[r.ti].signal })
+	check("signal", sn, sok, altS, true)
+}
+
+// checkedName says, by event type index, whether identity checks the
+// object's name as an artifact's (0) or a signal's (1). A staged file
+// carries a temporary name by design, so only final and transferred
+// artifact names are checked.
+var checkedName = func() (t [len(model.EventTypes)][2]bool) {
+	for i, et := range model.EventTypes {
+		t[i] = [2]bool{typeInfos[i].artifact && et != model.ArtifactStaged, typeInfos[i].signal}
+	}
+	return t
+}()
+
+// checkedTypes lists the type indexes checkedName marks, by the same
+// index.
+var checkedTypes = func() (t [2][]int) {
+	for i := range model.EventTypes {
+		for k := range t {
+			if checkedName[i][k] {
+				t[k] = append(t[k], i)
+			}
+		}
+	}
+	return t
+}()
+
+func boolIndex(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // rowChecks compares the finalized, declared and consumed row counts, and

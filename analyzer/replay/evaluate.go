@@ -91,6 +91,8 @@ type view struct {
 	byType [len(model.EventTypes)][]*record
 	proven [model.Consumed + 1][]*record
 	latest int64 // ms of the latest boundary event, or of the latest event
+	// provenData is the set of data boundaries with proof.
+	provenData model.BoundarySet
 	// arena is the state's: the records' strings (see the accessors).
 	arena []byte
 	// provenIDs holds the ids of every proving event, boundary by boundary
@@ -141,15 +143,13 @@ func (v *view) object(r *record) string    { return str(v.arena, r.strs[sObject]
 func (v *view) checksum(r *record) string  { return str(v.arena, r.strs[sChecksum]) }
 func (v *view) errText(r *record) string   { return str(v.arena, r.strs[sErr]) }
 
-// init fills v from s. A view lives on its caller's stack: it is a
-// kilobyte, and a replay makes one per batch. full is for Evaluate: the
-// names that derive from the batch's identity and the evidence lists,
-// which the verdict alone (Outcome, Verdict, Brief) does not read.
+// init fills v, zero, from s. A view lives on its caller's stack: it is a
+// kilobyte, and a replay makes one per batch (declared zero there, it is
+// not cleared a second time here). full is for Evaluate: the names that
+// derive from the batch's identity and the evidence lists, which the
+// verdict alone (Outcome, Verdict, Brief) does not read.
 func (v *view) init(s *State, c *contract.Contract, asOf time.Time, full bool, sc *scratch) {
-	*v = view{key: s.key, c: c, asOf: asOf, arena: s.arena, sc: sc}
-	if full {
-		v.names(s.key, c)
-	}
+	v.key, v.c, v.asOf, v.arena, v.sc = s.key, c, asOf, s.arena, sc
 	v.lateness = c.AllowedLatenessOf().Milliseconds()
 	limit := asOf.UnixMilli()
 	// One allocation for recs and the lists carved out below.
@@ -162,18 +162,34 @@ func (v *view) init(s *State, c *contract.Contract, asOf time.Time, full bool, s
 			sc.ptrs = ptrs
 		}
 	}
-	v.recs = ptrs[:0:len(s.records)]
+	// Every list is filled by index and its header set once: a pointer
+	// stored through v costs a write barrier while the collector marks,
+	// and appending would store each header again for every record.
+	m := 0
 	for i := range s.records {
 		if s.records[i].ms <= limit {
-			v.recs = append(v.recs, &s.records[i])
+			ptrs[m] = &s.records[i]
+			m++
 		}
 	}
-	slices.SortFunc(v.recs, func(a, b *record) int {
-		if a.ms != b.ms {
-			return cmp.Compare(a.ms, b.ms)
+	v.recs = ptrs[:m:m]
+	// By time, then id: a total order, ids being distinct. A batch's
+	// dozen records mostly come in time order, where an insertion sort
+	// only compares each with the one before.
+	if recs := v.recs; len(recs) <= 32 {
+		for i := 1; i < len(recs); i++ {
+			for j := i; j > 0 && (recs[j].ms < recs[j-1].ms || recs[j].ms == recs[j-1].ms && v.id(recs[j]) < v.id(recs[j-1])); j-- {
+				recs[j], recs[j-1] = recs[j-1], recs[j]
+			}
 		}
-		return strings.Compare(v.id(a), v.id(b))
-	})
+	} else {
+		slices.SortFunc(recs, func(a, b *record) int {
+			if a.ms != b.ms {
+				return cmp.Compare(a.ms, b.ms)
+			}
+			return strings.Compare(v.id(a), v.id(b))
+		})
+	}
 	// Carve the per-type and per-boundary lists out of one backing array:
 	// a batch has a dozen events, and a dozen small growing slices would
 	// cost more than the replay itself.
@@ -191,33 +207,47 @@ func (v *view) init(s *State, c *contract.Contract, asOf time.Time, full bool, s
 		}
 		latestAny = max(latestAny, r.ms)
 	}
-	backing := ptrs[len(s.records):len(s.records)]
+	// atType[ti] and atProven[b] are where the next record of each list
+	// goes in ptrs.
+	var atType [len(model.EventTypes)]int
+	var atProven [model.Consumed + 1]int
+	k := len(s.records)
 	for ti, n := range nType {
 		if n > 0 {
-			v.byType[ti] = backing[len(backing) : len(backing) : len(backing)+n]
-			backing = backing[:len(backing)+n]
+			v.byType[ti] = ptrs[k : k+n : k+n]
+			atType[ti] = k
+			k += n
 		}
 	}
 	for b, n := range nProven {
 		if n > 0 {
-			v.proven[b] = backing[len(backing) : len(backing) : len(backing)+n]
-			backing = backing[:len(backing)+n]
+			v.proven[b] = ptrs[k : k+n : k+n]
+			atProven[b] = k
+			k += n
 		}
 	}
 	for _, r := range v.recs {
 		if ti := r.ti; ti >= 0 {
-			v.byType[ti] = append(v.byType[ti], r)
+			ptrs[atType[ti]] = r
+			atType[ti]++
 		}
 		if b := r.proves(); b != model.NoBoundary {
-			v.proven[b] = append(v.proven[b], r)
+			ptrs[atProven[b]] = r
+			atProven[b]++
 		}
 	}
 	if v.latest == 0 {
 		v.latest = latestAny
 	}
+	for b := model.Produced; b <= model.Consumed; b++ {
+		if b.OnDataPath() && len(v.proven[b]) > 0 {
+			v.provenData = v.provenData.With(b)
+		}
+	}
 	if !full {
 		return
 	}
+	v.names(s, c)
 	n := 0
 	for _, l := range v.proven {
 		n += len(l)
@@ -316,6 +346,9 @@ type scratch struct {
 	// never written again, so that their strings stay valid: a new chunk
 	// is taken when it is full.
 	text []byte
+	// days carries the midnights of the deadlines from one batch to the
+	// next (a date's from the date before's).
+	days contract.Days
 }
 
 // time returns t as fmtTime does, in the text chunk with an Evaluator.
@@ -448,31 +481,32 @@ func (s *State) evaluate(d *Diagnosis, c *contract.Contract, asOf time.Time, ctx
 // allocation: the batch key and its date (a part of the key's text), the
 // expected batch id, and the expected artifact and signal names, of the
 // date's and, for a declared re-run, of the re-run's own id.
-func (v *view) names(k model.BatchKey, c *contract.Contract) {
-	names := k
+func (v *view) names(s *State, c *contract.Contract) {
+	k := s.key
+	of := k
 	base, n, rerun := c.AttemptOf(k)
 	if rerun {
-		v.rerun, names = n, base
+		v.rerun, of = n, base
 	}
 	// Rendered on the stack, then copied once: the rendered length is
 	// known only after rendering.
 	var stack [512]byte
 	b := stack[:0]
-	b = append(b, k.Pipeline...)
-	b = append(b, '/')
-	b = k.BusinessDate.AppendFormat(b)
-	dateEnd := len(b)
-	b = append(b, '/')
-	b = append(b, k.BatchID...)
+	// The batch's name is the key's text, in the state's arena unless the
+	// key is the state's own (NewState).
+	text, inArena := s.keyText()
+	if !inArena {
+		b = appendKeyText(b, k.Pipeline, k.BusinessDate, k.BatchID)
+	}
 	// Offsets first, strings last: b may still move as it grows.
 	var ends [6]int
 	ends[0] = len(b)
 	var has [5]bool
 	b, has[0] = c.AppendExpectedBatchID(b, k.Pipeline, k.BusinessDate)
 	ends[1] = len(b)
-	b, has[1] = c.AppendArtifactName(b, names)
+	b, has[1] = c.AppendArtifactName(b, of)
 	ends[2] = len(b)
-	b, has[2] = c.AppendSignalName(b, names)
+	b, has[2] = c.AppendSignalName(b, of)
 	ends[3] = len(b)
 	if rerun {
 		b, has[3] = c.AppendArtifactName(b, k)
@@ -482,16 +516,49 @@ func (v *view) names(k model.BatchKey, c *contract.Contract) {
 	} else {
 		ends[4], ends[5] = ends[3], ends[3]
 	}
-	all := v.sc.str(b)
-	v.batch = all[:ends[0]]
-	if !k.BusinessDate.IsZero() {
-		v.date = all[len(k.Pipeline)+1 : dateEnd]
+	// A name an event carries as it is (the final file, the signal) or
+	// the key's own batch id is not copied: the state's string is the
+	// same text, and stays valid as long (see Reset). The others are
+	// moved down in b, then copied at once, in one string.
+	var names [6]string
+	var found [6]bool
+	names[1], found[1] = k.BatchID, string(b[ends[0]:ends[1]]) == k.BatchID
+	names[2], found[2] = v.carried(b[ends[1]:ends[2]], model.ArtifactFinalized, model.ArtifactTransferred)
+	names[3], found[3] = v.carried(b[ends[2]:ends[3]], model.SignalPublished, model.SignalTransferred)
+	if rerun {
+		names[4], found[4] = v.carried(b[ends[3]:ends[4]], model.ArtifactFinalized, model.ArtifactTransferred)
+		names[5], found[5] = v.carried(b[ends[4]:ends[5]], model.SignalPublished, model.SignalTransferred)
 	}
-	v.wantBatchID, v.hasBatchID = all[ends[0]:ends[1]], has[0]
-	v.wantArtifact, v.hasArtifact = all[ends[1]:ends[2]], has[1]
-	v.wantSignal, v.hasSignal = all[ends[2]:ends[3]], has[2]
-	v.altArtifact, v.hasAltArtifact = all[ends[3]:ends[4]], has[3]
-	v.altSignal, v.hasAltS = all[ends[4]:ends[5]], has[4]
+	// at[i] is where name i starts in the copy, past its end for a name
+	// not copied.
+	var at [7]int
+	w := ends[0]
+	for i := 1; i < len(ends); i++ {
+		at[i] = w
+		if !found[i] {
+			w += copy(b[w:], b[ends[i-1]:ends[i]])
+		}
+	}
+	at[len(ends)] = w
+	all := v.sc.str(b[:w])
+	names[0] = text
+	if !inArena {
+		names[0] = all[:ends[0]]
+	}
+	for i := 1; i < len(ends); i++ {
+		if !found[i] {
+			names[i] = all[at[i]:at[i+1]]
+		}
+	}
+	v.batch = names[0]
+	if !k.BusinessDate.IsZero() {
+		v.date = v.batch[len(k.Pipeline)+1 : len(v.batch)-len(k.BatchID)-1]
+	}
+	v.wantBatchID, v.hasBatchID = names[1], has[0]
+	v.wantArtifact, v.hasArtifact = names[2], has[1]
+	v.wantSignal, v.hasSignal = names[3], has[2]
+	v.altArtifact, v.hasAltArtifact = names[4], has[3]
+	v.altSignal, v.hasAltS = names[5], has[4]
 	// The names of the key itself, as ArtifactName(key) and
 	// SignalName(key) give them: the re-run's own, or the date's.
 	v.keyArtifact, v.hasKeyArtifact = v.wantArtifact, v.hasArtifact
@@ -520,11 +587,7 @@ func (v *view) verdict() model.Hypothesis {
 		if !v.c.Requires(hb) {
 			continue
 		}
-		proven := false
-		for b := hb; b <= model.Consumed && !proven; b++ {
-			proven = b.OnDataPath() && len(v.proven[b]) > 0
-		}
-		if !proven {
+		if v.provenDataFrom(hb) == 0 {
 			return h
 		}
 	}
@@ -536,11 +599,14 @@ func (v *view) verdict() model.Hypothesis {
 func (v *view) hypotheses(d *Diagnosis) model.Hypothesis {
 	verdict := model.Delivered
 	if cap(d.Hypotheses) < len(model.Hypotheses) {
-		d.Hypotheses = make([]Hypothesis, 0, len(model.Hypotheses))
+		d.Hypotheses = make([]Hypothesis, len(model.Hypotheses))
 	}
-	for _, h := range model.Hypotheses {
+	// In place, every field (see boundaries).
+	d.Hypotheses = d.Hypotheses[:len(model.Hypotheses)]
+	for i, h := range model.Hypotheses {
 		hb := h.Boundary()
-		hyp := Hypothesis{Name: h}
+		hyp := &d.Hypotheses[i]
+		hyp.Name = h
 		switch {
 		case !v.c.Requires(hb):
 			hyp.Support = Excluded
@@ -564,7 +630,6 @@ func (v *view) hypotheses(d *Diagnosis) model.Hypothesis {
 			hyp.Support = Supported
 			hyp.Evidence, hyp.Reason = v.support(h)
 		}
-		d.Hypotheses = append(d.Hypotheses, hyp)
 	}
 	d.Verdict = verdict
 	return verdict
@@ -613,13 +678,12 @@ func buildExclusionReasons() *[1 << 8]string {
 }
 
 func exclusionReason(v *view, from model.Boundary) string {
-	var set model.BoundarySet
-	for b := from; b <= model.Consumed; b++ {
-		if b.OnDataPath() && len(v.proven[b]) > 0 {
-			set = set.With(b)
-		}
-	}
-	return exclusionReasons[set]
+	return exclusionReasons[v.provenDataFrom(from)]
+}
+
+// provenDataFrom returns the proven data boundaries from b up.
+func (v *view) provenDataFrom(b model.Boundary) model.BoundarySet {
+	return v.provenData &^ (1<<uint(b) - 1)
 }
 
 // support returns the evidence for the hypothesis where delivery stopped,
@@ -716,12 +780,25 @@ func (v *view) boundaries(d *Diagnosis) model.Boundary {
 	if v.latest == 0 {
 		latest = time.Time{}
 	}
-	dues, hasDue := v.c.Dues(v.key, provenAt, latest)
-	if cap(d.Boundaries) < len(model.Ladder) {
-		d.Boundaries = make([]BoundaryState, 0, len(model.Ladder))
+	var dues [model.Consumed + 1]time.Time
+	var hasDue [model.Consumed + 1]bool
+	if v.sc != nil {
+		dues, hasDue = v.c.DuesWith(&v.sc.days, v.key, provenAt, latest)
+	} else {
+		dues, hasDue = v.c.Dues(v.key, provenAt, latest)
 	}
-	for _, b := range model.Ladder {
-		bs := BoundaryState{Name: b.String(), Required: v.c.Requires(b), Evidence: v.provenOf(b)}
+	if cap(d.Boundaries) < len(model.Ladder) {
+		d.Boundaries = make([]BoundaryState, len(model.Ladder))
+	}
+	d.Boundaries = d.Boundaries[:len(model.Ladder)]
+	for i, b := range model.Ladder {
+		// In place, every field (the slice may hold the batch before's):
+		// a struct built aside would be copied in with a bulk write
+		// barrier.
+		bs := &d.Boundaries[i]
+		bs.Name, bs.Required, bs.Evidence = b.String(), v.c.Requires(b), v.provenOf(b)
+		bs.At, bs.Due, bs.UsuallyBy = time.Time{}, time.Time{}, time.Time{}
+		bs.Proven, bs.Overdue, bs.OutOfOrder = false, false, false
 		if t, ok := v.provenAt(b); ok {
 			bs.Proven = true
 			bs.At = t
@@ -731,7 +808,6 @@ func (v *view) boundaries(d *Diagnosis) model.Boundary {
 			bs.Due = dues[b].UTC()
 			v.dueBy[b] = b
 		}
-		d.Boundaries = append(d.Boundaries, bs)
 	}
 	// A missing boundary is due no later than any missing boundary above
 	// it: if consumption is due at 04:00, so is everything it needs.

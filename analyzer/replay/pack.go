@@ -151,8 +151,29 @@ func (s *State) put(v string) ref {
 // file name, a checksum repeat along the chain) is not stored again: the
 // arena of a typical batch is a quarter smaller, one allocation.
 func (s *State) pack(e *model.Event, ti, side int) record {
-	vals := [nStrs]string{sID: e.ID, sComponent: e.Component, sObject: e.Object, sChecksum: e.Checksum, sErr: e.Error}
 	p := record{ms: e.Time.UnixMilli(), rows: e.Rows, bytes: e.Bytes, attempt: e.Attempt, ti: int8(ti), side: int8(side), tag: idTag(e.ID)}
+	if e.HasRows {
+		p.flags |= flagRows
+	}
+	if e.HasBytes {
+		p.flags |= flagBytes
+	}
+	if e.HasAttempt {
+		p.flags |= flagAttempt
+	}
+	// When the arena has room for every string, repeats or not (nearly
+	// always: it grows by a dozen events' worth), the strings go in at
+	// once. The refs and the arena's bytes are what the exact reckoning
+	// below gives: the same strings, put in the same order.
+	if most := len(s.arena) + sizeOf(e.ID) + sizeOf(e.Component) + sizeOf(e.Object) + sizeOf(e.Checksum) + sizeOf(e.Error); s.arena != nil && most <= cap(s.arena) && most <= maxArena {
+		p.strs[sID] = s.put(e.ID)
+		p.strs[sComponent] = s.putRecent(sComponent, e.Component)
+		p.strs[sObject] = s.putRecent(sObject, e.Object)
+		p.strs[sChecksum] = s.putRecent(sChecksum, e.Checksum)
+		p.strs[sErr] = s.putRecent(sErr, e.Error)
+		return p
+	}
+	vals := [nStrs]string{sID: e.ID, sComponent: e.Component, sObject: e.Object, sChecksum: e.Checksum, sErr: e.Error}
 	need := sizeOf(e.ID)
 	for f := sComponent; f < nStrs; f++ {
 		if vals[f] == "" {
@@ -171,16 +192,19 @@ func (s *State) pack(e *model.Event, ti, side int) record {
 			p.strs[f] = s.put(vals[f])
 		}
 	}
-	if e.HasRows {
-		p.flags |= flagRows
-	}
-	if e.HasBytes {
-		p.flags |= flagBytes
-	}
-	if e.HasAttempt {
-		p.flags |= flagAttempt
-	}
 	return p
+}
+
+// putRecent returns the ref of v in field f of one of the latest records
+// (see recent), or puts it in the arena, which must have room.
+func (s *State) putRecent(f int, v string) ref {
+	if v == "" {
+		return 0
+	}
+	if r := s.recent(f, v); r != 0 {
+		return r
+	}
+	return s.put(v)
 }
 
 // reserve makes room for need more bytes in the arena, doubling it when it
@@ -211,25 +235,46 @@ const arenaChunk = 4096
 
 // keyInArena takes the state's key from its first event, copied into the
 // arena's first allocation (one allocation less per batch for diagnose,
-// which folds every batch of a file). Compact carries it over to the new
-// arena. NewState's key is its own allocation instead, which never moves:
-// the detector keys its map with it.
+// which folds every batch of a file) as the key's text,
+// pipeline/business_date/batch_id: the key's strings are parts of it, and
+// a diagnosis' batch name is all of it, not rendered again. Compact
+// carries it over to the new arena. NewState's key is its own allocation
+// instead, which never moves: the detector keys its map with it.
 func (s *State) keyInArena(e *model.Event) {
 	n, m := len(e.Pipeline), len(e.BatchID)
+	// The date takes 10 bytes (more for a year past 9999).
+	text := n + m + 2 + 16
 	if s.reused {
 		// The arena's room is shared with the batches before and after:
 		// take only what is needed, so no room is left unused between
 		// them.
-		s.reserve(n + m)
+		s.reserve(text)
 	} else {
-		s.reserve(n + m + arenaGuess*(sizeOf(e.ID)+sizeOf(e.Component)+sizeOf(e.Object)+sizeOf(e.Checksum)+sizeOf(e.Error)))
+		s.reserve(text + arenaGuess*(sizeOf(e.ID)+sizeOf(e.Component)+sizeOf(e.Object)+sizeOf(e.Checksum)+sizeOf(e.Error)))
 	}
 	start := len(s.arena)
-	s.arena = append(s.arena, e.Pipeline...)
-	s.arena = append(s.arena, e.BatchID...)
-	both := unsafe.String(unsafe.SliceData(s.arena[start:]), n+m)
-	s.key = model.BatchKey{Pipeline: both[:n], BusinessDate: e.BusinessDate, BatchID: both[n:]}
-	s.keyLen = int32(n + m)
+	s.arena = appendKeyText(s.arena, e.Pipeline, e.BusinessDate, e.BatchID)
+	s.keyLen = int32(len(s.arena) - start)
+	s.key = keyAt(s.arena[start:], model.BatchKey{Pipeline: e.Pipeline, BusinessDate: e.BusinessDate, BatchID: e.BatchID}, s.keyLen)
+}
+
+// appendKeyText appends the text of a batch key, as the diagnosis names
+// its batch.
+func appendKeyText(b []byte, pipeline string, date model.Date, batchID string) []byte {
+	b = append(b, pipeline...)
+	b = append(b, '/')
+	b = date.AppendFormat(b)
+	b = append(b, '/')
+	return append(b, batchID...)
+}
+
+// keyText returns the key's text in the arena, pipeline/date/batch_id,
+// and false when the key is not there (NewState's).
+func (s *State) keyText() (string, bool) {
+	if s.keyLen == 0 {
+		return "", false
+	}
+	return unsafe.String(unsafe.SliceData(s.arena), int(s.keyLen)), true
 }
 
 // recentWindow is how many of the latest records pack looks through for a
@@ -251,6 +296,28 @@ func (s *State) recent(f int, v string) ref {
 		}
 	}
 	return 0
+}
+
+// carried returns the object name of an event of type a or b (where the
+// names that derive from identity are carried) that is name, sharing the
+// arena, and false when none is.
+func (v *view) carried(name []byte, a, b model.EventType) (string, bool) {
+	if r, ok := v.carriedBy(name, v.of(a)); ok {
+		return r, true
+	}
+	return v.carriedBy(name, v.of(b))
+}
+
+func (v *view) carriedBy(name []byte, l []*record) (string, bool) {
+	for _, r := range l {
+		// The length first: a name of another length is not read.
+		if ref := r.strs[sObject]; ref != 0 && int(v.arena[ref-1]) == len(name) && len(name) < longLen {
+			if o := str(v.arena, ref); o == string(name) {
+				return o, true
+			}
+		}
+	}
+	return "", false
 }
 
 // unpack fills r from p. r's strings share the arena (see str).
@@ -285,7 +352,7 @@ func (s *State) Compact() {
 		// refs stay valid.
 		arena := append(make([]byte, 0, len(s.arena)), s.arena...)
 		if s.keyLen > 0 {
-			s.key = keyAt(arena, s.key)
+			s.key = keyAt(arena, s.key, s.keyLen)
 		}
 		s.arena = arena
 		if s.index != nil {
@@ -294,12 +361,12 @@ func (s *State) Compact() {
 	}
 }
 
-// keyAt returns k with its strings moved to the start of arena, where
-// keyInArena put them.
-func keyAt(arena []byte, k model.BatchKey) model.BatchKey {
+// keyAt returns k with its strings those of its text (keyLen bytes) at
+// the start of arena, where keyInArena put it.
+func keyAt(arena []byte, k model.BatchKey, keyLen int32) model.BatchKey {
 	n, m := len(k.Pipeline), len(k.BatchID)
-	both := unsafe.String(unsafe.SliceData(arena), n+m)
-	k.Pipeline, k.BatchID = both[:n], both[n:]
+	text := unsafe.String(unsafe.SliceData(arena), int(keyLen))
+	k.Pipeline, k.BatchID = text[:n], text[int(keyLen)-m:]
 	return k
 }
 
@@ -318,8 +385,8 @@ func (s *State) rebuild() {
 	}
 	arena := make([]byte, 0, size)
 	if s.keyLen > 0 {
-		arena = append(append(arena, s.key.Pipeline...), s.key.BatchID...)
-		s.key = keyAt(arena, s.key)
+		arena = append(arena, s.arena[:s.keyLen]...)
+		s.key = keyAt(arena, s.key, s.keyLen)
 	}
 	for i := range s.records {
 		p := &s.records[i]

@@ -16,7 +16,18 @@ import (
 func reuseContracts() []*contract.Contract {
 	noExchange := seedContract()
 	noExchange.Required = model.AllBoundaries.Without(model.Transferred).Without(model.SignalDelivered)
-	return []*contract.Contract{contract.Default("p"), seedContract(), noExchange}
+	// Deadlines on a clock that changes at midnight, at times of day it
+	// skips or repeats: the Evaluator carries midnights from one batch's
+	// date to the next's.
+	midnightDST := seedContract()
+	loc, err := time.LoadLocation("America/Havana")
+	if err != nil {
+		panic("America/Havana: " + err.Error()) // time/tzdata is linked in
+	}
+	midnightDST.Location = loc
+	midnightDST.Deadlines[model.Produced] = contract.Deadline{Kind: contract.Absolute, TimeOfDay: 30 * time.Minute, Text: "business_date 00:30"}
+	midnightDST.Deadlines[model.Identified] = contract.Deadline{Kind: contract.Absolute, Days: 1, TimeOfDay: 0, Text: "business_date + 1d 00:00"}
+	return []*contract.Contract{contract.Default("p"), seedContract(), noExchange, midnightDST}
 }
 
 // reuseBatch is one batch of a run: its events and the context of its
@@ -171,6 +182,49 @@ func TestVerdictsMatchEvaluate(t *testing.T) {
 					t.Fatalf("contract %s, seed %d, batch %d: Brief %s, %s, %v; Evaluate %s, %s", c.Name(), seed, i, bv, bf, bseen, d.Verdict, first)
 				}
 			}
+		}
+	}
+}
+
+// TestKeyTextSurvivesResetAndCompact: a state keeps its key as the key's
+// text in its arena, and the diagnosis names its batch with it. After
+// Reset (the arena shared with the batch before) and after Compact (a new
+// arena, rebuilt when copies conflict), the key and the batch name must
+// still be the events', and a name taken before must not change.
+func TestKeyTextSurvivesResetAndCompact(t *testing.T) {
+	c := seedContract()
+	var s replay.State
+	var ev replay.Evaluator
+	var kept []string
+	var want []string
+	for seed := uint64(0); seed < 40; seed++ {
+		r := rand.New(rand.NewPCG(seed, 5))
+		date := model.Date{Year: 2026, Month: time.Month(1 + seed%12), Day: 1 + int(seed%28)}
+		events := conflictingBatch(r, date, func(*model.Event) {})
+		if seed%2 == 1 {
+			events = deliveredBatch(r, "account-balance-snapshot.daily", date)
+		}
+		s.Reset()
+		for i := range events {
+			s.Step(&events[i])
+			if r.IntN(3) == 0 {
+				s.Compact()
+			}
+		}
+		k := events[0].Key()
+		if s.Key() != k {
+			t.Fatalf("seed %d: key %v, want %v", seed, s.Key(), k)
+		}
+		d := ev.Evaluate(&s, c, date.In(time.UTC).Add(40*time.Hour), replay.Context{})
+		name := k.Pipeline + "/" + k.BusinessDate.String() + "/" + k.BatchID
+		if d.Batch != name || d.Pipeline != k.Pipeline || d.BatchID != k.BatchID || d.BusinessDate != k.BusinessDate.String() {
+			t.Fatalf("seed %d: diagnosis names %q (%q, %q, %q), want %q", seed, d.Batch, d.Pipeline, d.BusinessDate, d.BatchID, name)
+		}
+		kept, want = append(kept, d.Batch), append(want, name)
+	}
+	for i := range kept {
+		if kept[i] != want[i] {
+			t.Fatalf("batch %d: a name taken before changed to %q, want %q", i, kept[i], want[i])
 		}
 	}
 }

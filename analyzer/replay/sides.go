@@ -22,12 +22,14 @@ func (v *view) context(d *Diagnosis, ctx Context) {
 		d.Timeline = make([]Entry, len(v.recs))
 	}
 	for i, r := range v.recs {
-		d.Timeline[i] = Entry{
-			EventID: v.id(r), Type: r.typ(), Time: r.at(), System: sideOrder[r.side],
-			Component: v.component(r), Object: v.object(r), Checksum: v.checksum(r), Error: v.errText(r),
-			Rows: r.rows, Bytes: r.bytes, Attempt: r.attempt,
-			HasRows: r.hasRows(), HasBytes: r.hasBytes(), HasAttempt: r.hasAttempt(),
-		}
+		// Field by field, every field: a composite literal would be built
+		// aside and copied in with a bulk write barrier, which costs more
+		// than the entry itself while the collector marks.
+		e := &d.Timeline[i]
+		e.EventID, e.Type, e.Time, e.System = v.id(r), r.typ(), r.at(), sideOrder[r.side]
+		e.Component, e.Object, e.Checksum, e.Error = v.component(r), v.object(r), v.checksum(r), v.errText(r)
+		e.Rows, e.Bytes, e.Attempt = r.rows, r.bytes, r.attempt
+		e.HasRows, e.HasBytes, e.HasAttempt = r.hasRows(), r.hasBytes(), r.hasAttempt()
 	}
 	d.Expected = Expected{BatchID: v.wantBatchID, Artifact: v.wantArtifact, Signal: v.wantSignal}
 	if p := ctx.Previous; p.Checked {

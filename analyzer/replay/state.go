@@ -99,13 +99,17 @@ type State struct {
 	records []record
 	arena   []byte
 	index   map[string]int32 // event_id -> position, once len(records) >= indexThreshold
-	// keyLen is the length of the key's strings at the start of the arena
+	// keyLen is the length of the key's text at the start of the arena
 	// (0: the key is not in the arena).
 	keyLen int32
 	// garbage: the arena holds strings of a replaced record.
 	garbage bool
 	// reused: Reset emptied the state; its arena grows by arenaChunk.
 	reused bool
+	// tags has bit tag%16 set for the idTag of every record: find scans
+	// the records only for an id whose bit is set (a new event's, about
+	// half the time in a batch of a dozen). It fits the struct's padding.
+	tags uint16
 }
 
 // Reset empties s for another batch (its key is taken from the next
@@ -196,6 +200,7 @@ func (s *State) Step(e *model.Event) bool {
 		s.records = grown
 	}
 	s.records = append(s.records, p)
+	s.tags |= tagBit(p.tag)
 	if s.index != nil {
 		s.index[s.str(p.strs[sID])] = int32(len(s.records) - 1)
 	} else if len(s.records) >= indexThreshold {
@@ -223,12 +228,18 @@ func (s *State) buildIndex() {
 	}
 }
 
+// tagBit is the bit of State.tags for an idTag.
+func tagBit(tag uint8) uint16 { return 1 << (tag % 16) }
+
 func (s *State) find(id string) (int, bool) {
 	if s.index != nil {
 		i, ok := s.index[id]
 		return int(i), ok
 	}
 	tag := idTag(id)
+	if s.tags&tagBit(tag) == 0 {
+		return 0, false
+	}
 	for i := range s.records {
 		if r := &s.records[i]; r.tag == tag && s.str(r.strs[sID]) == id {
 			return i, true

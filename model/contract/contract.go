@@ -10,6 +10,7 @@
 package contract
 
 import (
+	"math"
 	"sort"
 	"time"
 
@@ -331,11 +332,27 @@ func (c *Contract) Due(b model.Boundary, key model.BatchKey, proven ProvenAt, la
 // Start is known: that is when an expected batch that never showed up is
 // missing. The default rule then counts 24 hours from Start.
 func (c *Contract) Dues(key model.BatchKey, proven ProvenAt, latest time.Time) (due [model.Consumed + 1]time.Time, ok [model.Consumed + 1]bool) {
+	var days Days
+	return c.DuesWith(&days, key, proven, latest)
+}
+
+// Days carries the midnights DuesWith works out from one call to the
+// next: a caller that asks for the deadlines of batch after batch (a
+// replay of a pipeline's history, date after date) reaches a date's
+// midnight from the last one's by whole days while the zone's offset stays
+// the same, instead of by the zone-aware arithmetic of WallClock. The
+// zero Days is ready; a Days serves any contract (it remembers its zone);
+// it is not safe for concurrent use.
+type Days struct{ dc dayCache }
+
+// DuesWith is Dues, with the midnights of days carried over: the
+// deadlines are the same.
+func (c *Contract) DuesWith(days *Days, key model.BatchKey, proven ProvenAt, latest time.Time) (due [model.Consumed + 1]time.Time, ok [model.Consumed + 1]bool) {
 	loc := c.Location
 	if loc == nil {
 		loc = time.UTC
 	}
-	var day dayCache
+	day := &days.dc
 	// The start is worked out once, and only by the deadlines that need
 	// it: an hourly batch reads it from its batch id.
 	var (
@@ -386,12 +403,19 @@ func (c *Contract) Dues(key model.BatchKey, proven ProvenAt, latest time.Time) (
 // deadlines mostly fall on one day, and a zone-aware time.Date is the
 // costly part of a deadline.
 type dayCache struct {
+	loc      *time.Location
 	date     model.Date
 	midnight time.Time
 	// exact is false where midnight does not exist (a zone that skips
 	// 00:00 on a daylight-saving day): then every time is built by hand.
 	exact bool
 	set   bool
+	// [from, to) is the span, in Unix seconds, in which loc keeps
+	// midnight's offset off (to is meaningless without hasTo: no later
+	// change is known).
+	from, to int64
+	hasTo    bool
+	off      int
 }
 
 // at returns the wall-clock time tod after midnight of date in loc, by
@@ -400,20 +424,51 @@ type dayCache struct {
 // first instant that does (a repeated time under the offset before the
 // change).
 func (dc *dayCache) at(date model.Date, tod time.Duration, loc *time.Location) time.Time {
-	if !dc.set || dc.date != date {
-		dc.date, dc.midnight, dc.set = date, WallClock(date, 0, loc), true
-		h, m, s := dc.midnight.Clock()
-		dc.exact = h == 0 && m == 0 && s == 0
+	if !dc.set || dc.date != date || dc.loc != loc {
+		dc.move(date, loc)
 	}
 	t := dc.midnight.Add(tod)
 	if loc == time.UTC {
 		return t
+	}
+	if dc.exact && dc.keeps(t.Unix()) {
+		return t // midnight's offset, known without a look-up
 	}
 	_, off0 := dc.midnight.Zone()
 	if _, off := t.Zone(); off == off0 && dc.exact {
 		return t
 	}
 	return WallClock(date, tod, loc)
+}
+
+// keeps reports whether loc has midnight's offset at Unix second sec.
+func (dc *dayCache) keeps(sec int64) bool {
+	return sec >= dc.from && (!dc.hasTo || sec < dc.to)
+}
+
+// move makes date, in loc, the day dc remembers. From a remembered exact
+// midnight, the new one is whole days away when the offset holds from 30
+// hours (and the offset) before it to as long after: WallClock reads the
+// zone only there, finds that one offset everywhere, and so returns that
+// very instant.
+func (dc *dayCache) move(date model.Date, loc *time.Location) {
+	if dc.set && dc.loc == loc && dc.exact && loc != time.UTC {
+		t := dc.midnight.Add(time.Duration(date.DaysSinceEpoch()-dc.date.DaysSinceEpoch()) * 24 * time.Hour)
+		margin := int64(30*60*60) + int64(max(dc.off, -dc.off))
+		if sec := t.Unix(); dc.keeps(sec-margin) && dc.keeps(sec+margin) {
+			dc.date, dc.midnight = date, t
+			return
+		}
+	}
+	dc.loc, dc.date, dc.midnight, dc.set = loc, date, WallClock(date, 0, loc), true
+	h, m, s := dc.midnight.Clock()
+	dc.exact = h == 0 && m == 0 && s == 0
+	start, end := dc.midnight.ZoneBounds()
+	_, dc.off = dc.midnight.Zone()
+	dc.from, dc.to, dc.hasTo = math.MinInt64, end.Unix(), !end.IsZero()
+	if !start.IsZero() {
+		dc.from = start.Unix()
+	}
 }
 
 // previousRequired returns the required boundary before b, or NoBoundary.
