@@ -156,7 +156,17 @@ func (b *EventBatch) add(c int, s string) {
 // addFew appends s to string column c, whose values are few (constants,
 // the topic): each distinct value is stored once per batch.
 func (b *EventBatch) addFew(c int, s string) {
-	for _, d := range b.dict[c] {
+	// The values are nearly always the very strings the dictionary keeps
+	// (constants, the topic): compared by address first, the entries of
+	// other values of the same length cost no byte comparison.
+	dict := b.dict[c]
+	for i := range dict {
+		if unsafe.StringData(dict[i].s) == unsafe.StringData(s) && len(dict[i].s) == len(s) {
+			b.strs[c] = append(b.strs[c], dict[i].ref)
+			return
+		}
+	}
+	for _, d := range dict {
 		if d.s == s {
 			b.strs[c] = append(b.strs[c], d.ref)
 			return
