@@ -222,3 +222,23 @@ func must(d Date, ok bool) Date {
 	}
 	return d
 }
+
+// TestHasSpaceOrSlash checks the word-at-a-time scan against
+// strings.ContainsAny for strings of every length around the eight-byte
+// steps, with a space, a slash or a byte next to them at every position.
+func TestHasSpaceOrSlash(t *testing.T) {
+	for n := 0; n <= 24; n++ {
+		for pos := -1; pos < n; pos++ {
+			for _, c := range []byte{' ', '/', '!', '.', 0x1f, '0', 0x7f, 0xa0} {
+				b := []byte(strings.Repeat("a", n))
+				if pos >= 0 {
+					b[pos] = c
+				}
+				s := string(b)
+				if got, want := hasSpaceOrSlash(s), strings.ContainsAny(s, " /"); got != want {
+					t.Errorf("hasSpaceOrSlash(%q) = %v, want %v", s, got, want)
+				}
+			}
+		}
+	}
+}
