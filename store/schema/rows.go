@@ -35,6 +35,14 @@ func DateColumn(d model.Date) time.Time {
 	return d.In(time.UTC)
 }
 
+// dateSeconds is DateColumn(d).Unix(), counted without time.Date.
+func dateSeconds(d model.Date) int64 {
+	if d.IsZero() {
+		return 0
+	}
+	return int64(d.DaysSinceEpoch()) * 86400
+}
+
 // DateFromColumn is the inverse of DateColumn.
 func DateFromColumn(t time.Time) model.Date {
 	if t.Year() == 1970 && t.Month() == 1 && t.Day() == 1 {
@@ -209,7 +217,7 @@ func (b *EventBatch) AddView(v *model.EventView, src Source, ingestedMS int64) {
 
 func (b *EventBatch) add1(e *model.Event, keys, vals []string, src Source, ingestedMS int64) {
 	b.add(sPipeline, e.Pipeline)
-	b.businessDate = append(b.businessDate, DateColumn(e.BusinessDate).Unix())
+	b.businessDate = append(b.businessDate, dateSeconds(e.BusinessDate))
 	b.add(sBatchID, e.BatchID)
 	b.add(sEventID, e.ID)
 	b.addFew(sSpec, e.Spec)
