@@ -36,6 +36,9 @@ type Decoder struct {
 	// num holds a number while it is checked (checkNumber).
 	num  []byte
 	view EventView
+	// plain says that the message being decoded is plain (plainMessage):
+	// then no string field of d.ev has a control character.
+	plain bool
 }
 
 // maxInterned bounds a Decoder's interned names; past it, names are copied
@@ -101,8 +104,9 @@ func (d *Decoder) DecodeView(data []byte) (*EventView, error) {
 		return nil, ownError(err)
 	}
 	// Validate checks attrs last; d.ev carries none, so the attrs check
-	// follows it, and the first error is the one Decode reports.
-	if err := d.ev.Validate(); err != nil {
+	// follows it, and the first error is the one Decode reports. The text
+	// checks cannot fail on the strings of a plain message.
+	if err := d.ev.validate(d.plain); err != nil {
 		return nil, ownError(err)
 	}
 	if err := checkAttrPairs(d.attrKeys, d.attrVs); err != nil {
@@ -258,7 +262,7 @@ func (d *Decoder) parseGeneral(data []byte) error {
 
 // reset empties the event being decoded and its attrs.
 func (d *Decoder) reset() {
-	d.ev = Event{}
+	d.ev, d.plain = Event{}, false
 	d.attrKeys, d.attrVs, d.scratch = d.attrKeys[:0], d.attrVs[:0], d.scratch[:0]
 }
 
@@ -668,10 +672,18 @@ func viewUTF8(b []byte) string {
 // way, so that what is accepted and rejected, and every error, are those
 // of the general way (FuzzDecodeFast).
 func (d *Decoder) parseFast(data []byte) bool {
+	return d.parseFastWith(data, plainMessage(data))
+}
+
+// parseFastWith is parseFast, told whether data is a plain message
+// (plainMessage): its strings are then found with bytes.IndexByte instead
+// of scanPlain, and d.plain records it for the validation.
+func (d *Decoder) parseFastWith(data []byte, plain bool) bool {
 	n := len(data)
 	if n < 2 || data[0] != '{' || data[n-1] != '}' {
 		return false
 	}
+	d.plain = plain
 	e := &d.ev
 	var rawTime, rawDate []byte
 	var seen uint32
@@ -683,7 +695,7 @@ func (d *Decoder) parseFast(data []byte) bool {
 		if data[i] != '"' {
 			return false
 		}
-		k, j, ok := scanPlain(data, i+1)
+		k, j, ok := scanString(data, i+1, plain)
 		if !ok || j+1 >= n || data[j+1] != ':' {
 			return false
 		}
@@ -695,7 +707,7 @@ func (d *Decoder) parseFast(data []byte) bool {
 		seen |= 1 << f
 		switch c := data[i]; {
 		case c == '"':
-			v, j, ok := scanPlain(data, i+1)
+			v, j, ok := scanString(data, i+1, plain)
 			if !ok {
 				return false
 			}
@@ -753,7 +765,7 @@ func (d *Decoder) parseFast(data []byte) bool {
 				return false
 			}
 		case c == '{' && f == fAttrs:
-			if i, ok = d.scanAttrs(data, i+1); !ok {
+			if i, ok = d.scanAttrs(data, i+1, plain); !ok {
 				return false
 			}
 		default:
@@ -776,7 +788,7 @@ func (d *Decoder) parseFast(data []byte) bool {
 // scanAttrs is parseFast for the members of an attrs object, from data[i]
 // after its '{': it returns the index after the closing '}'. More than
 // smallAttrs attrs are left to parse.
-func (d *Decoder) scanAttrs(data []byte, i int) (int, bool) {
+func (d *Decoder) scanAttrs(data []byte, i int, plain bool) (int, bool) {
 	n := len(data)
 	if data[i] == '}' {
 		return i + 1, true
@@ -785,7 +797,7 @@ func (d *Decoder) scanAttrs(data []byte, i int) (int, bool) {
 		if count == smallAttrs || data[i] != '"' {
 			return 0, false
 		}
-		k, j, ok := scanPlain(data, i+1)
+		k, j, ok := scanString(data, i+1, plain)
 		if !ok || j+1 >= n || data[j+1] != ':' {
 			return 0, false
 		}
@@ -797,7 +809,7 @@ func (d *Decoder) scanAttrs(data []byte, i int) (int, bool) {
 		var v []byte
 		switch c := data[i]; {
 		case c == '"':
-			if v, j, ok = scanPlain(data, i+1); !ok {
+			if v, j, ok = scanString(data, i+1, plain); !ok {
 				return 0, false
 			}
 			i = j + 1
@@ -891,6 +903,67 @@ func scanPlain(data []byte, i int) ([]byte, int, bool) {
 		}
 		ascii = false
 		i++
+	}
+	return nil, 0, false
+}
+
+// plainMessage reports whether data holds printable ASCII only (0x20 to
+// 0x7e) and no '\\': a plain message, as producers write nearly all of
+// them. In one, every string ends at the next '"' and is plain for
+// scanPlain, so the fast path finds it with bytes.IndexByte (scanQuote),
+// and no field has a control character for Validate to find (d.plain).
+// One pass over the message costs less than scanPlain string by string.
+func plainMessage(data []byte) bool {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	// Eight bytes at a time, the flags of all of them or'ed: a byte's top
+	// bit is set in x for 0x80 and above, in x+ones for 0x7f (below 0x7f
+	// there is no carry), in (x - 0x20 in every byte) &^ x for a byte
+	// below 0x20 and in (y-ones) &^ y for a zero byte of y, x with '\\'
+	// xored away. Borrows and carries only start at a flagged byte, so
+	// the or of the flags is exact even where a single flag is not.
+	var m uint64
+	p := data
+	for ; len(p) >= 16; p = p[16:] {
+		x, y := binary.LittleEndian.Uint64(p), binary.LittleEndian.Uint64(p[8:])
+		bx, by := x^(ones*'\\'), y^(ones*'\\')
+		m |= x | y | (x + ones) | (y + ones) | (x-ones*0x20)&^x | (y-ones*0x20)&^y | (bx-ones)&^bx | (by-ones)&^by
+	}
+	if m&tops != 0 {
+		return false
+	}
+	for _, c := range p {
+		if c < 0x20 || c >= 0x7f || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// scanString is scanPlain, or scanQuote in a plain message.
+func scanString(data []byte, i int, plain bool) ([]byte, int, bool) {
+	if plain {
+		return scanQuote(data, i)
+	}
+	return scanPlain(data, i)
+}
+
+// scanQuote is scanPlain for a plain message (plainMessage), where every
+// string is plain: it ends at the next '"', found eight bytes at a time
+// (the lowest zero byte of x with '"' xored away is flagged exactly).
+func scanQuote(data []byte, i int) ([]byte, int, bool) {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	j := i
+	for ; j+8 <= len(data); j += 8 {
+		q := binary.LittleEndian.Uint64(data[j:]) ^ (ones * '"')
+		if m := (q - ones) &^ q & tops; m != 0 {
+			j += bits.TrailingZeros64(m) / 8
+			return data[i:j], j, true
+		}
+	}
+	for ; j < len(data); j++ {
+		if data[j] == '"' {
+			return data[i:j], j, true
+		}
 	}
 	return nil, 0, false
 }

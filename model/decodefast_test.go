@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -24,6 +25,7 @@ func FuzzDecodeFast(f *testing.F) {
 // path takes data; it reports whether it did.
 func checkFast(t *testing.T, data []byte) bool {
 	t.Helper()
+	checkPlain(t, data)
 	var fast, general Decoder
 	if len(data) > MaxEventSize || !fast.parseFast(data) {
 		return false
@@ -91,6 +93,72 @@ func fastSeeds() []string {
 	}
 }
 
+// checkPlain checks plainMessage against a byte-by-byte reading of its
+// definition and, for a plain message, the fast path's plain scan and
+// validation against the scan and validation of any message: the same
+// answer, event, attrs and error.
+func checkPlain(t *testing.T, data []byte) {
+	t.Helper()
+	want := true
+	for _, c := range data {
+		if c < 0x20 || c >= 0x7f || c == '\\' {
+			want = false
+		}
+	}
+	if got := plainMessage(data); got != want {
+		t.Fatalf("plainMessage = %v, want %v\ninput: %q", got, want, data)
+	}
+	if !want || len(data) > MaxEventSize {
+		return
+	}
+	var plain, any Decoder
+	okPlain, okAny := plain.parseFastWith(data, true), any.parseFastWith(data, false)
+	if okPlain != okAny {
+		t.Fatalf("the plain scan took the message: %v, the scan of any message: %v\ninput: %q", okPlain, okAny, data)
+	}
+	if !okPlain {
+		return
+	}
+	if plain.ev.Time != any.ev.Time || fmt.Sprintf("%#v", plain.ev) != fmt.Sprintf("%#v", any.ev) ||
+		!slices.Equal(plain.attrKeys, any.attrKeys) || !slices.Equal(plain.attrVs, any.attrVs) {
+		t.Fatalf("plain scan %#v %q=%q\nscan of any message %#v %q=%q\ninput: %q", plain.ev, plain.attrKeys, plain.attrVs,
+			any.ev, any.attrKeys, any.attrVs, data)
+	}
+	errPlain, errAny := plain.ev.validate(true), any.ev.Validate()
+	if fmt.Sprintf("%#v", errPlain) != fmt.Sprintf("%#v", errAny) {
+		t.Fatalf("validation of a plain message: %#v, of any: %#v\ninput: %q", errPlain, errAny, data)
+	}
+}
+
+// TestDecodePlain runs checkPlain over plain messages that differ from a
+// valid one in one field: every text and name field empty, over-long,
+// with DEL, a space, a slash or a control character (which make the
+// message not plain), and the event of every type.
+func TestDecodePlain(t *testing.T) {
+	const head = `{"spec":"handoff/v1","event_id":"e1","type":"`
+	const tail = `","time":"2026-10-01T01:00:00.123Z","pipeline":"p.daily","business_date":"2026-09-30","batch_id":"b1","system":"producer","component":"c1","object":"f.csv","rows":1200,"error":"boom"}`
+	var cases []string
+	for _, typ := range EventTypes {
+		cases = append(cases, head+string(typ)+tail)
+	}
+	base := head + "artifact.finalized" + tail
+	for _, f := range []string{"event_id", "pipeline", "batch_id", "component", "object", "error", "checksum"} {
+		for _, v := range []string{"", "a b", "a/b", "a\x7fb", "a\x01b", "a\tb", strings.Repeat("x", 257), "é"} {
+			cases = append(cases, strings.Replace(base, `"`+f+`":"`, `"`+f+`":"`+v, 1))
+		}
+	}
+	plain := 0
+	for _, c := range cases {
+		if plainMessage([]byte(c)) {
+			plain++
+		}
+		checkFast(t, []byte(c))
+	}
+	if plain < len(EventTypes)+20 {
+		t.Errorf("%d of %d cases are plain messages; the test means most to be", plain, len(cases))
+	}
+}
+
 // TestDecodeFast runs the differential check over the seeds, and checks
 // that the events producers write take the fast path (the path exists
 // for them).
@@ -153,4 +221,24 @@ func must(d Date, ok bool) Date {
 		panic("not ok")
 	}
 	return d
+}
+
+// TestHasSpaceOrSlash checks the word-at-a-time scan against
+// strings.ContainsAny for strings of every length around the eight-byte
+// steps, with a space, a slash or a byte next to them at every position.
+func TestHasSpaceOrSlash(t *testing.T) {
+	for n := 0; n <= 24; n++ {
+		for pos := -1; pos < n; pos++ {
+			for _, c := range []byte{' ', '/', '!', '.', 0x1f, '0', 0x7f, 0xa0} {
+				b := []byte(strings.Repeat("a", n))
+				if pos >= 0 {
+					b[pos] = c
+				}
+				s := string(b)
+				if got, want := hasSpaceOrSlash(s), strings.ContainsAny(s, " /"); got != want {
+					t.Errorf("hasSpaceOrSlash(%q) = %v, want %v", s, got, want)
+				}
+			}
+		}
+	}
 }

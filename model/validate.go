@@ -131,6 +131,37 @@ func checkName(field, s string) error {
 	return nil
 }
 
+// checkNameOf is checkName; plain says that s holds printable ASCII only,
+// where the one byte checkName rejects besides '/' is the space: s is
+// then passed eight bytes at a time, and checkName says what is wrong.
+func checkNameOf(field, s string, plain bool) error {
+	if !plain || s == "" || len(s) > maxNameLen || hasSpaceOrSlash(s) {
+		return checkName(field, s)
+	}
+	return nil
+}
+
+// hasSpaceOrSlash reports whether s has a ' ' or a '/'.
+func hasSpaceOrSlash(s string) bool {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	// A zero byte of x with ' ' (or '/') xored away sets its top bit in
+	// (y-ones) &^ y; borrows only start at a zero byte, so "any" is exact.
+	for ; len(s) >= 8; s = s[8:] {
+		x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		sp, sl := x^(ones*' '), x^(ones*'/')
+		if ((sp-ones)&^sp|(sl-ones)&^sl)&tops != 0 {
+			return true
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] == ' ' || s[i] == '/' {
+			return true
+		}
+	}
+	return false
+}
+
 // checkText validates a free-form identity field (event_id, component,
 // object): no C0 or C1 control characters and no bidirectional controls,
 // which a terminal or a page would act on instead of showing.
@@ -159,7 +190,12 @@ func checkText(field, s string) error {
 // MaxBusinessDay, MinTimeMillis..MaxTimeMillis), and attrs within MaxAttrs
 // and MaxAttrsBytes. The zero Time counts as missing. It returns a *ValidationError naming the first bad field. Decode validates
 // already; Validate is for events built in code, before they are emitted.
-func (e *Event) Validate() error {
+func (e *Event) Validate() error { return e.validate(false) }
+
+// validate is Validate; plain says that e's strings are known to hold
+// printable ASCII only (the decoder's plain messages), so that the checks
+// for control characters, which cannot fail on them, are skipped.
+func (e *Event) validate(plain bool) error {
 	switch {
 	case e.Spec == "":
 		return missing("spec")
@@ -183,17 +219,19 @@ func (e *Event) Validate() error {
 		}
 		return badValue("time", s, timeRangeReason)
 	}
-	if err := checkName("pipeline", e.Pipeline); err != nil {
+	if err := checkNameOf("pipeline", e.Pipeline, plain); err != nil {
 		return err
 	}
-	if err := checkText("event_id", e.ID); err != nil {
-		return err
-	}
-	if err := checkText("component", e.Component); err != nil {
-		return err
-	}
-	if err := checkText("object", e.Object); err != nil {
-		return err
+	if !plain {
+		if err := checkText("event_id", e.ID); err != nil {
+			return err
+		}
+		if err := checkText("component", e.Component); err != nil {
+			return err
+		}
+		if err := checkText("object", e.Object); err != nil {
+			return err
+		}
 	}
 	if e.System == "" {
 		return missing("system")
@@ -208,7 +246,7 @@ func (e *Event) Validate() error {
 		if e.BusinessDate.IsZero() {
 			return missing("business_date")
 		}
-		if err := checkName("batch_id", e.BatchID); err != nil {
+		if err := checkNameOf("batch_id", e.BatchID, plain); err != nil {
 			return err
 		}
 	} else if e.Component == "" {

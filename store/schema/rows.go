@@ -35,6 +35,14 @@ func DateColumn(d model.Date) time.Time {
 	return d.In(time.UTC)
 }
 
+// dateSeconds is DateColumn(d).Unix(), counted without time.Date.
+func dateSeconds(d model.Date) int64 {
+	if d.IsZero() {
+		return 0
+	}
+	return int64(d.DaysSinceEpoch()) * 86400
+}
+
 // DateFromColumn is the inverse of DateColumn.
 func DateFromColumn(t time.Time) model.Date {
 	if t.Year() == 1970 && t.Month() == 1 && t.Day() == 1 {
@@ -156,7 +164,17 @@ func (b *EventBatch) add(c int, s string) {
 // addFew appends s to string column c, whose values are few (constants,
 // the topic): each distinct value is stored once per batch.
 func (b *EventBatch) addFew(c int, s string) {
-	for _, d := range b.dict[c] {
+	// The values are nearly always the very strings the dictionary keeps
+	// (constants, the topic): compared by address first, the entries of
+	// other values of the same length cost no byte comparison.
+	dict := b.dict[c]
+	for i := range dict {
+		if unsafe.StringData(dict[i].s) == unsafe.StringData(s) && len(dict[i].s) == len(s) {
+			b.strs[c] = append(b.strs[c], dict[i].ref)
+			return
+		}
+	}
+	for _, d := range dict {
 		if d.s == s {
 			b.strs[c] = append(b.strs[c], d.ref)
 			return
@@ -199,7 +217,7 @@ func (b *EventBatch) AddView(v *model.EventView, src Source, ingestedMS int64) {
 
 func (b *EventBatch) add1(e *model.Event, keys, vals []string, src Source, ingestedMS int64) {
 	b.add(sPipeline, e.Pipeline)
-	b.businessDate = append(b.businessDate, DateColumn(e.BusinessDate).Unix())
+	b.businessDate = append(b.businessDate, dateSeconds(e.BusinessDate))
 	b.add(sBatchID, e.BatchID)
 	b.add(sEventID, e.ID)
 	b.addFew(sSpec, e.Spec)

@@ -34,6 +34,17 @@ func TestDateColumn(t *testing.T) {
 	if DateFromColumn(DateColumn(d)) != d {
 		t.Error("date round trip")
 	}
+	// The batch's seconds of a date are DateColumn's, for the zero date,
+	// every day of the storable range and days carried past a month's end.
+	dates := []model.Date{{}, {Year: 2026, Month: 2, Day: 31}, {Year: 1969, Month: 12, Day: 31}, {Year: 2106, Month: 1, Day: 1}}
+	for day := model.MinBusinessDay; day <= model.MaxBusinessDay; day++ {
+		dates = append(dates, model.DateFromDays(day))
+	}
+	for _, d := range dates {
+		if got, want := dateSeconds(d), DateColumn(d).Unix(); got != want {
+			t.Fatalf("dateSeconds(%v) = %d, DateColumn %d", d, got, want)
+		}
+	}
 }
 
 // TestRowsColumnCount: every row type has as many columns as its list
