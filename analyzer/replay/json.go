@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/handoff-dev/handoff/model"
 )
@@ -31,12 +32,30 @@ func (d *Diagnosis) AppendJSONText(b []byte) ([]byte, bool) {
 }
 
 // encoder is the state of one AppendJSONText: whether every string so
-// far was plain, and the date of the last time written (a diagnosis's
-// times fall on a day or two: their "YYYY-MM-DDT" is worked out once).
+// far was plain, and the dates of the times written. A diagnosis's times
+// fall on a few days (its events', the deadlines' next day, the as-of
+// time's): the "YYYY-MM-DDT" of each is worked out once, and kept in one
+// of days by the day's number modulo len(days).
 type encoder struct {
-	plain  bool
-	hasDay bool
-	day    int64 // days since the Unix epoch of prefix
+	plain bool
+	days  [4]dayPrefix
+	seen  [32]seenString
+}
+
+// seenString is a string found plain: its bytes' address and length.
+type seenString struct {
+	p *byte
+	n int
+}
+
+// minSeen is the length from which a string found plain is remembered
+// (seenString): shorter ones cost less to scan than to look up.
+const minSeen = 16
+
+// dayPrefix is the date part of the times of one day.
+type dayPrefix struct {
+	ok     bool
+	day    int64 // days since the Unix epoch
 	prefix [11]byte
 }
 
@@ -44,7 +63,25 @@ type encoder struct {
 // escape (nearly every string of a diagnosis, found with one scan), with
 // model.AppendJSONString otherwise.
 func (e *encoder) str(b []byte, s string) []byte {
-	if jsonTextPlain(s) {
+	if len(s) >= minSeen {
+		// Event ids come back as evidence a dozen times a diagnosis, the
+		// same string each time: found plain once, they are not scanned
+		// again. Two live strings at the same address of the same length
+		// are the same bytes.
+		p := unsafe.StringData(s)
+		seen := &e.seen[uintptr(unsafe.Pointer(p))/8%uintptr(len(e.seen))]
+		if seen.p == p && seen.n == len(s) {
+			b = append(b, '"')
+			b = append(b, s...)
+			return append(b, '"')
+		}
+		if jsonTextPlain(s) {
+			seen.p, seen.n = p, len(s)
+			b = append(b, '"')
+			b = append(b, s...)
+			return append(b, '"')
+		}
+	} else if jsonTextPlain(s) {
 		b = append(b, '"')
 		b = append(b, s...)
 		return append(b, '"')
@@ -59,21 +96,14 @@ func (e *encoder) str(b []byte, s string) []byte {
 // than the quote and the backslash: s is its own JSON string, and plain
 // text. It tests eight bytes at a time.
 func jsonTextPlain(s string) bool {
-	const (
-		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
-	)
 	i := 0
 	for ; i+8 <= len(s); i += 8 {
-		w := s[i : i+8]
-		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
-			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-		// A byte below 0x20, a quote, a backslash, a DEL or a byte with
-		// the high bit set fails the word.
-		q, bs, del := x^'"'*ones, x^'\\'*ones, x^0x7f*ones
-		if ((x-0x20*ones)&^x|(q-ones)&^q|(bs-ones)&^bs|(del-ones)&^del|x)&highs != 0 {
+		if notText(load8(s[i:i+8])) != 0 {
 			return false
 		}
+	}
+	if i < len(s) && len(s) >= 8 {
+		return notText(load8(s[len(s)-8:])) == 0 // the last eight bytes, some tested already
 	}
 	for ; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
@@ -81,6 +111,29 @@ func jsonTextPlain(s string) bool {
 		}
 	}
 	return true
+}
+
+// load8 returns the eight bytes of w as a little-endian number.
+func load8(w string) uint64 {
+	w = w[:8] // one bounds check for the eight loads, which the compiler makes one
+	return uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+}
+
+// notText has the high bit of a byte of x set when the byte (and only
+// then, unless an earlier byte is flagged) is not jsonTextPlain.
+func notText(x uint64) uint64 {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	// The high bit of a byte is set in x+ones when the byte is 0x7f or
+	// more (a carry out of a byte comes only from 0xff, which x flags
+	// itself), in (x-0x20*ones)&^x when it is below 0x20, and in
+	// (q-ones)&^q for a quote, (k-ones)&^k for a backslash (a borrow
+	// into a byte comes only from a byte the test flags).
+	q, k := x^'"'*ones, x^'\\'*ones
+	return (x | (x + ones) | (x-0x20*ones)&^x | (q-ones)&^q | (k-ones)&^k) & highs
 }
 
 // asciiBelowDEL reports whether every byte of s is below 0x7f: escaped
@@ -107,19 +160,20 @@ func (e *encoder) time(b []byte, t time.Time) []byte {
 		rem += msPerDay
 		day--
 	}
-	if !e.hasDay || day != e.day {
+	p := &e.days[uint64(day)%uint64(len(e.days))]
+	if !p.ok || day != p.day {
 		n := len(b)
 		b = append(b, '"')
 		b = model.AppendTime(b, t)
-		copy(e.prefix[:], b[n+1:])
-		e.hasDay, e.day = true, day
+		copy(p.prefix[:], b[n+1:])
+		p.ok, p.day = true, day
 		return append(b, '"')
 	}
 	sec := int(rem / 1000)
 	h, m, s, milli := sec/3600, sec/60%60, sec%60, int(rem%1000)
 	var buf [26]byte
 	buf[0] = '"'
-	copy(buf[1:12], e.prefix[:])
+	copy(buf[1:12], p.prefix[:])
 	buf[12], buf[13], buf[14] = twoDigits[2*h], twoDigits[2*h+1], ':'
 	buf[15], buf[16], buf[17] = twoDigits[2*m], twoDigits[2*m+1], ':'
 	buf[18], buf[19], buf[20] = twoDigits[2*s], twoDigits[2*s+1], '.'

@@ -221,3 +221,37 @@ func FuzzAppendJSONText(f *testing.F) {
 		checkText(t, "fuzz", &d)
 	})
 }
+
+// BenchmarkAppendJSON encodes diagnoses of the seed contract's batches
+// (delivered ones and others) with the encoder and with the reference,
+// for a -cpu 1 comparison of the two.
+func BenchmarkAppendJSON(b *testing.B) {
+	c := seedContract()
+	var ds []replay.Diagnosis
+	for seed := uint64(0); seed < 64; seed++ {
+		r := rand.New(rand.NewPCG(seed, 5))
+		date := model.Date{Year: 2026, Month: 9, Day: 1 + int(seed%28)}
+		events := deliveredBatch(r, "pipeline-042.daily", date)
+		if seed%4 == 0 {
+			events = randomBatch(r, "pipeline-042.daily", date)
+		}
+		ds = append(ds, replay.Replay(events, c, date.In(time.UTC).Add(50*time.Hour), replay.Context{}))
+	}
+	for _, enc := range []struct {
+		name string
+		fn   func([]byte, *replay.Diagnosis) []byte
+	}{
+		{"encoder", func(b []byte, d *replay.Diagnosis) []byte { b, _ = d.AppendJSONText(b); return b }},
+		{"reference", refAppendJSON},
+	} {
+		b.Run(enc.name, func(b *testing.B) {
+			buf := make([]byte, 0, 1<<16)
+			n := 0
+			for i := 0; b.Loop(); i++ {
+				buf = enc.fn(buf[:0], &ds[i%len(ds)])
+				n += len(buf)
+			}
+			b.SetBytes(int64(n / max(1, b.N)))
+		})
+	}
+}
