@@ -167,6 +167,21 @@ func (t *TextWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// WritePlain writes p, which the caller knows to hold only printable
+// ASCII, tab and newline (bytes Write passes on as they are), without
+// Write's scan: an encoder that has checked its strings as it wrote them
+// (a backfill's JSON, gigabytes of it) need not have them checked again.
+// Anything else in p reaches the output unescaped.
+func (t *TextWriter) WritePlain(p []byte) (int, error) {
+	if len(t.hold) > 0 {
+		return t.Write(p) // the held character ends in p, or is invalid
+	}
+	if _, err := t.w.Write(p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
 // Flush writes a held incomplete sequence, escaped: the output ends there.
 func (t *TextWriter) Flush() error {
 	if len(t.hold) == 0 {

@@ -76,6 +76,43 @@ func TestTextWriterSplitWrites(t *testing.T) {
 	}
 }
 
+// TestTextWriterWritePlain: plain bytes go through WritePlain as they
+// are, and after a Write that ended in a cut character, WritePlain
+// completes it the way Write would.
+func TestTextWriterWritePlain(t *testing.T) {
+	tests := []struct {
+		name        string
+		first, rest string
+		want        string
+	}{
+		{name: "plain only", rest: "{\"a\":\"b\"},\n\t", want: "{\"a\":\"b\"},\n\t"},
+		{name: "after plain", first: "x", rest: "yz", want: "xyz"},
+		{name: "completes a cut character", first: "a\xe4\xb8", rest: "\xad b", want: "a中 b"},
+		{name: "a cut character that never ends", first: "a\xc2", rest: "b", want: `a\xc2b`},
+		{name: "a cut C1 control", first: "a\xc2", rest: "\x9b b", want: `a\u009b b`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			w := model.NewTextWriter(&out)
+			if tt.first != "" {
+				if _, err := w.Write([]byte(tt.first)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n, err := w.WritePlain([]byte(tt.rest)); err != nil || n != len(tt.rest) {
+				t.Fatalf("WritePlain: %d, %v", n, err)
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != tt.want {
+				t.Errorf("%q, want %q", out.String(), tt.want)
+			}
+		})
+	}
+}
+
 // TestValidateRejectsControls: identity fields carry no control or bidi
 // characters (a C1 CSI in a pipeline name used to pass).
 func TestValidateRejectsControls(t *testing.T) {

@@ -132,7 +132,11 @@ type Chunk struct {
 	JSON []byte
 	Ends []int
 	// Keys are the batch keys of the diagnoses (pipeline/business_date/batch_id).
-	Keys  []string
+	Keys []string
+	// Plain says that JSON is printable ASCII and newlines only
+	// (replay.Diagnosis.AppendJSONText said so of every diagnosis): text
+	// the output's escaping passes on as it is, without a scan.
+	Plain bool
 	tally tally
 }
 
@@ -162,13 +166,13 @@ const chunkBytes = 256 << 10
 // copied a dozen times over (a tenth of a backfill's CPU, in growslice).
 func newChunk() *Chunk {
 	const guess = chunkBytes / 2048 // diagnoses of 2 KiB or more
-	return &Chunk{JSON: make([]byte, 0, chunkBytes+32<<10), Ends: make([]int, 0, guess), Keys: make([]string, 0, guess)}
+	return &Chunk{JSON: make([]byte, 0, chunkBytes+32<<10), Ends: make([]int, 0, guess), Keys: make([]string, 0, guess), Plain: true}
 }
 
 // reset empties c for reuse, keeping its buffers.
 func (c *Chunk) reset() {
 	clear(c.Keys) // no key kept alive by a recycled chunk
-	c.JSON, c.Ends, c.Keys, c.tally = c.JSON[:0], c.Ends[:0], c.Keys[:0], tally{}
+	c.JSON, c.Ends, c.Keys, c.Plain, c.tally = c.JSON[:0], c.Ends[:0], c.Keys[:0], true, tally{}
 }
 
 // queuedChunks is how many chunks a unit may have waiting for the
@@ -405,7 +409,9 @@ func (w *worker) fold(ctx context.Context, u *unit) error {
 				exp.Of(k.Pipeline).Annotate(d, k)
 			}
 		}
-		chunk.JSON = d.AppendJSON(append(chunk.JSON, Sep...))
+		var plain bool
+		chunk.JSON, plain = d.AppendJSONText(append(chunk.JSON, Sep...))
+		chunk.Plain = chunk.Plain && plain
 		chunk.Ends = append(chunk.Ends, len(chunk.JSON))
 		chunk.Keys = append(chunk.Keys, d.Batch)
 		chunk.tally.add(d)

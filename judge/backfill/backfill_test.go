@@ -209,3 +209,70 @@ func TestRunRecycledChunks(t *testing.T) {
 		t.Fatalf("%d diagnoses, want %d", len(freshKeys), 17*16)
 	}
 }
+
+// countingWriter is a model.TextWriter that counts the writes it was told
+// are plain.
+type countingWriter struct {
+	*model.TextWriter
+	plain, other int
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) { w.other++; return w.TextWriter.Write(p) }
+func (w *countingWriter) WritePlain(p []byte) (int, error) {
+	w.plain++
+	return w.TextWriter.WritePlain(p)
+}
+
+// TestJSONArrayEscapesWhatIsNotPlain: chunks whose diagnoses hold
+// terminal escapes, bidi overrides, DEL or other non-ASCII text go
+// through the output's escaping, the others are written as they are;
+// the output is the one escaping every byte gives.
+func TestJSONArrayEscapesWhatIsNotPlain(t *testing.T) {
+	events := genHistory(6, 20)
+	hostile := []string{"\x1b]52;c;aGk=\x07", "\u202eevil", "del\x7f", "Zürich", "\u009b2J", "\xff"}
+	for i := range events {
+		if p := events[i].Pipeline; p == "p01" || p == "p04" {
+			events[i].Component = hostile[i%len(hostile)]
+		}
+	}
+	r := &memReader{events: events}
+	cfg := Config{From: model.MustParseDate("2026-09-01"), To: model.MustParseDate("2026-09-20"), AsOf: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC),
+		Contracts: noContracts{}, Workers: 2, UnitRows: 25}
+	var raw, got bytes.Buffer
+	cw := &countingWriter{TextWriter: model.NewTextWriter(&got)}
+	out := &jsonArray{w: cw, on: true}
+	rawOut := &jsonArray{w: &raw, on: true}
+	plain, not := 0, 0
+	_, err := Run(context.Background(), r, cfg, Hooks{Chunk: func(c *Chunk) error {
+		if c.Plain {
+			plain++
+		} else {
+			not++
+		}
+		if err := rawOut.chunk(c); err != nil {
+			return err
+		}
+		return out.chunk(c)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(out.close(), rawOut.close(), cw.Flush()); err != nil {
+		t.Fatal(err)
+	}
+	if plain == 0 || not == 0 {
+		t.Fatalf("%d plain chunks, %d not: the test needs both", plain, not)
+	}
+	if cw.plain != plain {
+		t.Fatalf("%d writes told plain, for %d plain chunks", cw.plain, plain)
+	}
+	want := model.EscapeText(raw.String())
+	if got.String() != want {
+		t.Fatalf("the output differs from the escaped JSON\nwant %.300q\n got %.300q", want, got.String())
+	}
+	for _, h := range hostile[:3] {
+		if strings.Contains(got.String(), h) {
+			t.Fatalf("%q reached the output unescaped", h)
+		}
+	}
+}
