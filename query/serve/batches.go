@@ -311,7 +311,10 @@ func (s *Server) readHistory(ctx context.Context, pipeline string, from, to mode
 // census is counted from the events read (history.RangeCount) rather than
 // read, so the page's history is one read of its range's events, with the
 // latest heartbeats and the cached dates (read again when old) at the same
-// time. The Context is the one history.ReadContext would give.
+// time. The Set is the one history.ReadContext's Context would give: its
+// heartbeats are each process's one that counts
+// (history.Store.LatestHeartbeatPerProcess), the one the Set keeps of
+// ReadContext's.
 func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCache, pipeline string, req history.ContextRequest, also *alsoRead, fn func(*model.Event) error) (*batches.Set, error) {
 	type hbResult struct {
 		events []model.Event
@@ -323,7 +326,7 @@ func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCac
 	go func() {
 		qctx, cancel := s.rd.ctx(rctx)
 		defer cancel()
-		hbs, err := fd.LatestHeartbeats(qctx, req.Pipelines, req.AsOf.UTC().Truncate(time.Millisecond))
+		hbs, err := s.store.LatestHeartbeatPerProcess(qctx, req.Pipelines, req.AsOf.UTC().Truncate(time.Millisecond))
 		if err != nil {
 			err = s.rd.wrap(rctx, qctx, "the latest heartbeats", err)
 		}
