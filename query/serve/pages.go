@@ -449,15 +449,7 @@ func (s *Server) openUnusual(ctx context.Context, f batchFilter) (map[string]str
 	if f.pipeline != "" {
 		ff.Pipelines = []string{f.pipeline}
 	}
-	open, err := s.rd.findings(ctx, ff, 0)
-	if err != nil {
-		return nil, err
-	}
-	warned := make(map[string]string, len(open))
-	for _, o := range open {
-		warned[o.Batch.String()] = o.Name
-	}
-	return warned, nil
+	return s.rd.findingNames(ctx, ff)
 }
 
 // markUnusual marks the grid's batches that have an open early warning
