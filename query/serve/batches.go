@@ -106,11 +106,10 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 			missing = append(missing, k)
 		}
 	}
-	onRead := make(map[model.BatchKey]*onReadRow, len(missing))
+	// ds holds the diagnoses of missing, the keys without a stored one in
+	// keys' order: the loop below meets them in that order (next).
 	ds := diagnoseKeys(set, missing)
-	for i := range ds {
-		onRead[missing[i]] = &ds[i]
-	}
+	next := 0
 	out := make([]Batch, 0, len(keys))
 	for _, k := range keys {
 		b := Batch{Batch: k.String(), Pipeline: k.Pipeline, BusinessDate: k.BusinessDate.String(), BatchID: k.BatchID, URL: batchPath(k)}
@@ -125,7 +124,8 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 		if r, ok := stored[k]; ok {
 			b.Status, b.Verdict, b.FirstMissing, b.AsOf, b.Source = r.status, r.verdict, r.firstMissing, time.UnixMilli(r.asOfMs).UTC(), "stored"
 		} else {
-			d := onRead[k]
+			d := &ds[next]
+			next++
 			b.Status, b.Verdict, b.FirstMissing, b.AsOf, b.Source = d.status, d.verdict, d.firstMissing, d.asOf, "on_read"
 		}
 		if (f.status != "" && b.Status != f.status) || (f.verdict != "" && b.Verdict != f.verdict) {
