@@ -342,7 +342,11 @@ func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCac
 	cf := req.CensusFilter()
 	set := batches.New(s.contracts, req.AsOf)
 	set.Covers(req.From, req.To)
-	seen := history.NewRangeCount(req.From)
+	size := 1
+	if pipeline == "" {
+		size = fd.Pipelines()
+	}
+	seen := history.NewRangeCount(req.From, size)
 	fold := func(e *model.Event) {
 		seen.Add(e)
 		set.Add(e)

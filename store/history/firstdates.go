@@ -204,9 +204,18 @@ type RangeCount struct {
 }
 
 // NewRangeCount counts the events of a read whose range asked starts at
-// from (PipelineRows.InRange counts those from there on).
-func NewRangeCount(from model.Date) *RangeCount {
-	return &RangeCount{from: from, index: make(map[string]int32), last: -1}
+// from (PipelineRows.InRange counts those from there on), of about
+// pipelines pipelines (a hint: 0 for unknown).
+func NewRangeCount(from model.Date, pipelines int) *RangeCount {
+	return &RangeCount{from: from, index: make(map[string]int32, pipelines), rows: make([]PipelineRows, 0, pipelines), last: -1}
+}
+
+// Pipelines is how many pipelines the cached dates name (0 before the
+// first read): the size of an all-pipelines read, for NewRangeCount.
+func (c *FirstDateCache) Pipelines() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.dates)
 }
 
 // Add counts e, a batch event read.
