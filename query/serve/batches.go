@@ -281,8 +281,7 @@ func (s *Server) readHistory(ctx context.Context, pipeline string, from, to mode
 		}
 		cxc <- cxResult{cx, err}
 	}()
-	memo := newContractMemo(s.contracts)
-	set := batches.New(memo, req.AsOf)
+	set := batches.New(s.contracts, req.AsOf)
 	set.Covers(from, to)
 	hf := history.Filter{Pipeline: pipeline, From: history.ReadFrom(req), To: to, Unordered: true, Small: true}
 	err := s.readEvents(rctx, also.filter(hf), func(e *model.Event) error {
@@ -305,7 +304,6 @@ func (s *Server) readHistory(ctx context.Context, pipeline string, from, to mode
 		return nil, r.err
 	}
 	r.cx.AddTo(set)
-	memo.freeze()
 	return set, nil
 }
 
@@ -342,8 +340,7 @@ func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCac
 		datesc <- err
 	}()
 	cf := req.CensusFilter()
-	memo := newContractMemo(s.contracts)
-	set := batches.New(memo, req.AsOf)
+	set := batches.New(s.contracts, req.AsOf)
 	set.Covers(req.From, req.To)
 	size := 1
 	if pipeline == "" {
@@ -391,7 +388,6 @@ func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCac
 		return nil, err
 	}
 	history.Assemble(req, census, hb.events).AddTo(set)
-	memo.freeze()
 	return set, nil
 }
 
