@@ -106,11 +106,10 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 			missing = append(missing, k)
 		}
 	}
-	onRead := make(map[model.BatchKey]*onReadRow, len(missing))
+	// ds holds the diagnoses of missing, the keys without a stored one in
+	// keys' order: the loop below meets them in that order (next).
 	ds := diagnoseKeys(set, missing)
-	for i := range ds {
-		onRead[missing[i]] = &ds[i]
-	}
+	next := 0
 	out := make([]Batch, 0, len(keys))
 	for _, k := range keys {
 		b := Batch{Batch: k.String(), Pipeline: k.Pipeline, BusinessDate: k.BusinessDate.String(), BatchID: k.BatchID, URL: batchPath(k)}
@@ -125,7 +124,8 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 		if r, ok := stored[k]; ok {
 			b.Status, b.Verdict, b.FirstMissing, b.AsOf, b.Source = r.status, r.verdict, r.firstMissing, time.UnixMilli(r.asOfMs).UTC(), "stored"
 		} else {
-			d := onRead[k]
+			d := &ds[next]
+			next++
 			b.Status, b.Verdict, b.FirstMissing, b.AsOf, b.Source = d.status, d.verdict, d.firstMissing, d.asOf, "on_read"
 		}
 		if (f.status != "" && b.Status != f.status) || (f.verdict != "" && b.Verdict != f.verdict) {
@@ -311,7 +311,10 @@ func (s *Server) readHistory(ctx context.Context, pipeline string, from, to mode
 // census is counted from the events read (history.RangeCount) rather than
 // read, so the page's history is one read of its range's events, with the
 // latest heartbeats and the cached dates (read again when old) at the same
-// time. The Context is the one history.ReadContext would give.
+// time. The Set is the one history.ReadContext's Context would give: its
+// heartbeats are each process's one that counts
+// (history.Store.LatestHeartbeatPerProcess), the one the Set keeps of
+// ReadContext's.
 func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCache, pipeline string, req history.ContextRequest, also *alsoRead, fn func(*model.Event) error) (*batches.Set, error) {
 	type hbResult struct {
 		events []model.Event
@@ -323,7 +326,7 @@ func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCac
 	go func() {
 		qctx, cancel := s.rd.ctx(rctx)
 		defer cancel()
-		hbs, err := fd.LatestHeartbeats(qctx, req.Pipelines, req.AsOf.UTC().Truncate(time.Millisecond))
+		hbs, err := s.store.LatestHeartbeatPerProcess(qctx, req.Pipelines, req.AsOf.UTC().Truncate(time.Millisecond))
 		if err != nil {
 			err = s.rd.wrap(rctx, qctx, "the latest heartbeats", err)
 		}
@@ -339,7 +342,11 @@ func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCac
 	cf := req.CensusFilter()
 	set := batches.New(s.contracts, req.AsOf)
 	set.Covers(req.From, req.To)
-	seen := history.NewRangeCount(req.From)
+	size := 1
+	if pipeline == "" {
+		size = fd.Pipelines()
+	}
+	seen := history.NewRangeCount(req.From, size)
 	fold := func(e *model.Event) {
 		seen.Add(e)
 		set.Add(e)

@@ -244,9 +244,7 @@ func (s *Server) gridPage(w http.ResponseWriter, r *http.Request) error {
 	var rows []gridRow
 	fromQ, toQ := url.QueryEscape(f.dates.from.String()), url.QueryEscape(f.dates.to.String())
 	counts := map[string]int{}
-	listed := make(map[string]bool, len(all))
 	for _, b := range all {
-		listed[b.Batch] = true
 		counts[b.Status]++
 		if len(rows) == 0 || rows[len(rows)-1].Pipeline != b.Pipeline {
 			rows = append(rows, gridRow{Pipeline: b.Pipeline, URL: pipelineGridURL(b.Pipeline, fromQ, toQ), Cells: make([]gridCell, len(days))})
@@ -255,8 +253,20 @@ func (s *Server) gridPage(w http.ResponseWriter, r *http.Request) error {
 		i := bd.DaysSinceEpoch() - f.dates.from.DaysSinceEpoch()
 		rows[len(rows)-1].Cells[i].Batches = append(rows[len(rows)-1].Cells[i].Batches, cellOf(b))
 	}
+	// The batches listed, by key, for notDue: made when a calendar
+	// expects a batch (most pipelines of a large estate have none).
+	var listed map[string]bool
+	isListed := func(batch string) bool {
+		if listed == nil {
+			listed = make(map[string]bool, len(all))
+			for _, b := range all {
+				listed[b.Batch] = true
+			}
+		}
+		return listed[batch]
+	}
 	for i := range rows {
-		s.notDue(&rows[i], f.dates, listed)
+		s.notDue(&rows[i], f.dates, isListed)
 	}
 	wr := <-warnedc
 	if wr.err != nil {
@@ -306,13 +316,13 @@ func cellOf(b Batch) gridBatch {
 }
 
 // notDue adds to row the batches its pipeline's calendar expects in dr
-// that are not listed and whose first deadline has not passed as of now:
-// expected, not due yet.
-func (s *Server) notDue(row *gridRow, dr dateRange, listed map[string]bool) {
+// that are not listed (by key) and whose first deadline has not passed as
+// of now: expected, not due yet.
+func (s *Server) notDue(row *gridRow, dr dateRange, listed func(batch string) bool) {
 	c := s.contracts.For(row.Pipeline)
 	now := s.now()
 	for _, k := range c.Expected(dr.from, dr.to) {
-		if listed[k.String()] {
+		if listed(k.String()) {
 			continue
 		}
 		st := replay.NewState(k)
@@ -449,15 +459,7 @@ func (s *Server) openUnusual(ctx context.Context, f batchFilter) (map[string]str
 	if f.pipeline != "" {
 		ff.Pipelines = []string{f.pipeline}
 	}
-	open, err := s.rd.findings(ctx, ff, 0)
-	if err != nil {
-		return nil, err
-	}
-	warned := make(map[string]string, len(open))
-	for _, o := range open {
-		warned[o.Batch.String()] = o.Name
-	}
-	return warned, nil
+	return s.rd.findingNames(ctx, ff)
 }
 
 // markUnusual marks the grid's batches that have an open early warning

@@ -211,6 +211,26 @@ func (r *reader) findings(ctx context.Context, f findings.Filter, limit int) ([]
 	return out, err
 }
 
+// findingNames reads the name of every finding f selects by its batch's
+// key (the latest raised of a batch's, in findings' order), with nothing
+// else of it (store/judgements has the SQL).
+func (r *reader) findingNames(ctx context.Context, f findings.Filter) (map[string]string, error) {
+	q, err := judgements.SelectNames(r.db, f)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string)
+	err = r.each(ctx, "findings", q.SQL, q.Args, func(rows chconn.Rows) error {
+		k, name, err := judgements.ScanName(rows)
+		if err != nil {
+			return err
+		}
+		out[k.String()] = name
+		return nil
+	})
+	return out, err
+}
+
 // ping checks that the database's tables answer, for /healthz.
 func (r *reader) ping(ctx context.Context) error {
 	return r.each(ctx, "health", "SELECT count() FROM system.tables WHERE database = ? AND name = ?", []any{r.db, schema.Events}, func(rows chconn.Rows) error {

@@ -150,7 +150,7 @@ func (req ContextRequest) CensusFilter() CensusFilter {
 // itself. The heartbeats of pipelines the census leaves out are dropped.
 func Assemble(req ContextRequest, census []PipelineRows, heartbeats []model.Event) *Context {
 	cx := &Context{ReadFrom: ReadFrom(req), From: req.From, To: req.To, AsOf: req.AsOf.UTC().Truncate(time.Millisecond), Census: census}
-	if len(cx.Census) == 0 {
+	if len(cx.Census) == 0 || len(heartbeats) == 0 {
 		return cx
 	}
 	read := make(map[string]bool, len(cx.Census))

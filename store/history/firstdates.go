@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -188,37 +189,48 @@ func (c *FirstDateCache) CensusOf(ctx context.Context, seen *RangeCount, f Censu
 	if err != nil {
 		return nil, err
 	}
-	rows := make([]PipelineRows, 0, len(seen.rows))
-	for _, p := range seen.rows {
-		rows = append(rows, *p)
-	}
-	return mergeCensus(rows, dates, f), nil
+	return mergeCensus(seen.rows, dates, f), nil
 }
 
 // RangeCount counts, per pipeline, the batch events of a read of [ReadFrom,
-// To] as Census does: for FirstDateCache.CensusOf.
+// To] as Census does: for FirstDateCache.CensusOf. The counts are kept in
+// one slice, in the order the pipelines were first read, with an index by
+// name: no record on the heap for each of an all-pipelines day's 10,000.
 type RangeCount struct {
-	from model.Date
-	rows map[string]*PipelineRows
-	last *PipelineRows
+	from  model.Date
+	rows  []PipelineRows
+	index map[string]int32
+	last  int32 // rows' index of the pipeline of the event before, -1: none
 }
 
 // NewRangeCount counts the events of a read whose range asked starts at
-// from (PipelineRows.InRange counts those from there on).
-func NewRangeCount(from model.Date) *RangeCount {
-	return &RangeCount{from: from, rows: make(map[string]*PipelineRows)}
+// from (PipelineRows.InRange counts those from there on), of about
+// pipelines pipelines (a hint: 0 for unknown).
+func NewRangeCount(from model.Date, pipelines int) *RangeCount {
+	return &RangeCount{from: from, index: make(map[string]int32, pipelines), rows: make([]PipelineRows, 0, pipelines), last: -1}
+}
+
+// Pipelines is how many pipelines the cached dates name (0 before the
+// first read): the size of an all-pipelines read, for NewRangeCount.
+func (c *FirstDateCache) Pipelines() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.dates)
 }
 
 // Add counts e, a batch event read.
 func (r *RangeCount) Add(e *model.Event) {
-	p := r.last
-	if p == nil || p.Pipeline != e.Pipeline {
-		if p = r.rows[e.Pipeline]; p == nil {
-			p = &PipelineRows{Pipeline: e.Pipeline, First: e.BusinessDate}
-			r.rows[p.Pipeline] = p
+	i := r.last
+	if i < 0 || r.rows[i].Pipeline != e.Pipeline {
+		j, ok := r.index[e.Pipeline]
+		if !ok {
+			j = int32(len(r.rows))
+			r.rows = append(r.rows, PipelineRows{Pipeline: e.Pipeline, First: e.BusinessDate})
+			r.index[e.Pipeline] = j
 		}
-		r.last = p
+		i, r.last = j, j
 	}
+	p := &r.rows[i]
 	p.Rows++
 	if e.BusinessDate.Compare(r.from) >= 0 {
 		p.InRange++
@@ -234,9 +246,16 @@ func (r *RangeCount) Add(e *model.Event) {
 // scheduled ones whose history starts by To, in pipeline order.
 func mergeCensus(inRange []PipelineRows, first map[string]model.Date, f CensusFilter) []PipelineRows {
 	out := make([]PipelineRows, 0, len(inRange))
-	seen := make(map[string]bool, len(inRange))
+	// seen is only asked about scheduled pipelines: without any, the
+	// all-pipelines day's 10,000 names need not go into it.
+	var seen map[string]bool
+	if len(f.Scheduled) > 0 {
+		seen = make(map[string]bool, len(inRange)+len(f.Scheduled))
+	}
 	for _, p := range inRange {
-		seen[p.Pipeline] = true
+		if seen != nil {
+			seen[p.Pipeline] = true
+		}
 		if d, ok := first[p.Pipeline]; ok && d.Compare(p.First) < 0 {
 			p.First = d
 		}
@@ -256,15 +275,10 @@ func mergeCensus(inRange []PipelineRows, first map[string]model.Date, f CensusFi
 		seen[name] = true
 		out = append(out, PipelineRows{Pipeline: name, First: d})
 	}
-	slices.SortFunc(out, func(a, b PipelineRows) int {
-		switch {
-		case a.Pipeline < b.Pipeline:
-			return -1
-		case a.Pipeline > b.Pipeline:
-			return 1
-		}
-		return 0
-	})
+	byName := func(a, b PipelineRows) int { return strings.Compare(a.Pipeline, b.Pipeline) }
+	if !slices.IsSortedFunc(out, byName) {
+		slices.SortFunc(out, byName)
+	}
 	return out
 }
 

@@ -75,7 +75,7 @@ func TestFirstDateCache(t *testing.T) {
 			}
 			// The same counted from the events of the range, as serve
 			// reads them (no copies stored here: Rows agree too).
-			seen := history.NewRangeCount(tt.f.From)
+			seen := history.NewRangeCount(tt.f.From, 0)
 			read := tt.f.Pipelines
 			if read == nil {
 				read = []string{"fd.a", "fd.b", "fd.c"}

@@ -757,6 +757,50 @@ func (s *Store) LatestHeartbeats(ctx context.Context, pipelines []string, asOf t
 	return s.latestHeartbeats(ctx, w)
 }
 
+// LatestHeartbeatPerProcess returns, of each process (pipeline, system,
+// component) of pipelines (nil: all), the one heartbeat up to asOf that a
+// batches.Processes keeps of LatestHeartbeats's answer: the latest, ties
+// broken by the greatest event id (bytewise, as Go and ClickHouse compare
+// strings), ordered by process. It is one GROUP BY, where LatestHeartbeats
+// reads the rows at each latest time through a GLOBAL IN subquery that
+// doubled the statement's server CPU on 18.16 (5.6 ms against 2.7 ms with
+// no row to read): for callers that only fold the heartbeats into a Set
+// (the serve pages). A caller that shows or counts the rows themselves
+// (diagnose) reads LatestHeartbeats.
+func (s *Store) LatestHeartbeatPerProcess(ctx context.Context, pipelines []string, asOf time.Time) ([]model.Event, error) {
+	w := &where{}
+	w.add("business_date = toDate('1970-01-01')")
+	w.add("batch_id = ''")
+	w.add("type = 'process.heartbeat'")
+	w.add("time_ms <= ?", asOf.UnixMilli())
+	if len(pipelines) > 0 {
+		w.in("pipeline", pipelines)
+	}
+	rows, err := s.conn.Query(ctx, "SELECT pipeline, system, component, max(time_ms), argMax(event_id, (time_ms, event_id)) FROM "+s.events()+
+		" WHERE "+w.String()+" GROUP BY pipeline, system, component ORDER BY pipeline, system, component", w.args...)
+	if err != nil {
+		return nil, fmt.Errorf("read the latest heartbeats from %s: %w", s.events(), err)
+	}
+	defer rows.Close()
+	var out []model.Event
+	for rows.Next() {
+		var (
+			e      model.Event
+			system string
+			ms     int64
+		)
+		if err := rows.Scan(&e.Pipeline, &system, &e.Component, &ms, &e.ID); err != nil {
+			return nil, fmt.Errorf("read the latest heartbeats from %s: scan: %w", s.events(), err)
+		}
+		e.Spec, e.Type, e.System, e.Time = model.SpecV1, model.ProcessHeartbeat, model.System(system), time.UnixMilli(ms).UTC()
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the latest heartbeats from %s: %w", s.events(), err)
+	}
+	return out, nil
+}
+
 // latestHeartbeats returns, for the heartbeats w selects, every stored row
 // at each process's latest time, copies skipped, ordered by process and
 // event id.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/handoff-dev/handoff/analyzer/batches"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/store/history"
@@ -358,4 +359,75 @@ func newDatabase(t *testing.T, prefix string) (context.Context, driver.Conn, str
 		t.Fatal(err)
 	}
 	return ctx, conn, db, s
+}
+
+// TestLatestHeartbeatPerProcess: of each process, the heartbeat a
+// batches.Processes keeps of LatestHeartbeats's answer (latest time, ties
+// to the greatest event id), once however many copies are stored, ordered
+// by process; so a Set fed either read holds the same heartbeats.
+func TestLatestHeartbeatPerProcess(t *testing.T) {
+	ctx, conn, db, s := newDatabase(t, "store_hb_each")
+	at := func(ts string) time.Time { return time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC).Add(mustDur(t, ts)) }
+	hb := func(pipeline string, sys model.System, comp, id, ts string) model.Event {
+		return model.Event{Spec: model.SpecV1, ID: id, Type: model.ProcessHeartbeat, Time: at(ts), Pipeline: pipeline, System: sys, Component: comp}
+	}
+	hbs := []model.Event{
+		hb("hb.a", model.Consumer, "w1", "h1", "1h"), hb("hb.a", model.Consumer, "w1", "h3", "2h"), hb("hb.a", model.Consumer, "w1", "h2", "2h"),
+		hb("hb.a", model.Consumer, "w1", "h4", "5h"), hb("hb.a", model.Consumer, "w2", "h5", "30m"),
+		hb("hb.a", model.Producer, "w1", "h6", "2h"), hb("hb.a", model.Producer, "w1", "H7", "2h"), // upper case sorts first: h6 wins
+		hb("hb.b", model.Consumer, "w1", "h8", "90m"),
+	}
+	if err := s.Events(ctx, hbs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Events(ctx, hbs[:5]); err != nil { // copies, not merged yet
+		t.Fatal(err)
+	}
+	st, err := history.New(conn, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		asOf      string
+		pipelines []string
+		want      []string // "pipeline/system/component=id@time", in order
+	}{
+		{"3h", []string{"hb.a"}, []string{"hb.a/consumer/w1=h3@2h0m0s", "hb.a/consumer/w2=h5@30m0s", "hb.a/producer/w1=h6@2h0m0s"}},
+		{"10h", nil, []string{"hb.a/consumer/w1=h4@5h0m0s", "hb.a/consumer/w2=h5@30m0s", "hb.a/producer/w1=h6@2h0m0s", "hb.b/consumer/w1=h8@1h30m0s"}},
+		{"2h", []string{"hb.a", "hb.b"}, []string{"hb.a/consumer/w1=h3@2h0m0s", "hb.a/consumer/w2=h5@30m0s", "hb.a/producer/w1=h6@2h0m0s", "hb.b/consumer/w1=h8@1h30m0s"}},
+		{"45m", nil, []string{"hb.a/consumer/w2=h5@30m0s"}},
+		{"10m", nil, nil},
+	}
+	for _, tt := range tests {
+		each, err := st.LatestHeartbeatPerProcess(ctx, tt.pipelines, at(tt.asOf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, h := range each {
+			if h.Type != model.ProcessHeartbeat || h.Spec != model.SpecV1 || h.Time.Location() != time.UTC {
+				t.Errorf("heartbeat %+v: wrong fields", h)
+			}
+			got = append(got, h.Pipeline+"/"+string(h.System)+"/"+h.Component+"="+h.ID+"@"+h.Time.Sub(at("0s")).String())
+		}
+		if strings.Join(got, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("as of +%s, pipelines %v: heartbeats\n%v\nwant\n%v", tt.asOf, tt.pipelines, got, tt.want)
+		}
+		all, err := st.LatestHeartbeats(ctx, tt.pipelines, at(tt.asOf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fromAll, fromEach batches.Processes
+		for i := range all {
+			fromAll.Add(&all[i])
+		}
+		for i := range each {
+			fromEach.Add(&each[i])
+		}
+		for _, p := range []string{"hb.a", "hb.b"} {
+			if a, e := fromAll.Alive(p, nil), fromEach.Alive(p, nil); !reflect.DeepEqual(a, e) {
+				t.Errorf("as of +%s, %s: the heartbeats kept of LatestHeartbeats %+v, of LatestHeartbeatPerProcess %+v", tt.asOf, p, a, e)
+			}
+		}
+	}
 }

@@ -424,3 +424,81 @@ func TestLifecycleRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestSelectNames: for every filter, SelectNames gives the batch and name
+// of each finding Select gives in order ByRaised, in the same order, on
+// the 18.16 server and on a current ClickHouse (chdb-core).
+func TestSelectNames(t *testing.T) {
+	db := load(t)
+	conn := testenv.ClickHouse(t)
+	ctx := context.Background()
+	const chdbDB = "handoff_chdb"
+	stmts, err := schema.Statements(chdbDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := fixtureRows(t)
+	for range 2 {
+		stmts = append(stmts, testenv.InsertSQL(chdbDB, schema.Findings, schema.FindingColumns, rows.Columns()))
+	}
+	var (
+		queries []testenv.CHDBQuery
+		wants   [][]string
+	)
+	for _, c := range readCases {
+		res, err := judgements.Read(ctx, conn, db, c.f, judgements.ByRaised, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		want := []string{}
+		for _, f := range res.Findings {
+			want = append(want, f.Batch.String()+" "+f.Name)
+		}
+		wants = append(wants, want)
+		q, err := judgements.SelectNames(db, c.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := []string{}
+		r, err := conn.Query(ctx, q.SQL, q.Args...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		for r.Next() {
+			k, name, err := judgements.ScanName(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, k.String()+" "+name)
+		}
+		if err := r.Err(); err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: SelectNames gives %q, Select by raised %q", c.name, got, want)
+		}
+		if c.name == "open" && len(want) != 4 {
+			t.Errorf("open: %d findings, want 4: the fixture changed", len(want))
+		}
+		cq, err := judgements.SelectNames(chdbDB, c.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		queries = append(queries, testenv.CHDBQuery{Name: c.name, SQL: testenv.BindLiterals(cq.SQL, cq.Args)})
+	}
+	for i, r := range testenv.RunCHDB(t, stmts, queries) {
+		if r.Error != "" {
+			t.Errorf("%s on chdb: %s", readCases[i].name, r.Error)
+			continue
+		}
+		got := []string{}
+		for _, row := range r.Rows {
+			d := model.MustParseDate(row[2])
+			got = append(got, model.BatchKey{Pipeline: row[1], BusinessDate: d, BatchID: row[3]}.String()+" "+row[5])
+		}
+		if !slices.Equal(got, wants[i]) {
+			t.Errorf("%s on chdb: SelectNames gives %q, Select by raised on 18.16 %q", readCases[i].name, got, wants[i])
+		}
+	}
+}
