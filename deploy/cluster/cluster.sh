@@ -32,7 +32,10 @@
 # above is relative to it), HANDOFF_CLUSTER_START_TIMEOUT (seconds, default
 # 180), HANDOFF_KAFKA_LIBS (Kafka jars; default: those deploy/services/kafka.sh
 # installs, fetched when missing), HANDOFF_CLUSTER_MIN_FREE_GB (default 20:
-# `up` refuses to start with less free disk under the data directory).
+# `up` refuses to start with less free disk under the data directory),
+# HANDOFF_CLUSTER_PROFILE (1: the ingesters and detectors started write a
+# CPU profile, NODE/ingest.pprof or NODE/detect.pprof, when stopped with
+# `stop`; `kill` leaves none).
 #
 # Disk: Kafka keeps at most 256 MiB per partition replica (log.retention.bytes),
 # ClickHouse's logs 2 x 50 MiB per server; the tables grow with what is sent
@@ -244,7 +247,9 @@ start_app() {
   # its collector run back to back.
   local mem=(GOMEMLIMIT=256MiB GOGC=50)
   [ "$cmd" = detect ] && mem=()
-  launch "$node" "$d/$cmd.log" env $(cat "$d/env") "${mem[@]}" "$C_BIN" "$cmd"
+  local prof=()
+  [ "${HANDOFF_CLUSTER_PROFILE:-0}" != 1 ] || prof=(HANDOFF_CPUPROFILE="$d/$cmd.pprof")
+  launch "$node" "$d/$cmd.log" env $(cat "$d/env") "${mem[@]}" "${prof[@]}" "$C_BIN" "$cmd"
 }
 
 start_node() {

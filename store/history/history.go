@@ -746,6 +746,11 @@ func compareRows(a, b *model.Event) int {
 // of each process, so this is all of them it needs, however long the
 // history.
 func (s *Store) LatestHeartbeats(ctx context.Context, pipelines []string, asOf time.Time) ([]model.Event, error) {
+	return s.latestHeartbeats(ctx, heartbeatsUpTo(pipelines, asOf))
+}
+
+// heartbeatsUpTo selects the heartbeats of pipelines (nil: all) up to asOf.
+func heartbeatsUpTo(pipelines []string, asOf time.Time) *where {
 	w := &where{}
 	w.add("business_date = toDate('1970-01-01')")
 	w.add("batch_id = ''")
@@ -754,7 +759,7 @@ func (s *Store) LatestHeartbeats(ctx context.Context, pipelines []string, asOf t
 	if len(pipelines) > 0 {
 		w.in("pipeline", pipelines)
 	}
-	return s.latestHeartbeats(ctx, w)
+	return w
 }
 
 // LatestHeartbeatPerProcess returns, of each process (pipeline, system,
@@ -768,37 +773,13 @@ func (s *Store) LatestHeartbeats(ctx context.Context, pipelines []string, asOf t
 // (the serve pages). A caller that shows or counts the rows themselves
 // (diagnose) reads LatestHeartbeats.
 func (s *Store) LatestHeartbeatPerProcess(ctx context.Context, pipelines []string, asOf time.Time) ([]model.Event, error) {
-	w := &where{}
-	w.add("business_date = toDate('1970-01-01')")
-	w.add("batch_id = ''")
-	w.add("type = 'process.heartbeat'")
-	w.add("time_ms <= ?", asOf.UnixMilli())
-	if len(pipelines) > 0 {
-		w.in("pipeline", pipelines)
-	}
+	w := heartbeatsUpTo(pipelines, asOf)
 	rows, err := s.conn.Query(ctx, "SELECT pipeline, system, component, max(time_ms), argMax(event_id, (time_ms, event_id)) FROM "+s.events()+
 		" WHERE "+w.String()+" GROUP BY pipeline, system, component ORDER BY pipeline, system, component", w.args...)
 	if err != nil {
 		return nil, fmt.Errorf("read the latest heartbeats from %s: %w", s.events(), err)
 	}
-	defer rows.Close()
-	var out []model.Event
-	for rows.Next() {
-		var (
-			e      model.Event
-			system string
-			ms     int64
-		)
-		if err := rows.Scan(&e.Pipeline, &system, &e.Component, &ms, &e.ID); err != nil {
-			return nil, fmt.Errorf("read the latest heartbeats from %s: scan: %w", s.events(), err)
-		}
-		e.Spec, e.Type, e.System, e.Time = model.SpecV1, model.ProcessHeartbeat, model.System(system), time.UnixMilli(ms).UTC()
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read the latest heartbeats from %s: %w", s.events(), err)
-	}
-	return out, nil
+	return s.scanHeartbeats(rows)
 }
 
 // latestHeartbeats returns, for the heartbeats w selects, every stored row
@@ -816,6 +797,14 @@ func (s *Store) latestHeartbeats(ctx context.Context, w *where) ([]model.Event, 
 	if err != nil {
 		return nil, fmt.Errorf("read the latest heartbeats from %s: %w", s.events(), err)
 	}
+	return s.scanHeartbeats(rows)
+}
+
+// scanHeartbeats reads rows of (pipeline, system, component, time_ms,
+// event_id) ordered by process and event id as heartbeat events, and
+// closes them. A row equal to the one before is a copy merges have not
+// collapsed yet (adjacent: sorted by event_id) and is skipped.
+func (s *Store) scanHeartbeats(rows driver.Rows) ([]model.Event, error) {
 	defer rows.Close()
 	var out []model.Event
 	for rows.Next() {
@@ -830,7 +819,7 @@ func (s *Store) latestHeartbeats(ctx context.Context, w *where) ([]model.Event, 
 		e.Spec, e.Type, e.System, e.Time = model.SpecV1, model.ProcessHeartbeat, model.System(system), time.UnixMilli(ms).UTC()
 		if n := len(out); n > 0 && out[n-1].ID == e.ID && out[n-1].Pipeline == e.Pipeline &&
 			out[n-1].System == e.System && out[n-1].Component == e.Component {
-			continue // a copy merges have not collapsed yet (adjacent: sorted by event_id)
+			continue
 		}
 		out = append(out, e)
 	}
