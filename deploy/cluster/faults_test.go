@@ -193,13 +193,14 @@ func (s *emitting) finish(t *testing.T, e env) {
 			fmt.Sprintf("%d open findings stored, %d expected: %d missing (e.g. %v), %d not expected (e.g. %v)",
 				len(got), len(expected), len(missing), first(missing), len(extra), first(extra))
 	})
+	settled := time.Since(acked)
 	conflicting, repeated := doubled(t, e, s.from, s.prefix)
 	if len(conflicting) > 0 {
 		t.Errorf("%d (fingerprint, seq) published twice with different records on %s (a finding raised twice), e.g. %v",
 			len(conflicting), findingsTopic, first(conflicting))
 	}
 	t.Logf("recovery: %d open findings equal to one detector's, %s after the last acknowledgement; no finding raised twice; %d records written again unchanged (e.g. %v)",
-		len(expected), time.Since(acked).Round(time.Millisecond), len(repeated), first(repeated))
+		len(expected), settled.Round(time.Millisecond), len(repeated), first(repeated))
 }
 
 // expectedOpen is what one detector that observes every event and then

@@ -27,6 +27,7 @@ import (
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/store/chconfig"
 	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // env is one test's private topics, groups and database on the real
@@ -194,7 +195,33 @@ func seedLines(t *testing.T) []string {
 // detector runs one handoff detect instance with a fixed clock; stop ends it.
 type detector struct {
 	r    *live.Runner
+	reg  *prometheus.Registry
 	stop func()
+}
+
+// lagPartitions returns the partitions d's consumer-lag gauge has a value
+// for, sorted.
+func (d *detector) lagPartitions(t *testing.T) []string {
+	t.Helper()
+	mfs, err := d.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, mf := range mfs {
+		if mf.GetName() != "handoff_detect_consumer_lag" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "partition" {
+					out = append(out, l.GetValue())
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (e *env) startDetector(t *testing.T, now time.Time) *detector {
@@ -245,13 +272,14 @@ func (e *env) startDetectorClockLog(t *testing.T, now func() time.Time, logTo *s
 	if logTo != nil {
 		log = slog.New(slog.NewTextHandler(logTo, nil))
 	}
+	reg := prometheus.NewRegistry()
 	go func() {
 		done <- live.Run(ctx, e.cfg, live.RunOptions{
-			Contracts: e.contracts, Logger: log, Now: now,
+			Contracts: e.contracts, Logger: log, Now: now, Registry: reg,
 			Started: func(r *live.Runner) { started <- r },
 		})
 	}()
-	var d detector
+	d := detector{reg: reg}
 	select {
 	case d.r = <-started:
 	case err := <-done:

@@ -70,6 +70,11 @@ func (m *Metrics) Lag(partition int, lag int64) {
 	m.lag.WithLabelValues(strconv.Itoa(partition)).Set(float64(lag))
 }
 
+// assigned forgets the lag of the partitions of the previous assignment:
+// a partition another member now reads would otherwise keep showing the
+// lag it had here when it was taken away.
+func (m *Metrics) assigned() { m.lag.Reset() }
+
 // Stage records how long one stage took (for stream.Member.OnStage).
 func (m *Metrics) Stage(s stream.Stage, d time.Duration) {
 	m.stages.WithLabelValues(string(s)).Observe(d.Seconds())

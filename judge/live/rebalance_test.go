@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"testing"
@@ -172,6 +173,13 @@ func TestTwoInstancesRebalance(t *testing.T) {
 	e.publishAny(t, parts[1])
 	e.settled(t, "phase 2 folded by both")
 	at(c, t2, a, b)
+	// Each reports the lag of its own partitions only: A read all four
+	// before B joined, and a gauge A kept for B's would show B's backlog
+	// twice (and never go down).
+	la, lb := a.lagPartitions(t), b.lagPartitions(t)
+	if len(la) == 0 || len(lb) == 0 || len(la)+len(lb) > 4 || len(slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(la), lb...))))) != len(la)+len(lb) {
+		t.Fatalf("consumer lag reported for partitions %v by A and %v by B: want each its own, disjoint", la, lb)
+	}
 	b.stop()
 	e.publishAny(t, parts[2])
 	e.settled(t, "phase 3 folded: A took B's partitions over")

@@ -178,6 +178,9 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 		}
 	}
 	r.n = a.Partitions
+	if r.o.Metrics != nil {
+		r.o.Metrics.assigned()
+	}
 	if len(r.ids) != r.n {
 		r.ids = partitionIDs(r.n)
 	}

@@ -128,17 +128,23 @@ func (w *Watermark) unreached(ends map[int]int64) int {
 	return n
 }
 
-// Behind returns, per partition, how many messages of the newest snapshot
-// are not folded yet: the consumer's lag as of that snapshot. Partitions
-// are in order.
+// Behind returns, per assigned partition, how many messages of the newest
+// snapshot are not folded yet: the consumer's lag as of that snapshot. A
+// partition with no pending snapshot has folded everything of the last
+// one reached: its lag is 0 (reported, so that a gauge of it goes down
+// once the consumer catches up). Partitions are in order.
 func (w *Watermark) Behind() []PartitionLag {
-	if len(w.snaps) == 0 {
-		return nil
+	var last map[int]int64
+	if n := len(w.snaps); n > 0 {
+		last = w.snaps[n-1].ends
 	}
-	last := w.snaps[len(w.snaps)-1].ends
-	out := make([]PartitionLag, 0, len(last))
-	for p, end := range last {
-		out = append(out, PartitionLag{Partition: p, Lag: max(0, end-w.next[p])})
+	out := make([]PartitionLag, 0, len(w.next))
+	for p, next := range w.next {
+		lag := int64(0)
+		if end, ok := last[p]; ok {
+			lag = max(0, end-next)
+		}
+		out = append(out, PartitionLag{Partition: p, Lag: lag})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Partition < out[j].Partition })
 	return out

@@ -25,7 +25,7 @@ func TestWatermark(t *testing.T) {
 			name:  "caught up at once: an empty or fully read partition is safe at the snapshot",
 			start: map[int]int64{0: 5, 1: 0},
 			steps: []step{
-				{fold: [2]int64{-1}, snap: map[int]int64{0: 5, 1: 0}, snapAt: 10, want: 10},
+				{fold: [2]int64{-1}, snap: map[int]int64{0: 5, 1: 0}, snapAt: 10, want: 10, behind: map[int]int64{0: 0, 1: 0}},
 			},
 		},
 		{
@@ -37,8 +37,10 @@ func TestWatermark(t *testing.T) {
 				{fold: [2]int64{0, 1}, want: -1},
 				{fold: [2]int64{0, 2}, want: -1}, // partition 1 still behind
 				{fold: [2]int64{1, 0}, snap: map[int]int64{0: 4, 1: 2}, snapAt: 20, want: -1, behind: map[int]int64{0: 1, 1: 1}},
-				{fold: [2]int64{1, 1}, want: 10}, // first snapshot reached, second not (partition 0 has 4)
-				{fold: [2]int64{0, 3}, want: 20},
+				{fold: [2]int64{1, 1}, want: 10, behind: map[int]int64{0: 1, 1: 0}}, // first snapshot reached, second not (partition 0 has 4)
+				// Caught up: no snapshot pending, every partition's lag is 0
+				// (not left out, which would leave a gauge at its last value).
+				{fold: [2]int64{0, 3}, want: 20, behind: map[int]int64{0: 0, 1: 0}},
 			},
 		},
 		{
