@@ -241,8 +241,8 @@ start_app() {
   mkdir -p "$d"
   app_env "$node" "$n" >"$d/env"
   # GOMEMLIMIT keeps each ingester small beside eight servers on one box.
-  # A detector holds every open batch (1.9 GiB after the fault tests'
-  # millions of events): it runs with its own default, a limit that rises
+  # A detector holds every open batch (up to 3 GiB during the fault
+  # tests): it runs with its own default, a limit that rises
   # with what it holds (docs/detect.md, "Memory"); a fixed 256 MiB made
   # its collector run back to back.
   local mem=(GOMEMLIMIT=256MiB GOGC=50)
