@@ -186,12 +186,20 @@ func (s *emitting) finish(t *testing.T, e env) {
 	// twice, on two cores shared by twelve servers; settling has taken 3
 	// to 12 minutes. The test is about losing or doubling nothing, not
 	// about speed: the time is logged.
+	// Where the time goes: a line every half minute with what the read
+	// saw and how long the read itself took.
+	logged := acked
 	testenv.Eventually(t, 30*time.Minute, "the stored open findings equal one detector's", func() (bool, string) {
+		t0 := time.Now()
 		got := storedOpen(t, dist, e.db, s.prefix)
 		missing, extra := diff(expected, got), diff(got, expected)
-		return len(missing) == 0 && len(extra) == 0,
-			fmt.Sprintf("%d open findings stored, %d expected: %d missing (e.g. %v), %d not expected (e.g. %v)",
-				len(got), len(expected), len(missing), first(missing), len(extra), first(extra))
+		msg := fmt.Sprintf("%d open findings stored, %d expected: %d missing (e.g. %v), %d not expected (e.g. %v)",
+			len(got), len(expected), len(missing), first(missing), len(extra), first(extra))
+		if time.Since(logged) >= 30*time.Second {
+			logged = time.Now()
+			t.Logf("%s after the last acknowledgement: %s (read in %s)", time.Since(acked).Round(time.Second), msg, time.Since(t0).Round(time.Millisecond))
+		}
+		return len(missing) == 0 && len(extra) == 0, msg
 	})
 	settled := time.Since(acked)
 	conflicting, repeated := doubled(t, e, s.from, s.prefix)
