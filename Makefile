@@ -90,6 +90,7 @@ FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzFreeze$$' -fuzztime $(FUZZTIME) ./analyzer/detect/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFinding$$' -fuzztime $(FUZZTIME) ./analyzer/detect/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFindingFastPath$$' -fuzztime $(FUZZTIME) ./analyzer/detect/
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendJSONText$$' -fuzztime $(FUZZTIME) ./analyzer/replay/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./deploy/examples/
 	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./ingest/jsonl/

@@ -283,6 +283,124 @@ type wireFinding struct {
 	Diagnosis    json.RawMessage   `json:"diagnosis"`
 }
 
+// wireValues holds what wireFinding points to, when the record is read
+// by replay.WireReader: has says which of the optional fields were there.
+type wireValues struct {
+	fingerprint, state, kind, name, batch, pipeline, businessDate, batchID, status, verdict string
+	raisedAt, resolvedAt, deadline, evidenceAsOf                                            string
+	resolution, supersededBy, root, rootBatch, severity, owner                              string
+	seq                                                                                     int
+	lateness, delay, forMs                                                                  int64
+	labels                                                                                  map[string]string
+	has                                                                                     uint8
+}
+
+// The optional fields of wireValues.
+const (
+	hasRaised = 1 << iota
+	hasResolved
+	hasDeadline
+	hasEvidence
+	hasFor
+)
+
+// read reads s when it is in the layout AppendJSON writes, the
+// diagnosis into d, and returns the diagnosis's JSON and whether it was
+// (false: s is to be read by encoding/json). Each field is read as
+// encoding/json reads it into wireFinding; the diagnosis is canonical
+// (replay.DecodeCanonicalJSON).
+func (v *wireValues) read(s string, d *replay.Diagnosis) (string, bool) {
+	r := replay.WireReader{S: s}
+	for _, f := range [...]struct {
+		k string
+		v *string
+	}{{`{"fingerprint":`, &v.fingerprint}, {`,"state":`, &v.state}, {`,"kind":`, &v.kind}, {`,"name":`, &v.name},
+		{`,"batch":`, &v.batch}, {`,"pipeline":`, &v.pipeline}, {`,"business_date":`, &v.businessDate},
+		{`,"batch_id":`, &v.batchID}, {`,"status":`, &v.status}, {`,"verdict":`, &v.verdict}} {
+		r.Lit(f.k)
+		*f.v = r.Str()
+	}
+	r.Lit(`,"seq":`)
+	seq := r.Int()
+	if v.seq = int(seq); int64(v.seq) != seq {
+		r.Fail()
+	}
+	for _, t := range [...]struct {
+		k   string
+		v   *string
+		has uint8
+	}{{`,"raised_at":`, &v.raisedAt, hasRaised}, {`,"resolved_at":`, &v.resolvedAt, hasResolved},
+		{`,"deadline":`, &v.deadline, hasDeadline}, {`,"evidence_as_of":`, &v.evidenceAsOf, hasEvidence}} {
+		if r.Opt(t.k) {
+			*t.v = r.Str()
+			v.has |= t.has
+		}
+	}
+	r.Lit(`,"lateness_ms":`)
+	v.lateness = r.Int()
+	if r.Opt(`,"reporting_delay_ms":`) {
+		v.delay = r.Int()
+	}
+	for _, f := range [...]struct {
+		k string
+		v *string
+	}{{`,"resolution":`, &v.resolution}, {`,"superseded_by":`, &v.supersededBy}, {`,"root":`, &v.root}, {`,"root_batch":`, &v.rootBatch}} {
+		if r.Opt(f.k) {
+			*f.v = r.Str()
+		}
+	}
+	r.Lit(`,"severity":`)
+	v.severity = r.Str()
+	r.Lit(`,"owner":`)
+	v.owner = r.Str()
+	if r.Opt(`,"for_ms":`) {
+		v.forMs = r.Int()
+		v.has |= hasFor
+	}
+	r.Lit(`,"labels":{`)
+	if !r.Opt("}") {
+		v.labels = map[string]string{}
+		for !r.Failed() {
+			k := r.Str()
+			r.Lit(":")
+			v.labels[k] = r.Str()
+			if !r.Next('}') {
+				break
+			}
+		}
+	}
+	r.Lit(`,"diagnosis":`)
+	start := r.I
+	r.Diagnosis(d)
+	end := r.I
+	r.Lit("}")
+	if !r.End() {
+		return "", false
+	}
+	return s[start:end], true
+}
+
+// point sets w as encoding/json would have from the same record.
+func (v *wireValues) point(w *wireFinding) {
+	w.Fingerprint, w.State, w.Kind, w.Name, w.Batch = &v.fingerprint, &v.state, &v.kind, &v.name, &v.batch
+	w.Pipeline, w.BusinessDate, w.BatchID, w.Status, w.Verdict = &v.pipeline, &v.businessDate, &v.batchID, v.status, v.verdict
+	w.Seq, w.LatenessMs, w.DelayMs = &v.seq, &v.lateness, v.delay
+	for _, t := range [...]struct {
+		has uint8
+		v   *string
+		w   **string
+	}{{hasRaised, &v.raisedAt, &w.RaisedAt}, {hasResolved, &v.resolvedAt, &w.ResolvedAt}, {hasDeadline, &v.deadline, &w.Deadline}, {hasEvidence, &v.evidenceAsOf, &w.EvidenceAsOf}} {
+		if v.has&t.has != 0 {
+			*t.w = t.v
+		}
+	}
+	if v.has&hasFor != 0 {
+		w.ForMs = &v.forMs
+	}
+	w.Resolution, w.SupersededBy, w.Root, w.RootBatch = v.resolution, v.supersededBy, v.root, v.rootBatch
+	w.Severity, w.Owner, w.Labels = v.severity, v.owner, v.labels
+}
+
 // FindingError says which field of a finding record is wrong and why.
 // Kind classifies it as the events' dead letters are (bad_json,
 // missing_field, bad_value), so a consumer that stores findings files a
@@ -348,37 +466,83 @@ func jsonKind(k reflect.Kind) string {
 // and the diagnosis a JSON object of the same batch with a known status
 // and a boundary (or "") as first_missing. Errors are *FindingError.
 func ParseFinding(data []byte) (Finding, error) {
+	f, _, err := ParseFindingCanonical(data)
+	return f, err
+}
+
+// ParseFindingCanonical is ParseFinding (the same decoder: it accepts and
+// rejects the same records, with the same errors, and gives the same
+// Finding), and also returns the record's diagnosis JSON when it is byte
+// for byte what f.Diagnosis.AppendJSON writes, "" otherwise: a consumer
+// that stores the diagnosis's encoding (ingest/results) keeps those bytes
+// instead of encoding it again.
+//
+// A record in the layout AppendJSON writes, which is every record the
+// detector publishes, is read by replay.WireReader; any other goes
+// through encoding/json, whose reading is the definition of the format
+// (a test holds the two to the same results).
+func ParseFindingCanonical(data []byte) (Finding, string, error) {
+	return parseFinding(data, true)
+}
+
+// parseFinding is ParseFindingCanonical; with fast false it reads every
+// record with encoding/json (the reference the tests hold the fast path
+// to).
+func parseFinding(data []byte, fast bool) (Finding, string, error) {
 	var w wireFinding
 	var f Finding
-	if err := json.Unmarshal(data, &w); err != nil {
-		return f, decodeError("", err)
+	var v wireValues
+	var d replay.Diagnosis
+	pre := &d
+	var diag string
+	canonical := false
+	if fast {
+		diag, canonical = v.read(string(data), &d)
 	}
+	if canonical {
+		v.point(&w)
+		w.Diagnosis = data[len(data)-1-len(diag) : len(data)-1]
+	} else {
+		diag, pre = "", nil
+		if err := json.Unmarshal(data, &w); err != nil {
+			return f, "", decodeError("", err)
+		}
+	}
+	if err := checkWire(&w, &f, pre); err != nil {
+		return f, "", err
+	}
+	return f, diag, nil
+}
+
+// checkWire fills f from w and checks it (ParseFinding); the diagnosis
+// is decoded from w.Diagnosis, or is *pre when decoded already.
+func checkWire(w *wireFinding, f *Finding, pre *replay.Diagnosis) error {
 	for _, req := range [...]struct {
 		name string
 		v    any
 	}{{"fingerprint", w.Fingerprint}, {"state", w.State}, {"kind", w.Kind}, {"name", w.Name}, {"batch", w.Batch},
 		{"seq", w.Seq}, {"raised_at", w.RaisedAt}, {"evidence_as_of", w.EvidenceAsOf}, {"lateness_ms", w.LatenessMs}} {
 		if isNil(req.v) {
-			return f, missing(req.name)
+			return missing(req.name)
 		}
 	}
 	if len(w.Diagnosis) == 0 || string(w.Diagnosis) == "null" {
-		return f, &FindingError{Field: "diagnosis", Reason: "required: want the batch's diagnosis as a JSON object", Kind: model.RejectMissingField}
+		return &FindingError{Field: "diagnosis", Reason: "required: want the batch's diagnosis as a JSON object", Kind: model.RejectMissingField}
 	}
 	if w.Diagnosis[0] != '{' {
-		return f, bad("diagnosis", "required: want the batch's diagnosis as a JSON object")
+		return bad("diagnosis", "required: want the batch's diagnosis as a JSON object")
 	}
 	f.State = State(*w.State)
 	if f.State != Open && f.State != Resolved {
-		return f, bad("state", "%q: want open or resolved", *w.State)
+		return bad("state", "%q: want open or resolved", *w.State)
 	}
 	f.Kind, f.Name = Kind(*w.Kind), *w.Name
 	if f.Kind == "" {
-		return f, bad("kind", "must not be empty")
+		return bad("kind", "must not be empty")
 	}
 	k, err := model.ParseBatchKey(*w.Batch)
 	if err != nil {
-		return f, bad("batch", "%q: %v", *w.Batch, err)
+		return bad("batch", "%q: %v", *w.Batch, err)
 	}
 	f.Batch = k
 	for _, c := range [...]struct {
@@ -387,15 +551,15 @@ func ParseFinding(data []byte) (Finding, error) {
 		want string
 	}{{"pipeline", w.Pipeline, k.Pipeline}, {"business_date", w.BusinessDate, k.BusinessDate.String()}, {"batch_id", w.BatchID, k.BatchID}} {
 		if c.got != nil && *c.got != c.want {
-			return f, bad(c.name, "%q disagrees with batch %q", *c.got, *w.Batch)
+			return bad(c.name, "%q disagrees with batch %q", *c.got, *w.Batch)
 		}
 	}
 	f.Fingerprint = *w.Fingerprint
 	if want := Fingerprint(k, f.Kind, f.Name); f.Fingerprint != want {
-		return f, bad("fingerprint", "%q is not the fingerprint of %s|%s|%s (want %s)", f.Fingerprint, *w.Batch, f.Kind, f.Name, want)
+		return bad("fingerprint", "%q is not the fingerprint of %s|%s|%s (want %s)", f.Fingerprint, *w.Batch, f.Kind, f.Name, want)
 	}
 	if f.Seq = *w.Seq; f.Seq < 1 {
-		return f, bad("seq", "%d: must be 1 or more", f.Seq)
+		return bad("seq", "%d: must be 1 or more", f.Seq)
 	}
 	times := [...]struct {
 		name string
@@ -408,54 +572,54 @@ func ParseFinding(data []byte) (Finding, error) {
 		}
 		v, err := model.ParseTime(*t.s)
 		if err != nil {
-			return f, bad(t.name, "%q: %v", *t.s, err)
+			return bad(t.name, "%q: %v", *t.s, err)
 		}
 		*t.t = v.UTC()
 	}
 	if (f.State == Resolved) != (w.ResolvedAt != nil) {
 		if f.State == Resolved {
-			return f, &FindingError{Field: "resolved_at", Reason: "must be present exactly when state is resolved (state resolved)", Kind: model.RejectMissingField}
+			return &FindingError{Field: "resolved_at", Reason: "must be present exactly when state is resolved (state resolved)", Kind: model.RejectMissingField}
 		}
-		return f, bad("resolved_at", "must be present exactly when state is resolved (state %s)", f.State)
+		return bad("resolved_at", "must be present exactly when state is resolved (state %s)", f.State)
 	}
 	f.Lateness = time.Duration(*w.LatenessMs) * time.Millisecond
 	if f.Lateness.Milliseconds() != *w.LatenessMs {
-		return f, bad("lateness_ms", "%d is out of range", *w.LatenessMs)
+		return bad("lateness_ms", "%d is out of range", *w.LatenessMs)
 	}
 	if w.DelayMs < 0 {
-		return f, bad("reporting_delay_ms", "%d: must not be negative", w.DelayMs)
+		return bad("reporting_delay_ms", "%d: must not be negative", w.DelayMs)
 	}
 	f.ReportingDelay = time.Duration(w.DelayMs) * time.Millisecond
 	f.Resolution = w.Resolution
 	if w.SupersededBy != "" {
 		sk, err := model.ParseBatchKey(w.SupersededBy)
 		if err != nil {
-			return f, bad("superseded_by", "%q: %v", w.SupersededBy, err)
+			return bad("superseded_by", "%q: %v", w.SupersededBy, err)
 		}
 		if sk.Pipeline != k.Pipeline || sk.BusinessDate != k.BusinessDate {
-			return f, bad("superseded_by", "%q is not an attempt of %s's date", w.SupersededBy, *w.Batch)
+			return bad("superseded_by", "%q is not an attempt of %s's date", w.SupersededBy, *w.Batch)
 		}
 		f.SupersededBy = w.SupersededBy
 	}
 	f.Status, f.Verdict = replay.Status(w.Status), w.Verdict
 	if err := checkStatus("status", f.Status, true); err != nil {
-		return f, err
+		return err
 	}
 	if f.Verdict != "" {
 		if _, err := model.ParseHypothesis(f.Verdict); err != nil {
-			return f, bad("verdict", "%q: want delivered or a hypothesis (not_produced ... not_consumed)", f.Verdict)
+			return bad("verdict", "%q: want delivered or a hypothesis (not_produced ... not_consumed)", f.Verdict)
 		}
 	}
 	if (w.Root == "") != (w.RootBatch == "") {
-		return f, bad("root", "root %q and root_batch %q come together or not at all", w.Root, w.RootBatch)
+		return bad("root", "root %q and root_batch %q come together or not at all", w.Root, w.RootBatch)
 	}
 	if w.RootBatch != "" {
 		rk, err := model.ParseBatchKey(w.RootBatch)
 		if err != nil {
-			return f, bad("root_batch", "%q: %v", w.RootBatch, err)
+			return bad("root_batch", "%q: %v", w.RootBatch, err)
 		}
 		if want := RootFingerprint(rk); w.Root != want {
-			return f, bad("root", "%q is not the incident fingerprint of %s (want %s)", w.Root, w.RootBatch, want)
+			return bad("root", "%q is not the incident fingerprint of %s (want %s)", w.Root, w.RootBatch, want)
 		}
 		f.Root, f.RootBatch = w.Root, w.RootBatch
 	} else {
@@ -467,25 +631,27 @@ func ParseFinding(data []byte) (Finding, error) {
 	}
 	if w.ForMs != nil {
 		if *w.ForMs < 0 || *w.ForMs > (24*time.Hour).Milliseconds() {
-			return f, bad("for_ms", "%d: want 0 to 86400000 (a day)", *w.ForMs)
+			return bad("for_ms", "%d: want 0 to 86400000 (a day)", *w.ForMs)
 		}
 		f.For, f.HasFor = time.Duration(*w.ForMs)*time.Millisecond, true
 	}
-	if err := json.Unmarshal(w.Diagnosis, &f.Diagnosis); err != nil {
-		return f, decodeError("diagnosis.", err)
+	if pre != nil {
+		f.Diagnosis = *pre
+	} else if err := json.Unmarshal(w.Diagnosis, &f.Diagnosis); err != nil {
+		return decodeError("diagnosis.", err)
 	}
 	if f.Diagnosis.Batch != *w.Batch {
-		return f, bad("diagnosis.batch", "%q differs from the finding's batch %q", f.Diagnosis.Batch, *w.Batch)
+		return bad("diagnosis.batch", "%q differs from the finding's batch %q", f.Diagnosis.Batch, *w.Batch)
 	}
 	if err := checkStatus("diagnosis.status", f.Diagnosis.Status, false); err != nil {
-		return f, err
+		return err
 	}
 	if fm := f.Diagnosis.FirstMissing; fm != "" {
 		if _, err := model.ParseBoundary(fm); err != nil {
-			return f, bad("diagnosis.first_missing", "%q: want a boundary name (produced ... consumed) or \"\"", fm)
+			return bad("diagnosis.first_missing", "%q: want a boundary name (produced ... consumed) or \"\"", fm)
 		}
 	}
-	return f, nil
+	return nil
 }
 
 // checkStatus checks that s is one of replay.Statuses ("" only when

@@ -88,13 +88,15 @@ func ParseDiagnosis(value []byte) (Diagnosis, error) {
 // checks what storage needs on top (the record within MaxRecordBytes, seq
 // within findings_v2's UInt32, every time within the storable range,
 // model.CheckStorableTime) and returns its findings_v2 row
-// (schema.FindingRowOf). Errors are *model.ValidationError naming the
+// (schema.FindingRowWith: the diagnosis column is the record's own
+// diagnosis bytes when they are what the analyzer's encoder writes, which
+// the decoder tells, and the diagnosis encoded again otherwise). Errors are *model.ValidationError naming the
 // field, with the dead-letter reason as Kind.
 func ParseFinding(value []byte) (schema.FindingRow, error) {
 	if len(value) > MaxRecordBytes {
 		return schema.FindingRow{}, tooLarge(len(value))
 	}
-	d, err := detect.ParseFinding(value)
+	d, diagnosis, err := detect.ParseFindingCanonical(value)
 	if err != nil {
 		var fe *detect.FindingError
 		if errors.As(err, &fe) {
@@ -116,7 +118,7 @@ func ParseFinding(value []byte) (schema.FindingRow, error) {
 			return schema.FindingRow{}, err
 		}
 	}
-	return schema.FindingRowOf(&d), nil
+	return schema.FindingRowWith(&d, diagnosis), nil
 }
 
 func tooLarge(n int) error {

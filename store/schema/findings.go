@@ -24,14 +24,23 @@ import (
 // byte what the detector wrote: the encoding round-trips). f.Seq must fit
 // in a UInt32 and every time be storable (model.CheckStorableTime): the
 // caller checks (ingest/results does, naming the field).
-func FindingRowOf(f *detect.Finding) FindingRow {
+func FindingRowOf(f *detect.Finding) FindingRow { return FindingRowWith(f, "") }
+
+// FindingRowWith is FindingRowOf with the diagnosis column given: diagnosis
+// must be f.Diagnosis.AppendJSON's bytes, as detect.ParseFindingCanonical
+// returns them from a record in that layout, so that a consumer storing
+// what it read need not encode the diagnosis again; "" encodes it.
+func FindingRowWith(f *detect.Finding, diagnosis string) FindingRow {
+	if diagnosis == "" {
+		diagnosis = string(f.Diagnosis.AppendJSON(nil))
+	}
 	r := FindingRow{
 		Key: f.Batch, Fingerprint: f.Fingerprint, Seq: uint32(f.Seq), State: string(f.State), Kind: string(f.Kind), Name: f.Name,
 		RaisedMS: msOf(f.RaisedAt), ResolvedMS: msOf(f.ResolvedAt), DeadlineMS: msOf(f.Deadline), LatenessMS: f.Lateness.Milliseconds(),
 		ReportingDelayMS: f.ReportingDelay.Milliseconds(), Resolution: f.Resolution, SupersededBy: f.SupersededBy,
 		Severity: f.Severity, Owner: f.Owner, Root: f.Root, EvidenceAsOfMS: msOf(f.EvidenceAsOf),
 		Status: string(f.Status), Verdict: f.Verdict, FirstMissing: f.Diagnosis.FirstMissing,
-		Diagnosis: string(f.Diagnosis.AppendJSON(nil)),
+		Diagnosis: diagnosis,
 	}
 	if r.Status == "" {
 		r.Status = string(f.Diagnosis.Status)
