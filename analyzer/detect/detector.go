@@ -446,7 +446,7 @@ func (d *Detector) step(b *batch, e *model.Event) {
 	}
 	if !had {
 		k := b.key()
-		d.reruns.Add(d.contracts.For(k.Pipeline), k)
+		d.reruns.Add(d.contractOf(b), k)
 		if f, ok := d.first[k.Pipeline]; !ok || k.BusinessDate.Compare(f) < 0 {
 			d.first[k.Pipeline] = k.BusinessDate
 		}
@@ -466,7 +466,7 @@ func (d *Detector) touch(b *batch) {
 			d.markDirty(o)
 		}
 	}
-	c := d.contracts.For(k.Pipeline)
+	c := d.contractOf(b)
 	if c.Reruns.Off() {
 		return
 	}
@@ -715,7 +715,7 @@ func (d *Detector) AdvanceEach(now, safe time.Time, fn func(f *Finding)) {
 			continue
 		}
 		b.dirty = false
-		if d.open.get(b.key()) != b {
+		if b.slot == slotGone {
 			continue // released meanwhile
 		}
 		d.out = d.evaluate(b, now, safe, d.out[:0])
