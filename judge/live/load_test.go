@@ -173,3 +173,82 @@ func writeHeapProfile(b *testing.B, path string) {
 		b.Fatal(err)
 	}
 }
+
+// recording is a Publisher that copies what it is given (the runner
+// reuses the bytes once Publish returns) and records the size of each
+// call.
+type recording struct {
+	discard
+	keys, values []string
+	calls        []int
+}
+
+func (p *recording) Publish(_ context.Context, _ string, msgs ...kafka.Message) error {
+	p.calls = append(p.calls, len(msgs))
+	for i := range msgs {
+		p.keys = append(p.keys, string(msgs[i].Key))
+		p.values = append(p.values, string(msgs[i].Value))
+	}
+	return nil
+}
+
+// TestRunnerPublishesInChunks: an advance that raises thousands of
+// findings publishes them in chunks of at most 1,000 records, in the order
+// and with the bytes the detector's Advance gives for the same events,
+// keyed by batch, each chunk's buffer reused only once it was published.
+func TestRunnerPublishesInChunks(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	events := clusterEvents(30_000, now)
+	set, err := contract.NewSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	newDetector := func() *detect.Detector {
+		d, err := detect.New(detect.Config{Contracts: set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	want := newDetector()
+	d := newDetector()
+	var pub recording
+	r, err := live.New(live.Settings{EventsTopic: "events", FindingsTopic: "findings", IngestGroup: "i", ResultsGroup: "r"},
+		live.Options{Detector: d, History: &pub, Offsets: &pub, Publisher: &pub, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range events {
+		want.Observe(&events[i])
+		if err := r.Fold(ctx, kafka.Message{Value: events[i].AppendJSON(nil)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs := want.Advance(now, now)
+	if err := r.Advance(ctx, now, now); err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) < 3000 {
+		t.Fatalf("%d findings: want thousands, for several chunks", len(fs))
+	}
+	if len(pub.values) != len(fs) {
+		t.Fatalf("published %d records, the detector raised %d", len(pub.values), len(fs))
+	}
+	for i, n := range pub.calls {
+		if n > 1000 || n == 0 {
+			t.Fatalf("publish call %d had %d records: want 1 to 1000 (calls %v)", i, n, pub.calls)
+		}
+	}
+	for i := range fs {
+		if k := fs[i].Batch.String(); pub.keys[i] != k {
+			t.Fatalf("record %d: key %q, want %q", i, pub.keys[i], k)
+		}
+		if w := string(fs[i].AppendJSON(nil)); pub.values[i] != w {
+			t.Fatalf("record %d differs from the detector's:\n got %s\nwant %s", i, pub.values[i], w)
+		}
+	}
+	if _, _, n := r.Progress(); n != int64(len(fs)) {
+		t.Fatalf("Progress counts %d published, want %d", n, len(fs))
+	}
+}

@@ -373,13 +373,19 @@ func (r *Runner) Advance(ctx context.Context, now, safe time.Time) error {
 		r.o.Detector.Resume(k)
 	}
 	t0 := time.Now()
-	pub := publishing{r: r, ctx: ctx, t0: t0, buf: r.buf[:0], msgs: r.msgs[:0]}
+	pub := publishing{r: r, ctx: ctx, buf: r.buf[:0], msgs: r.msgs[:0]}
 	r.o.Detector.AdvanceEach(now, safe, pub.add)
 	if err := pub.flush(); err != nil {
 		return err
 	}
-	if r.o.Metrics != nil && pub.total == 0 {
-		r.o.Metrics.Stage(StageJudge, time.Since(t0))
+	if r.o.Metrics != nil {
+		// One observation of each stage per advance, as when the findings
+		// were published at once: judging (and encoding) is the advance's
+		// time but for the publishing.
+		r.o.Metrics.Stage(StageJudge, time.Since(t0)-pub.publishing)
+		if pub.total > 0 {
+			r.o.Metrics.Stage(StagePublish, pub.publishing)
+		}
 	}
 	if pub.total > 0 {
 		r.logFindings(ctx, &pub)
@@ -428,7 +434,8 @@ const (
 type publishing struct {
 	r   *Runner
 	ctx context.Context
-	t0  time.Time // when the advance started (the judge stage)
+	// publishing is the time spent in Publish.
+	publishing time.Duration
 	// buf holds the chunk's keys and records, msgs their messages: the
 	// runner's, reused once a Publish has returned.
 	buf  []byte
@@ -481,24 +488,18 @@ func (p *publishing) flush() error {
 		return p.err
 	}
 	r := p.r
-	if r.o.Metrics != nil {
-		r.o.Metrics.Stage(StageJudge, time.Since(p.t0))
-	}
 	t1 := time.Now()
+	defer func() { p.publishing += time.Since(t1) }()
 	if err := r.o.Publisher.Publish(p.ctx, r.s.FindingsTopic, p.msgs...); err != nil {
 		p.err = fmt.Errorf("publish %d findings to %s: %w", len(p.msgs), r.s.FindingsTopic, err)
 		// A write cut short may still be reading the buffer.
 		r.buf, r.msgs = nil, nil
 		return p.err
 	}
-	if r.o.Metrics != nil {
-		r.o.Metrics.Stage(StagePublish, time.Since(t1))
-	}
 	r.published += len(p.msgs)
 	clear(p.msgs)
 	r.buf, r.msgs = p.buf[:0], p.msgs[:0]
 	p.buf, p.msgs = r.buf, r.msgs
-	p.t0 = time.Now()
 	return nil
 }
 
