@@ -154,8 +154,8 @@ type Detector struct {
 	floor    time.Time
 	verdicts map[model.BatchKey]outcome // per evaluation round
 	// out is the findings of the batch being evaluated (AdvanceEach).
-	out []Finding
-	base     *baseState                 // nil: no early warning
+	out  []Finding
+	base *baseState // nil: no early warning
 	// graph is the reverse of the contracts' upstreams (nil: none listed);
 	// upstreams answers the blocked rule for one evaluation round.
 	graph     *upstream.Graph
