@@ -10,6 +10,7 @@ import (
 
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/model/contract"
 )
 
 // A quiet open batch (no event since the last Advance) waits for hours for
@@ -68,8 +69,20 @@ const maxNames = 4096
 const tableWindow = 64
 
 // pipeline is the detector's one copy of a pipeline name, which every
-// batch of the pipeline points to.
-type pipeline struct{ name string }
+// batch of the pipeline points to, and its contract once asked for
+// (contractOf).
+type pipeline struct {
+	name     string
+	contract *contract.Contract
+}
+
+// contractOf returns the contract of b's pipeline.
+func (d *Detector) contractOf(b *batch) *contract.Contract {
+	if b.pipe.contract == nil {
+		b.pipe.contract = d.contracts.For(b.pipe.name)
+	}
+	return b.pipe.contract
+}
 
 // pipelineOf returns the interned pipeline named name.
 func (d *Detector) pipelineOf(name string) *pipeline {

@@ -25,6 +25,28 @@ type Contracts interface {
 	Pipelines() []string
 }
 
+// contractCache remembers the contract of each pipeline asked for: the
+// detector asks for a batch's contract several times per evaluation, and
+// a pipeline without a contract file gets a new default contract at every
+// call (contract.Set.For), which was an eighth of what a detector
+// allocated under a load of findings. Contracts do not change while a
+// detector runs.
+type contractCache struct {
+	of Contracts
+	m  map[string]*contract.Contract
+}
+
+func (c *contractCache) For(pipeline string) *contract.Contract {
+	if k, ok := c.m[pipeline]; ok {
+		return k
+	}
+	k := c.of.For(pipeline)
+	c.m[strings.Clone(pipeline)] = k
+	return k
+}
+
+func (c *contractCache) Pipelines() []string { return c.of.Pipelines() }
+
 // DefaultRetain is how many days, by business date before the safe time's
 // date, a closed batch is remembered when Config.Retain is 0.
 const DefaultRetain = 35
@@ -131,7 +153,9 @@ type Detector struct {
 	// before the first Advance, heartbeats up to it are as good as folded.
 	floor    time.Time
 	verdicts map[model.BatchKey]outcome // per evaluation round
-	base     *baseState                 // nil: no early warning
+	// out is the findings of the batch being evaluated (AdvanceEach).
+	out  []Finding
+	base *baseState // nil: no early warning
 	// graph is the reverse of the contracts' upstreams (nil: none listed);
 	// upstreams answers the blocked rule for one evaluation round.
 	graph     *upstream.Graph
@@ -287,7 +311,7 @@ func New(cfg Config) (*Detector, error) {
 		return nil, fmt.Errorf("detect: Config.Retain is %d: want days >= 0 (0 means %d)", cfg.Retain, DefaultRetain)
 	}
 	d := &Detector{
-		contracts: cfg.Contracts,
+		contracts: &contractCache{of: cfg.Contracts, m: make(map[string]*contract.Contract)},
 		owns:      cfg.Owns,
 		from:      cfg.From,
 		retain:    cfg.Retain,
@@ -422,7 +446,7 @@ func (d *Detector) step(b *batch, e *model.Event) {
 	}
 	if !had {
 		k := b.key()
-		d.reruns.Add(d.contracts.For(k.Pipeline), k)
+		d.reruns.Add(d.contractOf(b), k)
 		if f, ok := d.first[k.Pipeline]; !ok || k.BusinessDate.Compare(f) < 0 {
 			d.first[k.Pipeline] = k.BusinessDate
 		}
@@ -442,7 +466,7 @@ func (d *Detector) touch(b *batch) {
 			d.markDirty(o)
 		}
 	}
-	c := d.contracts.For(k.Pipeline)
+	c := d.contractOf(b)
 	if c.Reruns.Off() {
 		return
 	}
@@ -640,6 +664,18 @@ func (d *Detector) Safe() time.Time { return d.safe }
 // floor (Floor) as the floor; a zero safe (no evidence yet) evaluates
 // nothing.
 func (d *Detector) Advance(now, safe time.Time) []Finding {
+	var out []Finding
+	d.AdvanceEach(now, safe, func(f *Finding) { out = append(out, *f) })
+	return out
+}
+
+// AdvanceEach is Advance handing each finding to fn as soon as it is made,
+// in the order Advance returns them, instead of collecting them: after a
+// fault or a restart one Advance can raise hundreds of thousands of
+// findings, each with its batch's diagnosis, and the caller can encode
+// and publish them as they come rather than hold them all. *f is valid
+// only during the call (copy it to keep it); fn must not call d.
+func (d *Detector) AdvanceEach(now, safe time.Time, fn func(f *Finding)) {
 	now = now.UTC().Truncate(time.Millisecond)
 	safe = safe.UTC().Truncate(time.Millisecond)
 	if safe.After(now) {
@@ -653,7 +689,7 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 		// judgement as of nothing would resolve every restored finding and
 		// carry no evidence_as_of. The batches stay dirty for the first
 		// Advance with evidence.
-		return nil
+		return
 	}
 	if safe.Before(d.floor) && !d.floor.After(now) {
 		safe = d.floor
@@ -672,7 +708,6 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 	slices.SortFunc(work, func(a, b *batch) int { return a.key().Compare(b.key()) })
 	d.verdicts = make(map[model.BatchKey]outcome)
 	d.round()
-	var out []Finding
 	for _, b := range work {
 		if b.suspended {
 			// Evaluated once resumed; Resume marks it dirty again.
@@ -680,16 +715,21 @@ func (d *Detector) Advance(now, safe time.Time) []Finding {
 			continue
 		}
 		b.dirty = false
-		if d.open.get(b.key()) != b {
+		if b.slot == slotGone {
 			continue // released meanwhile
 		}
-		out = d.evaluate(b, now, safe, out)
+		d.out = d.evaluate(b, now, safe, d.out[:0])
+		for i := range d.out {
+			fn(&d.out[i])
+		}
+		// The diagnoses are the caller's now: not kept alive by the
+		// scratch until the next batch with findings overwrites them.
+		clear(d.out)
 		d.evaluated = append(d.evaluated, b)
 	}
 	d.verdicts, d.upstreams = nil, nil
 	// After the evaluations, which add the instants they armed.
 	d.wakes.drop(safe.UnixMilli())
-	return out
 }
 
 // round starts an evaluation round of the upstream rule: one resolver,

@@ -31,7 +31,7 @@ func (b *batch) find(fp uint64) int {
 // the findings to publish to out.
 func (d *Detector) evaluate(b *batch, now, safe time.Time, out []Finding) []Finding {
 	k := b.key()
-	c := d.contracts.For(k.Pipeline)
+	c := d.contractOf(b)
 	diag := d.diagnose(b, c, safe)
 	// A batch with no event as of safe whose date another attempt reached
 	// (a declared re-run of it, or the scheduled batch a re-run re-runs):

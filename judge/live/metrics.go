@@ -81,11 +81,9 @@ func (m *Metrics) Stage(s stream.Stage, d time.Duration) {
 }
 
 // counted counts the findings of one advance.
-func (m *Metrics) counted(fs []detect.Finding) {
-	m.findings.Add(float64(len(fs)))
-	for i := range fs {
-		m.byKind.WithLabelValues(string(fs[i].Kind), string(fs[i].State)).Inc()
-	}
+func (m *Metrics) counted(f *detect.Finding) {
+	m.findings.Inc()
+	m.byKind.WithLabelValues(string(f.Kind), string(f.State)).Inc()
 }
 
 func (m *Metrics) observe(s detect.Stats, now, safe time.Time) {

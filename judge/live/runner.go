@@ -25,6 +25,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
+	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/internal/retry"
 	"github.com/handoff-dev/handoff/judge/stream"
 	"github.com/handoff-dev/handoff/model"
@@ -50,7 +51,9 @@ type Offsets interface {
 }
 
 // Publisher sends messages to a topic and returns once the brokers have
-// acknowledged them (acks=all).
+// acknowledged them (acks=all). Once it has returned without an error,
+// the messages and the bytes they point to are the caller's again: the
+// runner reuses them for the next findings.
 type Publisher interface {
 	Publish(ctx context.Context, topic string, msgs ...kafka.Message) error
 }
@@ -112,6 +115,10 @@ type Runner struct {
 	// Published counts the findings published, for tests and logs.
 	published int
 	retry     retry.Retrier
+	// buf and msgs are the findings' records and messages of the last
+	// chunk published, reused for the next (publishing).
+	buf  []byte
+	msgs []kafka.Message
 	// progress is read by other goroutines (Progress).
 	advances, safeMs, publishedTotal atomic.Int64
 }
@@ -366,30 +373,24 @@ func (r *Runner) Advance(ctx context.Context, now, safe time.Time) error {
 		r.o.Detector.Resume(k)
 	}
 	t0 := time.Now()
-	fs := r.o.Detector.Advance(now, safe)
-	var msgs []kafka.Message
-	if len(fs) > 0 {
-		msgs = make([]kafka.Message, len(fs))
-		for i := range fs {
-			msgs[i] = kafka.Message{Key: []byte(fs[i].Batch.String()), Value: fs[i].AppendJSON(nil)}
-		}
+	pub := publishing{r: r, ctx: ctx, buf: r.buf[:0], msgs: r.msgs[:0]}
+	r.o.Detector.AdvanceEach(now, safe, pub.add)
+	if err := pub.flush(); err != nil {
+		return err
 	}
 	if r.o.Metrics != nil {
-		r.o.Metrics.Stage(StageJudge, time.Since(t0))
+		// One observation of each stage per advance, as when the findings
+		// were published at once: judging (and encoding) is the advance's
+		// time but for the publishing.
+		r.o.Metrics.Stage(StageJudge, time.Since(t0)-pub.publishing)
+		if pub.total > 0 {
+			r.o.Metrics.Stage(StagePublish, pub.publishing)
+		}
 	}
-	if len(fs) > 0 {
-		t1 := time.Now()
-		if err := r.o.Publisher.Publish(ctx, r.s.FindingsTopic, msgs...); err != nil {
-			return fmt.Errorf("publish %d findings to %s: %w", len(fs), r.s.FindingsTopic, err)
-		}
-		if r.o.Metrics != nil {
-			r.o.Metrics.Stage(StagePublish, time.Since(t1))
-		}
-		r.published += len(fs)
-		r.logFindings(ctx, fs)
+	if pub.total > 0 {
+		r.logFindings(ctx, &pub)
 	}
 	if r.o.Metrics != nil {
-		r.o.Metrics.counted(fs)
 		r.o.Metrics.observe(r.o.Detector.Stats(), now, safe)
 	}
 	if !r.caughtUp && !r.assignedAt.IsZero() && !safe.Before(r.assignedAt) {
@@ -417,25 +418,106 @@ func (r *Runner) Advance(ctx context.Context, now, safe time.Time) error {
 // one (at debug level); the rest are counted in the advance's summary.
 const findingsLogged = 10
 
+// Findings are published in chunks of up to publishRecords records or
+// publishBytes bytes of JSON, as the detector makes them: after a fault or
+// a restart one advance can raise hundreds of thousands of findings (a
+// diagnosis of 3 to 4 KiB each), which held at once, with their encoded
+// records, took gigabytes.
+const (
+	publishRecords = 1000
+	publishBytes   = 4 << 20
+)
+
+// publishing encodes and publishes the findings of one advance as the
+// detector hands them over, and keeps what logFindings and the metrics
+// need of them.
+type publishing struct {
+	r   *Runner
+	ctx context.Context
+	// publishing is the time spent in Publish.
+	publishing time.Duration
+	// buf holds the chunk's keys and records, msgs their messages: the
+	// runner's, reused once a Publish has returned.
+	buf  []byte
+	msgs []kafka.Message
+	// err is the first failed publish: later findings are dropped, and
+	// the advance fails with it (the member stops; a restart restores).
+	err    error
+	total  int
+	byKind map[string]int
+	sample []detect.Finding
+}
+
+func (p *publishing) add(f *detect.Finding) {
+	if p.err != nil {
+		return
+	}
+	p.total++
+	if p.byKind == nil {
+		p.byKind = map[string]int{}
+	}
+	p.byKind[string(f.Kind)+"/"+string(f.State)]++
+	if p.r.o.Metrics != nil {
+		p.r.o.Metrics.counted(f)
+	}
+	if len(p.sample) < findingsLogged {
+		s := *f
+		s.Diagnosis = replay.Diagnosis{}
+		p.sample = append(p.sample, s)
+	}
+	// The key (the batch key, as String writes it) and the record share
+	// the chunk's buffer.
+	k := f.Batch
+	start := len(p.buf)
+	p.buf = append(p.buf, k.Pipeline...)
+	p.buf = append(p.buf, '/')
+	p.buf = k.BusinessDate.AppendFormat(p.buf)
+	p.buf = append(p.buf, '/')
+	p.buf = append(p.buf, k.BatchID...)
+	mid := len(p.buf)
+	p.buf = f.AppendJSON(p.buf)
+	p.msgs = append(p.msgs, kafka.Message{Key: p.buf[start:mid:mid], Value: p.buf[mid:len(p.buf):len(p.buf)]})
+	if len(p.msgs) >= publishRecords || len(p.buf) >= publishBytes {
+		p.err = p.flush()
+	}
+}
+
+// flush publishes the chunk's messages.
+func (p *publishing) flush() error {
+	if p.err != nil || len(p.msgs) == 0 {
+		return p.err
+	}
+	r := p.r
+	t1 := time.Now()
+	defer func() { p.publishing += time.Since(t1) }()
+	if err := r.o.Publisher.Publish(p.ctx, r.s.FindingsTopic, p.msgs...); err != nil {
+		p.err = fmt.Errorf("publish %d findings to %s: %w", len(p.msgs), r.s.FindingsTopic, err)
+		// A write cut short may still be reading the buffer.
+		r.buf, r.msgs = nil, nil
+		return p.err
+	}
+	r.published += len(p.msgs)
+	clear(p.msgs)
+	r.buf, r.msgs = p.buf[:0], p.msgs[:0]
+	p.buf, p.msgs = r.buf, r.msgs
+	return nil
+}
+
 // logFindings logs what one advance published: a summary line by kind and
 // state at info, and a sample of the findings themselves at debug. After
 // a fault or a restart an advance can publish hundreds of thousands of
 // records: a line each was about 270 bytes and 8 us of the detector's
 // time per finding (750,000 findings: 190 MiB of log, 6 s on a loaded
 // machine), on the disk the brokers and ClickHouse write to.
-func (r *Runner) logFindings(ctx context.Context, fs []detect.Finding) {
-	byKind := map[string]int{}
-	for i := range fs {
-		byKind[string(fs[i].Kind)+"/"+string(fs[i].State)]++
-	}
-	r.log.Info("detect: findings published", "count", len(fs), "by_kind", fmt.Sprint(byKind), "published_total", r.published)
+func (r *Runner) logFindings(ctx context.Context, p *publishing) {
+	r.log.Info("detect: findings published", "count", p.total, "by_kind", fmt.Sprint(p.byKind), "published_total", r.published)
 	if !r.log.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
-	for i := range fs[:min(len(fs), findingsLogged)] {
-		r.log.Debug("detect: finding", "batch", fs[i].Batch.String(), "kind", string(fs[i].Kind), "name", fs[i].Name,
-			"state", string(fs[i].State), "status", string(fs[i].Status), "verdict", fs[i].Verdict,
-			"seq", fs[i].Seq, "fingerprint", fs[i].Fingerprint)
+	for _, f := range p.sample {
+		r.log.Debug("detect: finding", "batch", f.Batch.String(), "kind", string(f.Kind), "name", f.Name,
+			"state", string(f.State), "status", string(f.Status), "verdict", f.Verdict,
+			"seq", f.Seq, "fingerprint", f.Fingerprint)
 	}
 }
 
