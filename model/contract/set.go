@@ -3,6 +3,9 @@ package contract
 import (
 	"fmt"
 	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,7 +16,20 @@ type Set struct {
 	pipelines  []string // sorted
 	// downstreams lists, per pipeline, the pipelines that wait for it.
 	downstreams map[string][]string
+	// defaults holds the Default contract For has made of each pipeline
+	// without one (string to *Contract), at most maxSharedDefaults of
+	// them (ndefaults counts them): a page of every pipeline asks For
+	// each of thousands of pipelines several times, and a fresh Default
+	// each time was a twentieth of its CPU. A reload builds a new Set, so
+	// the defaults go with the contracts they stood beside.
+	defaults  sync.Map
+	ndefaults atomic.Int64
 }
+
+// maxSharedDefaults bounds how many pipelines' Default contracts a Set
+// keeps: the pipelines asked for may come from requests (a page's URL),
+// so past it For makes a fresh Default again rather than grow.
+const maxSharedDefaults = 1 << 16
 
 // NewSet returns a set of the given contracts. Two contracts for one
 // pipeline are an error naming both sources.
@@ -40,15 +56,29 @@ func NewSet(cs ...*Contract) (*Set, error) {
 }
 
 // For returns the contract of pipeline, or Default(pipeline) when the set
-// has none. A nil Set has none. The returned contract is shared: do not
-// modify it.
+// has none. A nil Set has none. The returned contract is shared (the
+// default one too, between calls on one Set): do not modify it.
 func (s *Set) For(pipeline string) *Contract {
-	if s != nil {
-		if c, ok := s.byPipeline[pipeline]; ok {
-			return c
-		}
+	if s == nil {
+		return Default(pipeline)
 	}
-	return Default(pipeline)
+	if c, ok := s.byPipeline[pipeline]; ok {
+		return c
+	}
+	if c, ok := s.defaults.Load(pipeline); ok {
+		return c.(*Contract)
+	}
+	if s.ndefaults.Load() >= maxSharedDefaults {
+		return Default(pipeline)
+	}
+	// A copy of the name: the one given may point into a larger buffer
+	// (a decoded row) that the set would otherwise keep alive.
+	c := Default(strings.Clone(pipeline))
+	if prev, loaded := s.defaults.LoadOrStore(pipeline, c); loaded {
+		return prev.(*Contract)
+	}
+	s.ndefaults.Add(1)
+	return c
 }
 
 // Zone returns the time zone of pipeline's contract (UTC for the default

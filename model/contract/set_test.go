@@ -3,6 +3,7 @@ package contract_test
 import (
 	"errors"
 	"io/fs"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -71,6 +72,36 @@ func TestSetConcurrentReads(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// TestSetDefaultShared: the default contract For gives a pipeline without
+// one is Default's, the same one on every call of a Set (not one per
+// call), one per pipeline, and a Set's own: a reload (a new Set) does
+// not see the defaults of the old one.
+func TestSetDefaultShared(t *testing.T) {
+	s, err := contract.NewSet(named("p", "p.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pipeline := range []string{"q", "r.daily"} {
+		d := s.For(pipeline)
+		if !reflect.DeepEqual(d, contract.Default(pipeline)) {
+			t.Errorf("For(%s) = %+v, want Default(%s)", pipeline, d, pipeline)
+		}
+		if s.For(pipeline) != d {
+			t.Errorf("For(%s) twice: two contracts, want the one shared", pipeline)
+		}
+	}
+	if s.For("q") == s.For("r.daily") {
+		t.Error("For(q) and For(r.daily) are one contract")
+	}
+	again, err := contract.NewSet(named("q", "q.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.For("q").IsDefault() || again.For("r.daily") == s.For("r.daily") {
+		t.Error("a new Set gives the old Set's default contracts")
 	}
 }
 
