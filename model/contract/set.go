@@ -3,6 +3,9 @@ package contract
 import (
 	"fmt"
 	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,6 +16,81 @@ type Set struct {
 	pipelines  []string // sorted
 	// downstreams lists, per pipeline, the pipelines that wait for it.
 	downstreams map[string][]string
+	// defaults holds the Default contract For has made of each pipeline
+	// without one: a page of every pipeline asks For each of thousands of
+	// pipelines several times, and a fresh Default each time was a
+	// twentieth of its CPU. A reload builds a new Set, so the defaults go
+	// with the contracts they stood beside.
+	defaults defaultContracts
+}
+
+// maxSharedDefaults bounds how many pipelines' Default contracts a Set
+// keeps: the pipelines asked for may come from requests (a page's URL),
+// so past it For makes a fresh Default again rather than grow.
+const maxSharedDefaults = 1 << 16
+
+// defaultContracts keeps Default contracts by pipeline for a Set. Reads
+// are a map lookup without a lock or a write: the map read is never
+// changed once published; new contracts go to pending, under mu, and
+// are published (read copied with them) once pending holds a quarter as
+// many as read, so the copies add up to a few times the contracts kept.
+// sync.Map was slower here than allocating a Default per call: its
+// lookups cost more than the allocation for 10,000 pipelines.
+type defaultContracts struct {
+	read    atomic.Pointer[map[string]*Contract]
+	mu      sync.Mutex
+	pending map[string]*Contract
+	n       int // contracts kept, read's and pending's
+}
+
+// get returns the Default contract of pipeline kept, making it on the
+// first call.
+func (d *defaultContracts) get(pipeline string) *Contract {
+	if m := d.read.Load(); m != nil {
+		if c, ok := (*m)[pipeline]; ok {
+			return c
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if c, ok := d.pending[pipeline]; ok {
+		return c
+	}
+	read := d.read.Load()
+	if read != nil {
+		if c, ok := (*read)[pipeline]; ok {
+			return c // published since the look above
+		}
+	}
+	if d.n >= maxSharedDefaults {
+		return Default(pipeline)
+	}
+	// A copy of the name: the one given may point into a larger buffer
+	// (a decoded row) that the set would otherwise keep alive.
+	c := Default(strings.Clone(pipeline))
+	if d.pending == nil {
+		d.pending = make(map[string]*Contract)
+	}
+	d.pending[c.Pipeline] = c
+	d.n++
+	size := 0
+	if read != nil {
+		size = len(*read)
+	}
+	if len(d.pending) >= max(64, size/4) {
+		m := make(map[string]*Contract, size+len(d.pending))
+		if read != nil {
+			for k, v := range *read {
+				m[k] = v
+			}
+		}
+		for k, v := range d.pending {
+			m[k] = v
+		}
+		d.read.Store(&m)
+		d.pending = nil
+	}
+	return c
 }
 
 // NewSet returns a set of the given contracts. Two contracts for one
@@ -40,15 +118,16 @@ func NewSet(cs ...*Contract) (*Set, error) {
 }
 
 // For returns the contract of pipeline, or Default(pipeline) when the set
-// has none. A nil Set has none. The returned contract is shared: do not
-// modify it.
+// has none. A nil Set has none. The returned contract is shared (the
+// default one too, between calls on one Set): do not modify it.
 func (s *Set) For(pipeline string) *Contract {
-	if s != nil {
-		if c, ok := s.byPipeline[pipeline]; ok {
-			return c
-		}
+	if s == nil {
+		return Default(pipeline)
 	}
-	return Default(pipeline)
+	if c, ok := s.byPipeline[pipeline]; ok {
+		return c
+	}
+	return s.defaults.get(pipeline)
 }
 
 // Zone returns the time zone of pipeline's contract (UTC for the default

@@ -2,7 +2,9 @@ package contract_test
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -71,6 +73,74 @@ func TestSetConcurrentReads(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// TestSetDefaultShared: the default contract For gives a pipeline without
+// one is Default's, the same one on every call of a Set (not one per
+// call), one per pipeline, and a Set's own: a reload (a new Set) does
+// not see the defaults of the old one.
+func TestSetDefaultShared(t *testing.T) {
+	s, err := contract.NewSet(named("p", "p.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pipeline := range []string{"q", "r.daily"} {
+		d := s.For(pipeline)
+		if !reflect.DeepEqual(d, contract.Default(pipeline)) {
+			t.Errorf("For(%s) = %+v, want Default(%s)", pipeline, d, pipeline)
+		}
+		if s.For(pipeline) != d {
+			t.Errorf("For(%s) twice: two contracts, want the one shared", pipeline)
+		}
+	}
+	if s.For("q") == s.For("r.daily") {
+		t.Error("For(q) and For(r.daily) are one contract")
+	}
+	again, err := contract.NewSet(named("q", "q.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.For("q").IsDefault() || again.For("r.daily") == s.For("r.daily") {
+		t.Error("a new Set gives the old Set's default contracts")
+	}
+}
+
+// TestSetDefaultSharedConcurrent: goroutines asking For of many
+// pipelines at once (the fold and the diagnoses of a page) each get the
+// pipeline's default contract, the same one.
+func TestSetDefaultSharedConcurrent(t *testing.T) {
+	s, err := contract.NewSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 2000)
+	for i := range names {
+		names[i] = fmt.Sprintf("p%04d", i)
+	}
+	got := make([][]*contract.Contract, 4)
+	var wg sync.WaitGroup
+	for g := range got {
+		got[g] = make([]*contract.Contract, len(names))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range names {
+				j := (i + g*500) % len(names) // each goroutine from its own start
+				if g%2 == 1 {
+					j = len(names) - 1 - j
+				}
+				got[g][j] = s.For(names[j])
+			}
+		}()
+	}
+	wg.Wait()
+	for i, name := range names {
+		for g := range got {
+			if c := got[g][i]; c.Pipeline != name || !c.IsDefault() || c != s.For(name) {
+				t.Fatalf("goroutine %d: For(%s) = %p (pipeline %q), want the one default contract %p", g, name, c, c.Pipeline, s.For(name))
+			}
+		}
 	}
 }
 

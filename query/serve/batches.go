@@ -112,7 +112,8 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 	next := 0
 	out := make([]Batch, 0, len(keys))
 	for _, k := range keys {
-		b := Batch{Batch: k.String(), Pipeline: k.Pipeline, BusinessDate: k.BusinessDate.String(), BatchID: k.BatchID, URL: batchPath(k)}
+		b := Batch{Pipeline: k.Pipeline, BatchID: k.BatchID}
+		b.Batch, b.BusinessDate, b.URL = batchNames(k)
 		// The set counts each event id once, so a copy of an event that
 		// merges have not collapsed yet is not counted twice, wherever
 		// the unordered read put it.
@@ -502,6 +503,25 @@ func (s *Server) baselines(ctx context.Context, pipeline string, asOf time.Time)
 		return nil, err
 	}
 	return l.ExpectedAt(pipeline, asOf, s.baseline), nil
+}
+
+// batchNames returns k.String(), k.BusinessDate.String() and
+// batchPath(k), pieces of one string when the pipeline and batch id need
+// no escape in a path (most do not): a list of every pipeline's day makes
+// them for each of 10,000 batches.
+func batchNames(k model.BatchKey) (key, date, path string) {
+	p, id := pathEscape(k.Pipeline), pathEscape(k.BatchID)
+	const prefix = "/batches/"
+	b := make([]byte, 0, len(prefix)+len(p)+len(id)+12)
+	b = append(append(append(b, prefix...), p...), '/')
+	from := len(b)
+	b = k.BusinessDate.AppendFormat(b)
+	to := len(b)
+	path = string(append(append(b, '/'), id...))
+	if p != k.Pipeline || id != k.BatchID {
+		return k.String(), path[from:to], path
+	}
+	return path[len(prefix):], path[from:to], path
 }
 
 // batchPath is the web page of batch k; the alerting links to it.

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/handoff-dev/handoff/model"
 )
 
 // TestAppendHTML: the grid's rows, written without the template engine,
@@ -45,6 +47,23 @@ func TestPipelineGridURL(t *testing.T) {
 		want := "/?" + url.Values{"pipeline": {p}, "from": {from}, "to": {to}}.Encode()
 		if got := pipelineGridURL(p, url.QueryEscape(from), url.QueryEscape(to)); got != want {
 			t.Errorf("pipelineGridURL(%q) = %q, want %q", p, got, want)
+		}
+	}
+}
+
+// TestBatchNames: the key, date and page a list gives each batch are
+// k.String(), its date's and batchPath's, whether or not the names need
+// an escape in a path.
+func TestBatchNames(t *testing.T) {
+	for _, k := range []model.BatchKey{
+		{Pipeline: "a.daily", BusinessDate: model.MustParseDate("2026-09-30"), BatchID: "20260930"},
+		{Pipeline: "a b/c?", BusinessDate: model.MustParseDate("2026-01-02"), BatchID: "x/y"},
+		{Pipeline: "p", BusinessDate: model.MustParseDate("2026-01-02"), BatchID: "50%"},
+		{Pipeline: `pipe'quote\'--`, BusinessDate: model.Date{Year: 12345, Month: 1, Day: 2}, BatchID: "1"},
+	} {
+		key, date, path := batchNames(k)
+		if key != k.String() || date != k.BusinessDate.String() || path != batchPath(k) {
+			t.Errorf("batchNames(%v) = %q, %q, %q, want %q, %q, %q", k, key, date, path, k.String(), k.BusinessDate.String(), batchPath(k))
 		}
 	}
 }

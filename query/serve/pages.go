@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
@@ -105,13 +106,23 @@ func staticFile(w http.ResponseWriter, r *http.Request) {
 // bidirectional overrides (a pipeline name with U+202E renders reversed)
 // visibly as \u202e. The escapes are ASCII, safe in text and attributes.
 func render(w http.ResponseWriter, status int, name string, data any) error {
+	return renderSized(w, status, name, data, 0)
+}
+
+// renderSized is render of a page of about size bytes (0: unknown): the
+// buffers are made that large at once. An all-pipelines day of 10,000
+// rows is megabytes, and growing its buffers by doubling allocated
+// several times the page.
+func renderSized(w http.ResponseWriter, status int, name string, data any, size int) error {
 	var b bytes.Buffer
+	b.Grow(size)
 	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	w.Write(model.AppendEscapedText(nil, b.Bytes()))
+	// Escapes only lengthen the text, and a page rarely has any.
+	w.Write(model.AppendEscapedText(make([]byte, 0, b.Len()+64), b.Bytes()))
 	return nil
 }
 
@@ -277,13 +288,22 @@ func (s *Server) gridPage(w http.ResponseWriter, r *http.Request) error {
 	var table []byte
 	for i := range rows {
 		table = rowHTML(table, &rows[i])
+		if i == 0 && len(rows) > 1 {
+			// The other rows are about as long as the first: room for
+			// them at once, rather than doubling through megabytes.
+			table = slices.Grow(table, len(table)*(len(rows)-1)*9/8)
+		}
 	}
-	return render(w, http.StatusOK, "grid.html", map[string]any{
+	return renderSized(w, http.StatusOK, "grid.html", map[string]any{
 		"Filter": map[string]string{"pipeline": f.pipeline, "from": f.dates.from.String(), "to": f.dates.to.String(), "status": f.status, "verdict": f.verdict},
 		"Days":   days, "Rows": len(rows) > 0, "RowsHTML": template.HTML(table), "Total": len(all), "Counts": counts,
 		"Statuses": statusNames, "Verdicts": verdictNames, "Now": s.now(), "Zone": s.zone(f.pipeline),
-	})
+	}, len(table)+gridPageRest)
 }
+
+// gridPageRest is about how many bytes the grid page has besides its
+// rows (the form, the header of days, the legend), for renderSized.
+const gridPageRest = 16 << 10
 
 // pipelineGridURL is the grid of one pipeline over the dates whose
 // query-escaped ends are fromQ and toQ: url.Values{"pipeline", "from",

@@ -132,8 +132,15 @@ func New(ctx context.Context, conn chconn.Conn, opts Options) (*Server, error) {
 	if s.maxIncident = opts.MaxIncidentBatches; s.maxIncident <= 0 {
 		s.maxIncident = DefaultMaxIncidentBatches
 	}
-	if s.contracts == nil {
-		s.contracts = (*contract.Set)(nil) // the default contract for every pipeline
+	if set, ok := s.contracts.(*contract.Set); s.contracts == nil || (ok && set == nil) {
+		// The default contract for every pipeline, from an empty Set
+		// rather than a nil one: a Set keeps the default it gives each
+		// pipeline (contract.Set.For), a nil one makes it anew each call.
+		empty, err := contract.NewSet()
+		if err != nil {
+			return nil, err
+		}
+		s.contracts = empty
 	}
 	s.graph = upstream.NewGraph(s.contracts)
 	if s.now == nil {
