@@ -20,32 +20,11 @@ import (
 // calendar). contract.Set implements it.
 type Contracts interface {
 	// For must return a non-nil contract (the default one for a pipeline
-	// without a file).
+	// without a file). It is asked often, so it should not build a
+	// contract per call: contract.Set keeps each pipeline's default.
 	For(pipeline string) *contract.Contract
 	Pipelines() []string
 }
-
-// contractCache remembers the contract of each pipeline asked for: the
-// detector asks for a batch's contract several times per evaluation, and
-// a pipeline without a contract file gets a new default contract at every
-// call (contract.Set.For), which was an eighth of what a detector
-// allocated under a load of findings. Contracts do not change while a
-// detector runs.
-type contractCache struct {
-	of Contracts
-	m  map[string]*contract.Contract
-}
-
-func (c *contractCache) For(pipeline string) *contract.Contract {
-	if k, ok := c.m[pipeline]; ok {
-		return k
-	}
-	k := c.of.For(pipeline)
-	c.m[strings.Clone(pipeline)] = k
-	return k
-}
-
-func (c *contractCache) Pipelines() []string { return c.of.Pipelines() }
 
 // DefaultRetain is how many days, by business date before the safe time's
 // date, a closed batch is remembered when Config.Retain is 0.
@@ -311,7 +290,7 @@ func New(cfg Config) (*Detector, error) {
 		return nil, fmt.Errorf("detect: Config.Retain is %d: want days >= 0 (0 means %d)", cfg.Retain, DefaultRetain)
 	}
 	d := &Detector{
-		contracts: &contractCache{of: cfg.Contracts, m: make(map[string]*contract.Contract)},
+		contracts: cfg.Contracts,
 		owns:      cfg.Owns,
 		from:      cfg.From,
 		retain:    cfg.Retain,
