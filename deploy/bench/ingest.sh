@@ -301,24 +301,32 @@ leg_handoff() {
 
 # insert_cpu: what handoff's INSERTs cost ClickHouse, from system.query_log
 # (the leg runs the ingester with HANDOFF_CLICKHOUSE_LOG_QUERIES=1): the
-# server's CPU seconds in those queries, user and system, and the parts
-# they wrote. On a shared server the process's CPU includes other clients'
-# queries; this does not (it leaves out background merges).
-H_INS_CPU='' H_PARTS=''
+# server's CPU seconds in those queries, user and system, the parts they
+# wrote and the rows written into parts (events and, through the view,
+# events_by_date: about twice the events). On a shared server the
+# process's CPU includes other clients' queries; this does not (it leaves
+# out background merges and the benchmark's own polls too). The system
+# share is mostly the kernel handing the server fresh pages for each
+# INSERT's blocks (SoftPageFaults), which costs more on a busy machine.
+H_INS_CPU='' H_INS_SYS='' H_PARTS='' H_INSERTS='' H_PART_ROWS=''
 insert_cpu() {
 	query "SYSTEM FLUSH LOGS" >/dev/null
 	local pe="arrayFilter((v, n) -> n = '%s', ProfileEvents.Values, ProfileEvents.Names)" line
 	# shellcheck disable=SC2059 # pe is a format
 	line=$(query "SELECT count(), sum(arraySum($(printf "$pe" UserTimeMicroseconds))) / 1e6,
-		sum(arraySum($(printf "$pe" SystemTimeMicroseconds))) / 1e6, sum(arraySum($(printf "$pe" MergeTreeDataWriterBlocks))), sum(written_rows)
+		sum(arraySum($(printf "$pe" SystemTimeMicroseconds))) / 1e6, sum(arraySum($(printf "$pe" MergeTreeDataWriterBlocks))), sum(written_rows),
+		sum(arraySum($(printf "$pe" MergeTreeDataWriterRows))), sum(arraySum($(printf "$pe" SoftPageFaults))), max(memory_usage)
 		FROM system.query_log WHERE type = 2 AND query LIKE 'INSERT INTO $DB_H.events (%' FORMAT TSV")
-	local n user sys parts rows
-	read -r n user sys parts rows <<<"$line"
+	local n user sys parts rows prows faults mem
+	read -r n user sys parts rows prows faults mem <<<"$line"
 	if [ "${n:-0}" -gt 0 ] 2>/dev/null; then
 		H_INS_CPU=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')
+		H_INS_SYS=$sys
 		H_PARTS=$parts
-		printf '  ClickHouse in handoff'"'"'s %d INSERTs (system.query_log): %s CPU s (user %.2f, system %.2f), %d parts written for %d rows\n' \
-			"$n" "$H_INS_CPU" "$user" "$sys" "$parts" "$rows"
+		H_INSERTS=$n
+		H_PART_ROWS=$prows
+		printf '  ClickHouse in handoff'"'"'s %d INSERTs (system.query_log): %s CPU s (user %.2f, system %.2f), %d parts written for %d rows (%d rows into parts, events_by_date included; %d soft page faults; peak %d MiB per INSERT)\n' \
+			"$n" "$H_INS_CPU" "$user" "$sys" "$parts" "$rows" "$prows" "$faults" "$((mem / 1048576))"
 	fi
 	if [ -s "$RUN/handoff.cpu.pprof" ]; then
 		echo "  CPU profile of handoff: go tool pprof -top $HANDOFF_BIN $RUN/handoff.cpu.pprof"
@@ -505,5 +513,12 @@ if [ -n "$H_RATE" ]; then
 	# Parts are most of what an INSERT costs the server (a part per month
 	# and table it touches): fewer parts per row is the lever on its side.
 	[ -z "$H_PARTS" ] || echo "RESULT bench=ingest metric=clickhouse_parts_per_1m_events value=$(per_m "$H_PARTS") unit=parts load=$LOAD1"
+	if [ -n "$H_INSERTS" ]; then
+		echo "RESULT bench=ingest metric=clickhouse_insert_sys_cpu_s_per_1m_events value=$(per_m "$H_INS_SYS") unit=s load=$LOAD1"
+		echo "RESULT bench=ingest metric=clickhouse_inserts_per_1m_events value=$(per_m "$H_INSERTS") unit=inserts load=$LOAD1"
+		# Rows written into parts per event: 2 while every batch event is
+		# copied into events_by_date by its view.
+		echo "RESULT bench=ingest metric=clickhouse_part_rows_per_event value=$(awk -v r="$H_PART_ROWS" -v n="$EVENTS" 'BEGIN { printf "%.2f", r / n }') unit=rows load=$LOAD1"
+	fi
 	echo "RESULT bench=ingest metric=clickhouse_cpu_s_per_1m_events value=$(per_m "$H_CH_CPU") unit=s${E_RATE:+ ref=$(per_m "$E_CH_CPU") ratio=$(awk -v a="$H_CH_CPU" -v b="$E_CH_CPU" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')} load=$LOAD1"
 fi
