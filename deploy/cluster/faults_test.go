@@ -185,8 +185,8 @@ func (s *emitting) finish(t *testing.T, e env) {
 	// 500,000 finding records (a quarter of the generated batches are
 	// anomalous, far more than in life, and their events trickle in after
 	// every deadline), each encoded, replicated three times and stored
-	// twice, on two cores shared by twelve servers; settling has taken 3
-	// to 12 minutes. The test is about losing or doubling nothing, not
+	// twice, on two cores shared by twelve servers; settling has taken 40 s
+	// to 10 minutes. The test is about losing or doubling nothing, not
 	// about speed: the time is logged.
 	// Where the time goes: a line every half minute with what the read
 	// saw and how long the read itself took. A read through the
