@@ -52,36 +52,6 @@ func (e env) node(t *testing.T, action, node string) {
 	}
 }
 
-// recentEvents returns n events of 10,000 pipelines PREFIX.pNNNNN over the
-// last five business dates (about 20 events a batch, every type, anomalies
-// and failures among them), timed two to four days ago: every deadline of
-// the default contract (24 hours after the latest boundary event) has
-// passed, so the findings they raise do not depend on when they are
-// evaluated, and all are within the detectors' retention window.
-func recentEvents(n int, prefix string, now time.Time) []model.Event {
-	events := testenv.Events(n, prefix, 11)
-	base := time.Date(2026, 10, 1, 1, 0, 0, 0, time.UTC)
-	start := now.Add(-96 * time.Hour).Truncate(time.Millisecond)
-	today := model.MustParseDate(now.UTC().Format(time.DateOnly))
-	for i := range events {
-		e := &events[i]
-		e.Pipeline = fmt.Sprintf("%s.p%05d", prefix, i%10000)
-		e.Time = start.Add(e.Time.Sub(base))
-		if e.Type.HasBatch() {
-			rerun := len(e.BatchID) > 8
-			e.BusinessDate = today.AddDays(-1 - (i/10000)%5)
-			e.BatchID = e.BusinessDate.Compact()
-			if rerun {
-				e.BatchID += "-rerun"
-			}
-			if e.Type.NeedsObject() {
-				e.Object = "account_balance_snapshot_" + e.BatchID + ".csv"
-			}
-		}
-	}
-	return events
-}
-
 // pipelines is the SQL condition selecting the pipelines of prefix (a
 // primary-key range: PREFIX. up to PREFIX/).
 func pipelines(prefix string) string {
@@ -110,7 +80,7 @@ func startEmitting(t *testing.T, e env, prefix string, n int) *emitting {
 		t.Fatal(err)
 	}
 	s := &emitting{prefix: testenv.Name(prefix), now: time.Now(), sent: make(chan int, n/1000+1), done: make(chan error, 1)}
-	s.events = recentEvents(n, s.prefix, s.now)
+	s.events = testenv.RecentEvents(n, s.prefix, s.now)
 	// What one detector leaves open, worked out before the first event is
 	// sent: after the last acknowledgement it took this process minutes
 	// of the same two cores, and the time to settle included them.

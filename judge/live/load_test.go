@@ -2,7 +2,6 @@ package live_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -19,36 +18,6 @@ import (
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/store/history"
 )
-
-// clusterEvents returns n events as the local cluster's fault tests send
-// them (deploy/cluster/faults_test.go, recentEvents): testenv's generator
-// over 10,000 pipelines and the five business dates before now's, timed
-// two to four days before now, so that every deadline of the default
-// contract has passed and most batches raise findings.
-func clusterEvents(n int, now time.Time) []model.Event {
-	const prefix = "load"
-	events := testenv.Events(n, prefix, 11)
-	base := time.Date(2026, 10, 1, 1, 0, 0, 0, time.UTC)
-	start := now.Add(-96 * time.Hour).Truncate(time.Millisecond)
-	today := model.MustParseDate(now.UTC().Format(time.DateOnly))
-	for i := range events {
-		e := &events[i]
-		e.Pipeline = fmt.Sprintf("%s.p%05d", prefix, i%10000)
-		e.Time = start.Add(e.Time.Sub(base))
-		if e.Type.HasBatch() {
-			rerun := len(e.BatchID) > 8
-			e.BusinessDate = today.AddDays(-1 - (i/10000)%5)
-			e.BatchID = e.BusinessDate.Compact()
-			if rerun {
-				e.BatchID += "-rerun"
-			}
-			if e.Type.NeedsObject() {
-				e.Object = "account_balance_snapshot_" + e.BatchID + ".csv"
-			}
-		}
-	}
-	return events
-}
 
 // discard is a Publisher that keeps only the count and size of what it is
 // given; History and Offsets are never asked (no partition is assigned).
@@ -98,7 +67,7 @@ func BenchmarkClusterLoad(b *testing.B) {
 	}
 	const every = 2_500
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	events := clusterEvents(n, now)
+	events := testenv.RecentEvents(n, "load", now)
 	msgs := make([]kafka.Message, len(events))
 	for i := range events {
 		msgs[i] = kafka.Message{Key: []byte(events[i].PartitionKey()), Value: events[i].AppendJSON(nil)}
@@ -198,7 +167,7 @@ func (p *recording) Publish(_ context.Context, _ string, msgs ...kafka.Message) 
 // keyed by batch, each chunk's buffer reused only once it was published.
 func TestRunnerPublishesInChunks(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	events := clusterEvents(30_000, now)
+	events := testenv.RecentEvents(30_000, "load", now)
 	set, err := contract.NewSet()
 	if err != nil {
 		t.Fatal(err)
