@@ -80,7 +80,7 @@ func startEmitting(t *testing.T, e env, prefix string, n int) *emitting {
 		t.Fatal(err)
 	}
 	s := &emitting{prefix: testenv.Name(prefix), now: time.Now(), sent: make(chan int, n/1000+1), done: make(chan error, 1)}
-	s.events = testenv.RecentEvents(n, s.prefix, s.now)
+	s.events = testenv.RecentEvents(n, s.prefix, 10000, s.now)
 	// What one detector leaves open, worked out before the first event is
 	// sent: after the last acknowledgement it took this process minutes
 	// of the same two cores, and the time to settle included them.

@@ -1,7 +1,6 @@
 package results
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -24,27 +23,7 @@ import (
 func clusterRecords(tb testing.TB, n int) [][]byte {
 	tb.Helper()
 	now := time.Date(2026, 10, 6, 12, 0, 0, 0, time.UTC)
-	events := testenv.Events(n, "bench", 11)
-	base := time.Date(2026, 10, 1, 1, 0, 0, 0, time.UTC)
-	start := now.Add(-96 * time.Hour)
-	today := model.MustParseDate(now.Format(time.DateOnly))
-	const pipelines = 200
-	for i := range events {
-		e := &events[i]
-		e.Pipeline = fmt.Sprintf("bench.p%05d", i%pipelines)
-		e.Time = start.Add(e.Time.Sub(base))
-		if e.Type.HasBatch() {
-			rerun := len(e.BatchID) > 8
-			e.BusinessDate = today.AddDays(-1 - (i/pipelines)%5)
-			e.BatchID = e.BusinessDate.Compact()
-			if rerun {
-				e.BatchID += "-rerun"
-			}
-			if e.Type.NeedsObject() {
-				e.Object = "account_balance_snapshot_" + e.BatchID + ".csv"
-			}
-		}
-	}
+	events := testenv.RecentEvents(n, "bench", 200, now)
 	slices.SortStableFunc(events, func(a, b model.Event) int { return a.Time.Compare(b.Time) })
 	set, err := contract.NewSet()
 	if err != nil {
@@ -56,7 +35,7 @@ func clusterRecords(tb testing.TB, n int) [][]byte {
 	}
 	var out [][]byte
 	var open, updated, resolved int
-	for safe := start; !safe.After(now); safe = safe.Add(10 * time.Minute) {
+	for safe := now.Add(-96 * time.Hour); !safe.After(now); safe = safe.Add(10 * time.Minute) {
 		for len(events) > 0 && !events[0].Time.After(safe) {
 			d.Observe(&events[0])
 			events = events[1:]

@@ -71,24 +71,24 @@ func Events(n int, pipeline string, seed int64) []model.Event {
 	return out
 }
 
-// RecentEvents returns n events of 10,000 pipelines PREFIX.pNNNNN over the
+// RecentEvents returns n events of that many pipelines PREFIX.pNNNNN over the
 // last five business dates (about 20 events a batch, every type, anomalies
 // and failures among them), timed two to four days ago: every deadline of
 // the default contract (24 hours after the latest boundary event) has
 // passed, so the findings they raise do not depend on when they are
 // evaluated, and all are within the detectors' retention window.
-func RecentEvents(n int, prefix string, now time.Time) []model.Event {
+func RecentEvents(n int, prefix string, pipelines int, now time.Time) []model.Event {
 	events := Events(n, prefix, 11)
 	base := time.Date(2026, 10, 1, 1, 0, 0, 0, time.UTC)
 	start := now.Add(-96 * time.Hour).Truncate(time.Millisecond)
 	today := model.MustParseDate(now.UTC().Format(time.DateOnly))
 	for i := range events {
 		e := &events[i]
-		e.Pipeline = fmt.Sprintf("%s.p%05d", prefix, i%10000)
+		e.Pipeline = fmt.Sprintf("%s.p%05d", prefix, i%pipelines)
 		e.Time = start.Add(e.Time.Sub(base))
 		if e.Type.HasBatch() {
 			rerun := len(e.BatchID) > 8
-			e.BusinessDate = today.AddDays(-1 - (i/10000)%5)
+			e.BusinessDate = today.AddDays(-1 - (i/pipelines)%5)
 			e.BatchID = e.BusinessDate.Compact()
 			if rerun {
 				e.BatchID += "-rerun"

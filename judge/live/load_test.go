@@ -67,7 +67,7 @@ func BenchmarkClusterLoad(b *testing.B) {
 	}
 	const every = 2_500
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	events := testenv.RecentEvents(n, "load", now)
+	events := testenv.RecentEvents(n, "load", 10000, now)
 	msgs := make([]kafka.Message, len(events))
 	for i := range events {
 		msgs[i] = kafka.Message{Key: []byte(events[i].PartitionKey()), Value: events[i].AppendJSON(nil)}
@@ -167,7 +167,7 @@ func (p *recording) Publish(_ context.Context, _ string, msgs ...kafka.Message) 
 // keyed by batch, each chunk's buffer reused only once it was published.
 func TestRunnerPublishesInChunks(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	events := testenv.RecentEvents(30_000, "load", now)
+	events := testenv.RecentEvents(30_000, "load", 10000, now)
 	set, err := contract.NewSet()
 	if err != nil {
 		t.Fatal(err)
