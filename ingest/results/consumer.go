@@ -15,6 +15,8 @@ package results
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -50,7 +52,11 @@ type Consumer struct {
 	sink   *writer.Sink
 	reader *kafka.Reader
 	dlq    *kafka.Writer
-	lag    map[topicPartition]*partitionLag
+	lag    *topics.Lag
+	// clientID names this member in the group (its reader's Kafka client
+	// ID), so that its partitions can be found in the group's description
+	// after a rebalance (the reader does not tell them).
+	clientID string
 	// offsets reads the group's committed offsets before a commit, on a
 	// connection pool of its own (closed by Close).
 	offsets   *kafka.Client
@@ -60,17 +66,6 @@ type Consumer struct {
 	// before its offsets are committed; an error stops Run there, as a
 	// crash would.
 	beforeCommit func() error
-}
-
-type topicPartition struct {
-	topic     string
-	partition int
-}
-
-// partitionLag tracks one partition: the high watermark last seen and the
-// next offset known committed (the first offset read, before any commit).
-type partitionLag struct {
-	hwm, committed int64
 }
 
 // New prepares the consumer: it checks the configuration, creates the
@@ -91,7 +86,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Consumer{cfg: cfg, log: log, m: NewMetrics(opts.Registry, cfg.topics()), sink: s, lag: map[topicPartition]*partitionLag{}}
+	c := &Consumer{cfg: cfg, log: log, m: NewMetrics(opts.Registry, cfg.topics()), sink: s, clientID: memberClientID()}
+	c.lag = topics.NewLag(func(topic string, n int64) { c.m.Lag.WithLabelValues(topic).Set(float64(n)) }, cfg.topics()...)
 	specs := []topics.Spec{{Name: cfg.DLQTopic, Partitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor}}
 	for _, t := range cfg.topics() {
 		specs = append(specs, topics.Spec{Name: t, Partitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor})
@@ -104,6 +100,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		Brokers:           cfg.Brokers,
 		GroupID:           cfg.Group,
 		GroupTopics:       cfg.topics(),
+		Dialer:            &kafka.Dialer{ClientID: c.clientID, Timeout: 10 * time.Second, DualStack: true},
 		MinBytes:          1,
 		MaxBytes:          2 * topics.MaxMessageBytes,
 		MaxWait:           3 * time.Second,
@@ -176,6 +173,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 	stopAfter := context.AfterFunc(ctx, func() { time.AfterFunc(c.cfg.ShutdownTimeout, cancelFlush) })
 	defer stopAfter()
 	c.log.Info("results ingest running", "topics", c.cfg.topics(), "group", c.cfg.Group, "database", c.cfg.Database)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); c.watchAssignment(watchCtx, assignmentCheck) }()
+	defer func() { stopWatch(); <-watched }()
 
 	b := newBatch()
 	// age.ctx ends FlushInterval after the batch's first record (the age
@@ -246,14 +247,7 @@ func (c *Consumer) add(b *batch, m *kafka.Message, nowMS int64) {
 	b.n++
 	b.bytes += len(m.Key) + len(m.Value)
 	b.last = lastOffsets(b.last, m)
-	tp := topicPartition{m.Topic, m.Partition}
-	l := c.lag[tp]
-	if l == nil {
-		l = &partitionLag{committed: m.Offset}
-		c.lag[tp] = l
-	}
-	l.hwm = max(l.hwm, m.HighWaterMark)
-	c.m.Lag.WithLabelValues(m.Topic).Set(float64(c.topicLag(m.Topic)))
+	c.lag.Fetched(m.Topic, m.Partition, m.Offset, m.HighWaterMark)
 
 	src := schema.Source{Topic: m.Topic, Partition: int32(m.Partition), Offset: m.Offset}
 	var err error
@@ -295,16 +289,6 @@ func lastOffsets(dst []kafka.Message, m *kafka.Message) []kafka.Message {
 		}
 	}
 	return append(dst, kafka.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, HighWaterMark: m.HighWaterMark})
-}
-
-func (c *Consumer) topicLag(topic string) int64 {
-	var n int64
-	for tp, l := range c.lag {
-		if tp.topic == topic {
-			n += max(0, l.hwm-l.committed)
-		}
-	}
-	return n
 }
 
 // store writes the batch's dead letters (topic, then table), findings and
@@ -365,18 +349,85 @@ func (c *Consumer) store(ctx context.Context, b *batch, trigger string) error {
 		c.log.Error("results offsets not committed; the stored records will be read again and collapse", "err", err)
 	} else {
 		c.m.LastCommitTS.SetToCurrentTime()
-		for _, m := range b.last {
-			if l := c.lag[topicPartition{m.Topic, m.Partition}]; l != nil {
-				l.committed = max(l.committed, m.Offset+1)
-			}
-		}
-		for _, t := range c.cfg.topics() {
-			c.m.Lag.WithLabelValues(t).Set(float64(c.topicLag(t)))
-		}
+		c.lag.Committed(b.last)
 	}
 	c.log.Debug("results flushed", "trigger", trigger, "records", b.n, "bytes", b.bytes, "findings", b.findings.Len(),
 		"diagnoses", b.diagnoses.Len(), "rejected", len(b.dead), "took", time.Since(start))
 	return nil
+}
+
+// assignmentCheck is how often the consumer asks its reader whether the
+// group rebalanced.
+const assignmentCheck = 2 * time.Second
+
+// watchAssignment keeps the lag gauge to this member's partitions: after
+// each rebalance its reader counts, it asks the group coordinator which
+// partitions are this member's (by its client ID), again on the next
+// check while the group is still rebalancing, until ctx ends.
+func (c *Consumer) watchAssignment(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	pending := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if c.reader.Stats().Rebalances > 0 {
+			pending = true
+		}
+		if !pending {
+			continue
+		}
+		owned, err := c.assignment(ctx)
+		if err != nil {
+			c.log.Debug("results ingest: reading the group's assignment failed; trying again", "group", c.cfg.Group, "err", err)
+			continue
+		}
+		if owned != nil {
+			c.lag.Assign(owned)
+			pending = false
+		}
+	}
+}
+
+// assignment returns the partitions this member owns by topic, or nil
+// while the group is not stable or the member not in it yet.
+func (c *Consumer) assignment(ctx context.Context) (map[string][]int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := c.offsets.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{c.cfg.Group}})
+	if err != nil {
+		return nil, fmt.Errorf("describe consumer group %s: %w", c.cfg.Group, err)
+	}
+	for _, g := range resp.Groups {
+		if g.Error != nil {
+			return nil, fmt.Errorf("describe consumer group %s: %w", c.cfg.Group, g.Error)
+		}
+		if g.GroupID != c.cfg.Group || g.GroupState != "Stable" {
+			continue
+		}
+		for _, m := range g.Members {
+			if m.ClientID != c.clientID {
+				continue
+			}
+			owned := map[string][]int{}
+			for _, t := range m.MemberAssignments.Topics {
+				owned[t.Topic] = t.Partitions
+			}
+			return owned, nil
+		}
+	}
+	return nil, nil
+}
+
+// memberClientID is a Kafka client ID of its own for each consumer, so
+// that the group's description tells its members apart.
+func memberClientID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "handoff-results-" + hex.EncodeToString(b[:])
 }
 
 func (c *Consumer) retry(ctx context.Context, stage, what string, attempts int, fn func(context.Context) error) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,9 +80,17 @@ func (e *testEnv) run(t *testing.T, cfg Config, beforeCommit func() error) (reg 
 // runOn is run with the ClickHouse connection conn.
 func (e *testEnv) runOn(t *testing.T, conn driver.Conn, cfg Config, beforeCommit func() error) (reg *prometheus.Registry, stop func() error) {
 	t.Helper()
+	_, reg, stop = e.start(t, conn, cfg, beforeCommit)
+	return reg, stop
+}
+
+// start is runOn, also returning the consumer.
+func (e *testEnv) start(t *testing.T, conn driver.Conn, cfg Config, beforeCommit func() error) (c *Consumer, reg *prometheus.Registry, stop func() error) {
+	t.Helper()
 	reg = prometheus.NewRegistry()
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := New(ctx, cfg, Options{Conn: conn, Registry: reg})
+	var err error
+	c, err = New(ctx, cfg, Options{Conn: conn, Registry: reg})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -101,7 +110,7 @@ func (e *testEnv) runOn(t *testing.T, conn driver.Conn, cfg Config, beforeCommit
 		return err
 	}
 	t.Cleanup(func() { stop() })
-	return reg, stop
+	return c, reg, stop
 }
 
 func (e *testEnv) count(t *testing.T, q string) uint64 {
@@ -475,6 +484,68 @@ func TestLagWhileHeld(t *testing.T) {
 	if n := e.uncommitted(t); n != 0 {
 		t.Errorf("%d records uncommitted after a graceful stop", n)
 	}
+}
+
+// TestLagAfterRebalance: a second consumer joins while the first holds a
+// batch in its commit step. Each then counts only the partitions the group
+// gives it (its lag no longer holds the last lag of a partition taken
+// away, which it went on reporting before), and once everything is stored
+// and committed the two lags are 0.
+func TestLagAfterRebalance(t *testing.T) {
+	e := newEnv(t, "results_lag_rebalance")
+	r := load(t, "pipe.rebalance", 600)
+	cfg := e.cfg
+	cfg.BatchSize = 250
+	cfg.FlushInterval = time.Second
+	e.publish(t, cfg.DiagnosesTopic, r.diagnoses...)
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	a, regA, stopA := e.start(t, e.conn, cfg, func() error {
+		once.Do(func() { close(held) })
+		<-release
+		return nil
+	})
+	select {
+	case <-held:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no batch reached the commit step within 2 minutes")
+	}
+	b, regB, stopB := e.start(t, e.conn, cfg, nil)
+	// The second has partitions once it stored records: the group
+	// rebalanced while the first still holds its batch.
+	testenv.Eventually(t, 2*time.Minute, "the second consumer stored records", func() (bool, string) {
+		n := value(t, regB, "handoff_ingest_results_stored_total", "topic", cfg.DiagnosesTopic)
+		return n > 0, fmt.Sprintf("%v stored", n)
+	})
+	all := []int{0, 1, 2}
+	testenv.Eventually(t, 2*time.Minute, "the two consumers count disjoint partitions that together are all", func() (bool, string) {
+		oa, ob := a.lag.Owned(), b.lag.Owned()
+		for _, topic := range cfg.topics() {
+			pa, pb := oa[topic], ob[topic]
+			u := append(slices.Clone(pa), pb...)
+			slices.Sort(u)
+			if len(pa) == 0 || len(pb) == 0 || !slices.Equal(u, all) {
+				return false, fmt.Sprintf("first %v, second %v", oa, ob)
+			}
+		}
+		return true, ""
+	})
+	close(release)
+	testenv.Eventually(t, 2*time.Minute, "every record committed", func() (bool, string) {
+		n := e.uncommitted(t)
+		return n == 0, fmt.Sprintf("%d uncommitted", n)
+	})
+	testenv.Eventually(t, 2*time.Minute, "both lags 0 once everything is committed", func() (bool, string) {
+		la := value(t, regA, "handoff_ingest_results_consumer_lag", "topic", cfg.DiagnosesTopic)
+		lb := value(t, regB, "handoff_ingest_results_consumer_lag", "topic", cfg.DiagnosesTopic)
+		return la == 0 && lb == 0, fmt.Sprintf("first %v, second %v", la, lb)
+	})
+	for _, stop := range []func() error{stopB, stopA} {
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.waitCount(t, uint64(len(r.diagnoses)), "SELECT uniqExact(batch, as_of_ms) FROM {db}.diagnoses_v2")
 }
 
 // readDLQ reads n messages of the dead-letter topic from its start.
