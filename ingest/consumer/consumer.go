@@ -62,8 +62,10 @@ type Consumer struct {
 
 	// decode state, used by the decode stage only: one decoder per worker
 	dec []model.Decoder
-	// lag feeds the lag gauge from the fetch loop and the store stage.
-	lag *lagTracker
+	// lag feeds the lag gauge (handoff_ingest_consumer_lag) from the
+	// fetch loop and the store stage, on the partitions of the current
+	// generation.
+	lag *topics.Lag
 	// inflight bounds the message bytes held from fetch to commit.
 	inflight *budget
 	// committed is the last offset committed per partition (store stage
@@ -92,8 +94,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		cfg.ShutdownTimeout = 30 * time.Second
 	}
 	m := NewMetrics(opts.Registry)
-	c := &Consumer{cfg: cfg, log: log, m: m, lag: newLagTracker(m.Lag), inflight: newBudget(inFlightBatches * int64(cfg.BatchBytes)),
+	c := &Consumer{cfg: cfg, log: log, m: m, inflight: newBudget(inFlightBatches * int64(cfg.BatchBytes)),
 		committed: map[int]int64{}}
+	c.lag = topics.NewLag(func(_ string, n int64) { m.Lag.Set(float64(n)) }, cfg.Kafka.Topic)
 	c.workers = cfg.Workers
 	if c.workers <= 0 {
 		c.workers = runtime.GOMAXPROCS(0)

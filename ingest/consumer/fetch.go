@@ -116,6 +116,7 @@ func (g *group) run(fetchCtx context.Context) {
 			ids[i] = p.ID
 		}
 		c.log.Info("kafka consumer group: joined", "group", c.cfg.Group, "generation", gen.ID, "partitions", ids)
+		c.lag.Assign(map[string][]int{c.cfg.Kafka.Topic: ids})
 		g.setGeneration(gen)
 		gen.Start(func(gctx context.Context) {
 			<-gctx.Done()

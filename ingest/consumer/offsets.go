@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/handoff-dev/handoff/internal/topics"
@@ -88,58 +86,6 @@ func (c *Consumer) commit(ctx context.Context, group []*decoded, n int) error {
 	}
 	c.m.Committed.Add(float64(n))
 	c.m.LastCommitTS.SetToCurrentTime()
-	c.lag.commit(commits)
+	c.lag.Committed(commits)
 	return nil
-}
-
-// lagTracker keeps handoff_ingest_consumer_lag: summed over this
-// ingester's partitions, the partition's high watermark (as of the last
-// fetch that returned a message of it) minus the group's committed
-// position. Both ends move: fetching raises the high watermark, a commit
-// raises the position. While ClickHouse is down nothing is committed but
-// the watermark still rises with what was fetched, so the gauge grows
-// and the documented alert can fire (it read 0 when it moved only on
-// commits).
-type lagTracker struct {
-	mu        sync.Mutex
-	gauge     prometheus.Gauge
-	hwm       map[int]int64
-	committed map[int]int64 // next offset to commit after, per partition
-}
-
-func newLagTracker(g prometheus.Gauge) *lagTracker {
-	return &lagTracker{gauge: g, hwm: map[int]int64{}, committed: map[int]int64{}}
-}
-
-// fetched records a message of partition p at offset with the partition's
-// high watermark. The first message of a partition also gives its
-// committed position: a group reader starts right after the last commit.
-func (l *lagTracker) fetched(p int, offset, hwm int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, ok := l.committed[p]; !ok {
-		l.committed[p] = offset
-	}
-	l.hwm[p] = max(l.hwm[p], hwm)
-	l.publish()
-}
-
-// commit records committed offsets (the last stored message of each
-// partition).
-func (l *lagTracker) commit(msgs []kafka.Message) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, m := range msgs {
-		l.committed[m.Partition] = max(l.committed[m.Partition], m.Offset+1)
-		l.hwm[m.Partition] = max(l.hwm[m.Partition], m.HighWaterMark)
-	}
-	l.publish()
-}
-
-func (l *lagTracker) publish() {
-	var total int64
-	for p, h := range l.hwm {
-		total += max(0, h-l.committed[p])
-	}
-	l.gauge.Set(float64(total))
 }

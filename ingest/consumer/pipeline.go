@@ -7,6 +7,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/store/schema"
 )
 
@@ -106,7 +107,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		grp.close()
 		<-groupDone
 	}()
-	src := fetchSource{in: grp.out, spare: grp.spare, hwm: map[int]int64{}, lag: c.lag}
+	src := fetchSource{in: grp.out, spare: grp.spare, hwm: map[int]int64{}, lag: c.lag, topic: c.cfg.Kafka.Topic}
 
 	chunks := make(chan chunk, 2*c.workers)
 	spare := make(chan []record, 4*c.workers)
@@ -273,10 +274,12 @@ type fetchSource struct {
 	spare chan<- []record
 	cur   fetched
 	i     int
-	// hwm is the high watermark last seen per partition: the lag gauge
-	// is updated when it moves, not for every message.
-	hwm map[int]int64
-	lag *lagTracker
+	// hwm is the high watermark last seen per partition (what a batch's
+	// last message of the partition carries); lag is told of every run,
+	// not every message.
+	hwm   map[int]int64
+	lag   *topics.Lag
+	topic string
 }
 
 // next returns the next record, or nil when ctx ended first. The record
@@ -294,9 +297,9 @@ func (s *fetchSource) next(ctx context.Context) *record {
 		select {
 		case f := <-s.in:
 			s.cur, s.i = f, 0
-			if h, ok := s.hwm[f.partition]; (!ok || h != f.hwm) && len(f.recs) > 0 {
-				s.hwm[f.partition] = f.hwm
-				s.lag.fetched(f.partition, f.recs[0].offset, f.hwm)
+			s.hwm[f.partition] = f.hwm
+			if len(f.recs) > 0 {
+				s.lag.Fetched(s.topic, f.partition, f.recs[0].offset, f.hwm)
 			}
 		case <-ctx.Done():
 			return nil

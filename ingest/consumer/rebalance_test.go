@@ -17,7 +17,8 @@ import (
 // its partitions hold, and once the first's ClickHouse is back its held
 // batch is stored and nothing is lost, doubled or left uncommitted: the
 // commits of messages fetched in the earlier generation go through the
-// current one and never move a partition back.
+// current one and never move a partition back. Afterwards each ingester's
+// lag gauge is 0.
 func TestRebalanceMidBatch(t *testing.T) {
 	s := newSetup(t, "rebalance")
 	const pipeline = "pipe.rebalance"
@@ -78,6 +79,12 @@ func TestRebalanceMidBatch(t *testing.T) {
 	total := uint64(len(first) + len(held) + len(last))
 	waitCount(t, s.conn, 2*time.Minute, total, q)
 	allCommitted("all offsets committed after the first ingester's ClickHouse is back")
+	// Each counts only its own partitions: the first does not go on
+	// reporting what it knew of the partitions taken away.
+	testenv.Eventually(t, time.Minute, "both ingesters' lag 0 once everything is committed", func() (bool, string) {
+		a, b := metricValue(t, regA, "handoff_ingest_consumer_lag"), metricValue(t, regB, "handoff_ingest_consumer_lag")
+		return a == 0 && b == 0, fmt.Sprintf("first %v, second %v", a, b)
+	})
 	if err := stopA(); err != nil {
 		t.Fatalf("graceful stop of the first ingester: %v", err)
 	}
