@@ -162,18 +162,28 @@ func (p *PreparedEvents) Send() error {
 // appendColumn appends a block's values of one column. The driver appends
 // a [][]string (the attrs arrays) by reflection, row by row and element by
 // element (~5% of the ingester's CPU); row by row its typed path is used.
+// The rows without attrs, most of them, pass one boxed empty slice: a
+// slice made an interface value is an allocation per row (~4% of the
+// ingester's CPU).
 func appendColumn(col driver.BatchColumn, c any) error {
 	rows, ok := c.([][]string)
 	if !ok {
 		return col.Append(c)
 	}
 	for _, r := range rows {
-		if err := col.AppendRow(r); err != nil {
+		v := noAttrs
+		if len(r) > 0 {
+			v = r
+		}
+		if err := col.AppendRow(v); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// noAttrs is an empty attrs array as the driver takes it.
+var noAttrs any = []string{}
 
 // Abort gives the INSERT up without sending it.
 func (p *PreparedEvents) Abort() {
