@@ -117,6 +117,15 @@ func (s *Sink) PrepareEvents(ctx context.Context, bs ...*schema.EventBatch) (*Pr
 
 // Send sends the rows, BlockRows at a time, and waits for ClickHouse's
 // acknowledgement. On error nothing may be assumed stored.
+//
+// The rows go in the order they were decoded. ClickHouse sorts each part
+// by the table's key, and rows sent already sorted by business_date and
+// pipeline cost its INSERT less (INSERT ... SELECT of 100,000 benchmark
+// events on 18.16: 209 ms of user CPU, against 284 ms in the order the
+// ingester decodes them), but sorting the rows here and gathering them in
+// that order cost the ingester ~0.6 us per event, as much as the server
+// saved: the rows' values are then read far apart, a few cache misses a
+// row.
 func (p *PreparedEvents) Send() error {
 	if p == nil {
 		return nil
