@@ -135,6 +135,11 @@ cpu_s() { # cpu_s PID: user+system CPU seconds of a live process, 0 if gone
 		echo 0
 	fi
 }
+cpu_split() { # cpu_split PID: "user U, system S" CPU seconds of a live process
+	if [ -n "${1:-}" ] && [ -r "/proc/$1/stat" ]; then
+		sed 's/.*) //' "/proc/$1/stat" | awk -v t="$TICKS" '{ printf "user %.2f, system %.2f", $12 / t, $13 / t }'
+	fi
+}
 busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat; }
 CH_PID=$(cat "$DATA/clickhouse/clickhouse-server.pid" 2>/dev/null || true)
 K_PID=$(cat "$DATA/kafka/kafka.pid" 2>/dev/null || true)
@@ -261,8 +266,9 @@ leg_handoff() {
 	profile_start handoff
 	wait_rows "$DB_H" "$start" "handoff ingest" "$HANDOFF_PID"
 	profile_stop
-	local hcpu rss ch1 k1 b1 t1 murl
+	local hcpu rss ch1 H_CPU_SPLIT k1 b1 t1 murl
 	hcpu=$(cpu_s "$HANDOFF_PID")
+	H_CPU_SPLIT=$(cpu_split "$HANDOFF_PID")
 	rss=$(awk '/^VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$HANDOFF_PID/status")
 	ch1=$(cpu_s "$CH_PID") k1=$(cpu_s "$K_PID")
 	read -r b1 t1 < <(busy_ticks)
@@ -282,8 +288,8 @@ leg_handoff() {
 	H_K_CPU=$(awk -v a="$k0" -v b="$k1" 'BEGIN { printf "%.2f", b - a }')
 	printf 'handoff ingest: %d events in %ss: %d events/s (%d events/s from the first stored row, %ss after start); peak RSS %d MiB\n' \
 		"$EVENTS" "$(secs "$start" "$DONE")" "$H_RATE" "$(rate "$FIRST" "$DONE")" "$(secs "$start" "$FIRST")" "$rss"
-	printf '  CPU seconds: handoff %s, clickhouse-server %s, kafka %s; machine busy %s%% of %d CPUs\n' \
-		"$hcpu" "$(awk -v a="$ch0" -v b="$ch1" 'BEGIN { printf "%.2f", b - a }')" \
+	printf '  CPU seconds: handoff %s (%s), clickhouse-server %s, kafka %s; machine busy %s%% of %d CPUs\n' \
+		"$hcpu" "$H_CPU_SPLIT" "$(awk -v a="$ch0" -v b="$ch1" 'BEGIN { printf "%.2f", b - a }')" \
 		"$(awk -v a="$k0" -v b="$k1" 'BEGIN { printf "%.2f", b - a }')" \
 		"$(awk -v a="$b0" -v b="$b1" -v c="$t0" -v d="$t1" 'BEGIN { printf "%.0f", 100 * (b - a) / (d - c) }')" "$(nproc)"
 	if [ -s "$RUN/metrics.txt" ]; then

@@ -13,9 +13,11 @@ import (
 // coalesce is how many decoded batches at most one INSERT carries. When
 // the store stage falls behind (ClickHouse is the slower side), the
 // batches decoded meanwhile go into one INSERT: every INSERT makes a new
-// part per month it touches (~60 files), and creating parts is a large
-// share of ClickHouse's CPU per row; under light load each batch is still
-// stored on its own, as soon as it is decoded.
+// part per month it touches (~60 files), each merged again later; under
+// light load each batch is still stored on its own, as soon as it is
+// decoded. The INSERTs' own CPU hardly depends on their parts: 100,000
+// benchmark events in one INSERT (5 parts) took ClickHouse 18.16 298 ms
+// user and 150 ms system CPU, in four INSERTs (20 parts) 288 and 124 ms.
 const coalesce = 2
 
 // storeStage stores and commits batches in order, a group of up to

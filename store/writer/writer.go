@@ -117,6 +117,15 @@ func (s *Sink) PrepareEvents(ctx context.Context, bs ...*schema.EventBatch) (*Pr
 
 // Send sends the rows, BlockRows at a time, and waits for ClickHouse's
 // acknowledgement. On error nothing may be assumed stored.
+//
+// The rows go in the order they were decoded. ClickHouse sorts each part
+// by the table's key, and rows sent already sorted by business_date and
+// pipeline cost its INSERT less (INSERT ... SELECT of 100,000 benchmark
+// events on 18.16: 209 ms of user CPU, against 284 ms in the order the
+// ingester decodes them), but sorting the rows here and gathering them in
+// that order cost the ingester ~0.6 us per event, as much as the server
+// saved: the rows' values are then read far apart, a few cache misses a
+// row.
 func (p *PreparedEvents) Send() error {
 	if p == nil {
 		return nil
@@ -162,18 +171,28 @@ func (p *PreparedEvents) Send() error {
 // appendColumn appends a block's values of one column. The driver appends
 // a [][]string (the attrs arrays) by reflection, row by row and element by
 // element (~5% of the ingester's CPU); row by row its typed path is used.
+// The rows without attrs, most of them, pass one boxed empty slice: a
+// slice made an interface value is an allocation per row (~4% of the
+// ingester's CPU).
 func appendColumn(col driver.BatchColumn, c any) error {
 	rows, ok := c.([][]string)
 	if !ok {
 		return col.Append(c)
 	}
 	for _, r := range rows {
-		if err := col.AppendRow(r); err != nil {
+		v := noAttrs
+		if len(r) > 0 {
+			v = r
+		}
+		if err := col.AppendRow(v); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// noAttrs is an empty attrs array as the driver takes it.
+var noAttrs any = []string{}
 
 // Abort gives the INSERT up without sending it.
 func (p *PreparedEvents) Abort() {
