@@ -408,10 +408,19 @@ func (w *worker) fold(ctx context.Context, u *unit) error {
 	if err != nil {
 		return err
 	}
+	var (
+		keys     keyParser
+		expOf    *learn.Expected // exp.Of(expName)
+		expName  string
+		expKnown bool
+	)
 	yield := func(d *replay.Diagnosis) error {
 		if exp != nil {
-			if k, err := model.ParseBatchKey(d.Batch); err == nil {
-				exp.Of(k.Pipeline).Annotate(d, k)
+			if k, ok := keys.parse(d.Batch); ok {
+				if !expKnown || k.Pipeline != expName {
+					expOf, expName, expKnown = exp.Of(k.Pipeline), k.Pipeline, true
+				}
+				expOf.Annotate(d, k)
 			}
 		}
 		var plain bool
