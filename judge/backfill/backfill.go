@@ -177,13 +177,14 @@ func (c *Chunk) reset() {
 
 // queuedChunks is how many chunks a unit may have waiting for the
 // collector: with Workers units in flight it bounds the memory of
-// output computed ahead of the unit being written (Workers x 129 x 288
-// KiB, 73 MiB on two cores). It is about a whole unit's output: a unit
-// of DefaultUnitRows rows renders some 25 MiB of JSON, and with a few
-// chunks only, the worker a unit ahead stopped after its first MiB until
-// the unit before was written, so the folds ran one at a time while a
-// core waited (a dry backfill used 0.9 of two cores, 2026-12-02).
-const queuedChunks = 128
+// output computed ahead of the unit being written (Workers x 65 x 288
+// KiB, 37 MiB on two cores). A unit of DefaultUnitRows rows renders
+// some 25 MiB of JSON (about 100 chunks), and the worker a unit ahead
+// runs about half a unit ahead: with 4 chunks it stopped after its first
+// MiB until the unit before was written, so the folds ran one at a time
+// while a core waited (a dry backfill used 0.9 of two cores,
+// 2026-12-02); 128 chunks took the peak RSS from 340 to 420 MiB.
+const queuedChunks = 64
 
 // unit is a run of pipelines read by one query (or one large pipeline,
 // read in windows), folded by one worker.

@@ -34,7 +34,9 @@ func TestKeyParserAsParseBatchKey(t *testing.T) {
 		{"bad names never remembered", []string{"p q/2026-01-02/a", "p q/2026-01-02/b", "p/2026-13-02/a", "p/2026-13-02/b", "p/2026-01-02/a"}},
 		{"prefix of another pipeline", []string{"p/2026-01-02/a", "p/2026-01-02/a/2026-01-02/b", "pp/2026-01-02/a"}},
 		{"long id", []string{"p/2026-01-02/a", "p/2026-01-02/" + strings.Repeat("b", 300)}},
-		{"empty", []string{"", "p/2026-01-02/a", "", "//", "p/2026-01-02"}},
+		{"empty", []string{"", "p/2026-01-02/a", "", "//", "p/2026-01-02", "p/2026-01-02/", "p/", "p//a"}},
+		{"storable dates", []string{"p/2026-01-02/a", "p/1970-01-01/a", "p/1970-01-02/a", "p/2105-12-31/a", "p/2106-01-01/a", "p/2026-02-29/a", "p/2028-02-29/a"}},
+		{"date layout", []string{"p/2026-01-02/a", "p/2026-1-02/a", "p/2026-01-2/a", "p/2026/01/02/a", "p/2026-01-02a/b", "p/+026-01-02/a", "p/2026-01-0x/a"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { checkKeys(t, tc.names) })
 	}
@@ -47,6 +49,7 @@ func FuzzKeyParser(f *testing.F) {
 	f.Add("p/2026-01-02/a\x00p/2026-01-02/a/b")
 	f.Add("p/2026-01-02/a\x00p/2026-01-03/a")
 	f.Add("p/0000-01-02/a\x00p/0000-01-02/b")
+	f.Add("p/2026-01-02/a\x00p/1970-01-01/a\x00p/2105-12-31/b\x00p/2106-01-01/c")
 	f.Fuzz(func(t *testing.T, in string) {
 		checkKeys(t, strings.Split(in, "\x00"))
 	})
