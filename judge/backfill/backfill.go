@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -428,7 +429,9 @@ func (w *worker) fold(ctx context.Context, u *unit) error {
 		chunk.JSON, plain = d.AppendJSONText(append(chunk.JSON, Sep...))
 		chunk.Plain = chunk.Plain && plain
 		chunk.Ends = append(chunk.Ends, len(chunk.JSON))
-		chunk.Keys = append(chunk.Keys, d.Batch)
+		// A copy: the diagnosis' strings are reused by the batches after
+		// it (batches.NewOrdered), and the key lives with the chunk.
+		chunk.Keys = append(chunk.Keys, strings.Clone(d.Batch))
 		chunk.tally.add(d)
 		if len(chunk.JSON) >= chunkBytes {
 			return send()
