@@ -94,14 +94,15 @@ func (r *replayRow) head() (pipeline, batchID, id string, ok bool) {
 }
 
 // event writes the event of row r (its text split before, of pipeline p,
-// the one copy of its name, and business date d) into e.
+// the one copy of its name, and business date d) into e: every field but
+// Attrs, which the replay's read leaves as it is (nil). Field by field:
+// a composite literal was built aside and copied in, a third of the cost.
 func (r *replayRow) event(e *model.Event, parts *[replayParts]string, p string, d model.Date) {
-	*e = model.Event{
-		Spec: model.SpecV1, ID: parts[2], Type: eventType(parts[3]), Time: time.UnixMilli(r.ms).UTC(),
-		Pipeline: p, BusinessDate: d, BatchID: parts[1], System: system(parts[4]),
-		Component: parts[5], Object: parts[6], Rows: r.rows, HasRows: r.hasRows != 0, Bytes: r.bytes, HasBytes: r.hasBytes != 0,
-		Checksum: parts[7], Attempt: r.attempt, HasAttempt: r.hasAttempt != 0, Error: parts[8],
-	}
+	e.Spec, e.ID, e.Type, e.Time = model.SpecV1, parts[2], eventType(parts[3]), time.UnixMilli(r.ms).UTC()
+	e.Pipeline, e.BusinessDate, e.BatchID, e.System = p, d, parts[1], system(parts[4])
+	e.Component, e.Object, e.Checksum, e.Error = parts[5], parts[6], parts[7], parts[8]
+	e.Rows, e.HasRows, e.Bytes, e.HasBytes = r.rows, r.hasRows != 0, r.bytes, r.hasBytes != 0
+	e.Attempt, e.HasAttempt = r.attempt, r.hasAttempt != 0
 }
 
 // sameEvent says whether r is the row of the same event as l (pipeline,
