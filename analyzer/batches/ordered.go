@@ -84,7 +84,9 @@ type OrderedOptions struct {
 
 // NewOrdered returns an Ordered for pipeline under contracts, diagnosing
 // as of asOf; yield receives each diagnosis, in batch key order, and may
-// keep nothing of it after returning (the caller renders it).
+// keep nothing of it after returning, not even a string (the caller
+// renders it, and copies what it keeps): the memory of its strings
+// serves the batches after it.
 func NewOrdered(contracts Contracts, pipeline string, asOf time.Time, opts OrderedOptions, yield func(*replay.Diagnosis) error) *Ordered {
 	return &Ordered{
 		contracts: contracts, c: contracts.For(pipeline), pipeline: pipeline, asOf: asOf.UTC().Truncate(time.Millisecond), opts: opts, yield: yield,
@@ -282,9 +284,10 @@ func (o *Ordered) flush() error {
 	}
 	o.past[o.cur] = past
 	// The states serve the next date's batches: their diagnoses are
-	// handed over, and Reset keeps the strings yield may have kept.
+	// handed over, and yield keeps nothing of them (NewOrdered), so
+	// their arenas are filled again from the start.
 	for _, st := range o.open {
-		st.Reset()
+		st.Recycle()
 		o.spare = append(o.spare, st)
 	}
 	clear(o.open)

@@ -20,23 +20,38 @@ import (
 //     is late and carries anomalies, sides full of absences and a restore
 //     or investigate plan: the worst case for the next step.
 //
-// Both fold batch after batch as a loop over many batches does (a
-// backfill, batches.Ordered): one State, Reset between batches, and one
-// Evaluator. The -fresh variants make a new State and a new Diagnosis for
+// Both fold batch after batch as a loop over many batches does: one
+// State, Reset between batches, and one Evaluator. The -recycle variants
+// Recycle the State instead, as batches.Ordered (a backfill) does, whose
+// caller keeps nothing of a diagnosis: the batch's strings reuse the
+// arena. The -fresh variants make a new State and a new Diagnosis for
 // every batch, as a caller that diagnoses one batch does.
 func BenchmarkReplay(b *testing.B) {
 	for _, mix := range []struct {
 		name      string
 		delivered float64
-		fresh     bool
-	}{{"typical", 0.8, false}, {"stalled", 0, false}, {"typical-fresh", 0.8, true}, {"stalled-fresh", 0, true}} {
+		loop      loop
+	}{
+		{"typical", 0.8, reset}, {"stalled", 0, reset},
+		{"typical-recycle", 0.8, recycle}, {"stalled-recycle", 0, recycle},
+		{"typical-fresh", 0.8, fresh}, {"stalled-fresh", 0, fresh},
+	} {
 		b.Run(mix.name, func(b *testing.B) {
-			benchReplay(b, mix.delivered, mix.fresh)
+			benchReplay(b, mix.delivered, mix.loop)
 		})
 	}
 }
 
-func benchReplay(b *testing.B, delivered float64, fresh bool) {
+// loop is how a benchmark's State serves batch after batch.
+type loop int
+
+const (
+	reset loop = iota
+	recycle
+	fresh
+)
+
+func benchReplay(b *testing.B, delivered float64, how loop) {
 	c := seedContract()
 	r := rand.New(rand.NewPCG(1, 2))
 	var batches [][]model.Event
@@ -62,15 +77,18 @@ func benchReplay(b *testing.B, delivered float64, fresh bool) {
 	var ev replay.Evaluator
 	for i := 0; i < b.N; i++ {
 		for _, bt := range batches {
-			if fresh {
+			switch how {
+			case fresh:
 				s = replay.State{}
-			} else {
+			case recycle:
+				s.Recycle()
+			default:
 				s.Reset()
 			}
 			for j := range bt {
 				s.Step(&bt[j])
 			}
-			if fresh {
+			if how == fresh {
 				_ = s.Evaluate(c, asOf, replay.Context{})
 			} else {
 				_ = ev.Evaluate(&s, c, asOf, replay.Context{})

@@ -349,6 +349,26 @@ type scratch struct {
 	// days carries the midnights of the deadlines from one batch to the
 	// next (a date's from the date before's).
 	days contract.Days
+	// prev is the diagnosis' Previous, alive the room of its Alive.
+	prev  PreviousBatch
+	alive []Heartbeat
+}
+
+// key returns k's text as k.String gives it, in the text chunk with an
+// Evaluator.
+func (sc *scratch) key(k model.BatchKey) string {
+	if sc == nil {
+		return k.String()
+	}
+	// Room for the date's 10 bytes and more: a longer year only makes
+	// the append move on to a new chunk, whose old one stays as it is.
+	n := len(k.Pipeline) + len(k.BatchID) + 2 + 16
+	if cap(sc.text)-len(sc.text) < n {
+		sc.text = make([]byte, 0, max(textChunk, n))
+	}
+	start := len(sc.text)
+	sc.text = appendKeyText(sc.text, k.Pipeline, k.BusinessDate, k.BatchID)
+	return unsafe.String(unsafe.SliceData(sc.text[start:]), len(sc.text)-start)
 }
 
 // time returns t as fmtTime does, in the text chunk with an Evaluator.
@@ -423,8 +443,8 @@ func (sc *scratch) join(parts ...string) string {
 
 // Evaluate returns the diagnosis of s's batch as of asOf under c, as
 // State.Evaluate does. The diagnosis is valid until the next call: its
-// slices (hypotheses, boundaries, evidence lists, timeline) are reused
-// then. Its strings are not: they stay valid, so a caller may keep the
+// slices (hypotheses, boundaries, evidence lists, timeline, alive) and
+// its Previous are reused then. Its strings are not: they stay valid, so a caller may keep the
 // batch key or a summary, but not a slice.
 func (e *Evaluator) Evaluate(s *State, c *contract.Contract, asOf time.Time, ctx Context) *Diagnosis {
 	s.evaluate(&e.d, c, asOf, ctx, &e.sc)

@@ -288,10 +288,14 @@ func (s *State) recent(f int, v string) ref {
 	if v == "" || len(v) >= longLen {
 		return 0
 	}
-	a := s.arena
-	for i := len(s.records) - 1; i >= 0 && i >= len(s.records)-recentWindow; i-- {
+	a, rs := s.arena, s.records
+	if len(rs) > recentWindow {
+		rs = rs[len(rs)-recentWindow:]
+	}
+	n := byte(len(v))
+	for i := len(rs) - 1; i >= 0; i-- {
 		// The length byte first: names of other lengths are not read.
-		if r := s.records[i].strs[f]; r != 0 && int(a[r-1]) == len(v) && string(a[r:int(r)+len(v)]) == v {
+		if r := rs[i].strs[f]; r != 0 && a[r-1] == n && string(a[r:int(r)+len(v)]) == v {
 			return r
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/handoff-dev/handoff/analyzer/replay"
 	"github.com/handoff-dev/handoff/model"
@@ -226,5 +227,68 @@ func TestKeyTextSurvivesResetAndCompact(t *testing.T) {
 		if kept[i] != want[i] {
 			t.Fatalf("batch %d: a name taken before changed to %q, want %q", i, kept[i], want[i])
 		}
+	}
+}
+
+// TestRecycleMatchesFreshStates: a State recycled between batches (its
+// arena filled from the start again) and an Evaluator give, batch after
+// batch, the diagnosis a new State gives, rendered before the next batch
+// is stepped in; and the arena is the same memory batch after batch.
+func TestRecycleMatchesFreshStates(t *testing.T) {
+	for _, c := range reuseContracts() {
+		for seed := uint64(0); seed < 60; seed++ {
+			r := rand.New(rand.NewPCG(seed, 29))
+			var s replay.State
+			var ev replay.Evaluator
+			var firstKey *byte
+			for i, b := range reuseRun(r) {
+				s.Recycle()
+				for j := range b.events {
+					s.Step(&b.events[j])
+				}
+				got := ev.Evaluate(&s, c, b.asOf, b.ctx)
+				want := replay.Replay(b.events, c, b.asOf, b.ctx)
+				if !reflect.DeepEqual(*got, want) {
+					t.Fatalf("contract %s, seed %d, batch %d: a recycled state diagnoses otherwise than a new state\nwant %+v\n got %+v",
+						c.Name(), seed, i, want, *got)
+				}
+				if g, w := string(got.AppendJSON(nil)), string(want.AppendJSON(nil)); g != w {
+					t.Fatalf("contract %s, seed %d, batch %d: a recycled state renders\n%s\nwant\n%s", c.Name(), seed, i, g, w)
+				}
+				// The key's text opens the arena: the same bytes for
+				// every batch that fits the room of the first ones.
+				if i == 1 {
+					firstKey = unsafe.StringData(s.Key().Pipeline)
+				}
+				if i == 2 && len(b.events) <= 12 && unsafe.StringData(s.Key().Pipeline) != firstKey {
+					t.Fatalf("contract %s, seed %d: batch 2's key is not at the start of the recycled arena", c.Name(), seed)
+				}
+			}
+		}
+	}
+}
+
+// TestRecycleAfterReset: Reset, Recycle and a zero State are
+// interchangeable before any batch.
+func TestRecycleAfterReset(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	c := seedContract()
+	asOf := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := deliveredBatch(r, "p", model.Date{Year: 2026, Month: 3, Day: 1})
+	b := randomBatch(r, "p", model.Date{Year: 2026, Month: 3, Day: 2})
+	var s replay.State
+	for _, e := range a {
+		s.Step(&e)
+	}
+	s.Reset()
+	for _, e := range a {
+		s.Step(&e)
+	}
+	s.Recycle()
+	for _, e := range b {
+		s.Step(&e)
+	}
+	if got, want := s.Evaluate(c, asOf, replay.Context{}), replay.Replay(b, c, asOf, replay.Context{}); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after Reset and Recycle: %+v\nwant %+v", got, want)
 	}
 }

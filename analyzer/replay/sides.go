@@ -33,7 +33,14 @@ func (v *view) context(d *Diagnosis, ctx Context) {
 	}
 	d.Expected = Expected{BatchID: v.wantBatchID, Artifact: v.wantArtifact, Signal: v.wantSignal}
 	if p := ctx.Previous; p.Checked {
-		d.Previous = &PreviousBatch{Batch: p.Key.String(), Seen: p.Seen, Delivered: p.Delivered, Verdict: p.Verdict}
+		prev := &PreviousBatch{}
+		if v.sc != nil {
+			// The Evaluator's own, as its slices are: a backfill gives
+			// nearly every batch a previous one.
+			prev = &v.sc.prev
+		}
+		*prev = PreviousBatch{Batch: v.sc.key(p.Key), Seen: p.Seen, Delivered: p.Delivered, Verdict: p.Verdict}
+		d.Previous = prev
 	}
 	if a := ctx.Attempt; !a.Of.IsZero() {
 		_, n, _ := v.c.AttemptOf(v.key)
@@ -50,7 +57,15 @@ func (v *view) context(d *Diagnosis, ctx Context) {
 	for _, h := range ctx.Alive {
 		if !h.At.After(v.asOf) {
 			if len(d.Alive) == 0 {
-				d.Alive = make([]Heartbeat, 0, len(ctx.Alive))
+				switch {
+				case v.sc != nil && cap(v.sc.alive) >= len(ctx.Alive):
+					d.Alive = v.sc.alive[:0]
+				default:
+					d.Alive = make([]Heartbeat, 0, len(ctx.Alive))
+					if v.sc != nil {
+						v.sc.alive = d.Alive
+					}
+				}
 			}
 			d.Alive = append(d.Alive, h)
 		}

@@ -23,13 +23,15 @@
 #   EVENTS=1000000 PIPELINES=250 RUNS=1 deploy/bench/backfill.sh
 #   LEGS=dry deploy/bench/backfill.sh                 # only the dry run
 #   KEEP=1 deploy/bench/backfill.sh                   # keep the database (and reuse it next time)
+#   HANDOFF_BIN=/tmp/handoff-a deploy/bench/backfill.sh  # time that build (A/B runs) instead of building bin/handoff
 #
 # Needs the services of `make services` (HANDOFF_CLICKHOUSE_ADDR and, for the
 # publish leg, HANDOFF_KAFKA_BROKERS; read from .data/services.env when
 # unset). The publish leg writes to a new topic handoff.bench.diagnoses.<id>,
 # deleted at the end. Environment: EVENTS (4400000), PIPELINES (1000),
 # SEED (1), RUNS (2), LEGS ("dry publish"), AS_OF (2026-10-03T00:00:00Z),
-# FROM (2025-10-01), TO (2026-09-30), KEEP (0), REF (1).
+# FROM (2025-10-01), TO (2026-09-30), KEEP (0), REF (1), HANDOFF_BIN
+# (bin/handoff, built from the tree).
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -61,7 +63,12 @@ if [ ! -x /usr/bin/time ]; then
 fi
 
 mkdir -p "$DIR" bin
-go build -o bin/handoff ./cmd/handoff
+HANDOFF_BIN=${HANDOFF_BIN:-}
+if [ -z "$HANDOFF_BIN" ]; then
+	go build -o bin/handoff ./cmd/handoff
+	HANDOFF_BIN=bin/handoff
+fi
+[ -x "$HANDOFF_BIN" ] || { echo "HANDOFF_BIN=$HANDOFF_BIN is not an executable" >&2; exit 2; }
 go build -o bin/bench-chload ./deploy/bench/chload
 go build -o bin/bench-load ./deploy/bench/load
 if [ ! -s "$FILE" ] || [ ! -d "$CONTRACTS" ]; then
@@ -157,7 +164,7 @@ for leg in $LEGS; do
 		load0=$(cut -d' ' -f1 /proc/loadavg)
 		out=$log.out # the summary, in text format
 		[ "$leg" = dry ] && out=/dev/null # 1.8 GB of JSON: not onto a disk
-		/usr/bin/time -v bin/handoff backfill "${args[@]}" >"$out" 2>"$log" || rc=$?
+		/usr/bin/time -v "$HANDOFF_BIN" backfill "${args[@]}" >"$out" 2>"$log" || rc=$?
 		touch "$log.out"
 		ch1=$(cpu "$chpid")
 		k1=$(cpu "$kpid")

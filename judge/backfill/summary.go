@@ -47,7 +47,14 @@ func (t *tally) add(d *replay.Diagnosis) {
 		if t.breaks == nil {
 			t.breaks = make(map[Break]int)
 		}
-		t.breaks[Break{d.Pipeline, d.FirstMissing}]++
+		k := Break{d.Pipeline, d.FirstMissing}
+		if n, ok := t.breaks[k]; ok {
+			t.breaks[k] = n + 1
+		} else {
+			// The map keeps its own copy: the diagnosis' strings are
+			// reused by the batches after it.
+			t.breaks[Break{strings.Clone(d.Pipeline), strings.Clone(d.FirstMissing)}] = 1
+		}
 	}
 }
 
