@@ -58,6 +58,9 @@ type Set struct {
 	ignored            int
 	// up answers the upstream rule (Upstreams); nil: not applied.
 	up upstream.Batches
+	// brief: the set is dropped once diagnosed (Brief), so quiet
+	// batches are not compacted.
+	brief bool
 }
 
 // Upstreams turns the upstream rule (analyzer/upstream) on for the
@@ -119,6 +122,19 @@ func New(contracts Contracts, asOf time.Time) *Set {
 	}
 }
 
+// Brief says the set lives only until its batches are diagnosed (a page
+// of a server), holding about batches batches: its table is made that
+// large at once rather than grown through copies, and a batch that goes
+// quiet is not compacted (Compact frees room for a long fold; here it was
+// a copy of every batch for nothing). The diagnoses are the same. Call
+// it before Add.
+func (s *Set) Brief(batches int) {
+	s.brief = true
+	if len(s.states) == 0 && batches > 0 {
+		s.states = make(map[model.BatchKey]*batch, batches)
+	}
+}
+
 // Add folds one event in: a batch event into its batch's state, a heartbeat
 // into the latest-heartbeat table.
 func (s *Set) Add(e *model.Event) {
@@ -174,7 +190,7 @@ type batch struct {
 // per event. The map is keyed again with the compacted state's key, whose
 // strings moved to the new arena (the old key would keep the old one).
 func (s *Set) quiet(b *batch) {
-	if n := b.st.Len(); n == 0 || n < 2*b.compacted {
+	if n := b.st.Len(); s.brief || n == 0 || n < 2*b.compacted {
 		return
 	}
 	old := b.st.Key()

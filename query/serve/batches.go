@@ -349,6 +349,7 @@ func (s *Server) readHistoryIn(ctx context.Context, pipeline string, from, to mo
 		cxc <- cxResult{cx, err}
 	}()
 	set := batches.New(s.contracts, req.AsOf)
+	set.Brief(0)
 	set.Covers(from, to)
 	hf := history.Filter{Pipeline: pipeline, From: history.ReadFrom(req), To: to, Unordered: true, Small: true}
 	err := s.readEvents(rctx, also.filter(hf), func(e *model.Event) error {
@@ -411,6 +412,9 @@ func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCac
 	if pipeline == "" {
 		size = fd.Pipelines()/n + 1
 	}
+	// About how many batches each Set gets: a batch a pipeline and date.
+	days := req.To.DaysSinceEpoch() - cf.ReadFrom.DaysSinceEpoch() + 1
+	hint := min(size*max(days, 1), 1<<20/n)
 	sets := make([]*batches.Set, n)
 	seen := make([]*history.RangeCount, n)
 	for i := range sets {
@@ -419,6 +423,7 @@ func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCac
 			contracts = &lastContract{of: s.contracts}
 		}
 		sets[i] = batches.New(contracts, req.AsOf)
+		sets[i].Brief(hint)
 		sets[i].Covers(req.From, req.To)
 		seen[i] = history.NewRangeCount(req.From, size)
 	}
