@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"sync"
+
 	"github.com/handoff-dev/handoff/analyzer/batches"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
@@ -66,7 +68,7 @@ func newFoldShards(n int, fold func(shard int, e *model.Event)) *foldShards {
 	for i := range f.shards {
 		sh := &f.shards[i]
 		sh.work, sh.free, sh.done = make(chan []model.Event, 4), make(chan []model.Event, 4), make(chan struct{})
-		sh.buf = make([]model.Event, 0, foldBlock)
+		sh.buf = foldBuffer()
 		go func() {
 			defer close(sh.done)
 			for b := range sh.work {
@@ -76,6 +78,7 @@ func newFoldShards(n int, fold func(shard int, e *model.Event)) *foldShards {
 				select {
 				case sh.free <- b[:0]:
 				default:
+					keepFoldBuffer(b)
 				}
 			}
 		}()
@@ -99,8 +102,32 @@ func (f *foldShards) add(e *model.Event) {
 	select {
 	case sh.buf = <-sh.free:
 	default:
-		sh.buf = make([]model.Event, 0, foldBlock)
+		sh.buf = foldBuffer()
 	}
+}
+
+// foldBuffers keeps the blocks of finished reads for the next: a day of
+// every pipeline queues megabytes of them.
+var foldBuffers sync.Pool
+
+// foldBuffer is an empty block, a kept one when there is one.
+func foldBuffer() []model.Event {
+	if b, ok := foldBuffers.Get().(*[]model.Event); ok {
+		return (*b)[:0]
+	}
+	return make([]model.Event, 0, foldBlock)
+}
+
+// keepFoldBuffer keeps b for another read, cleared: a kept block holds
+// no string of the read before.
+func keepFoldBuffer(b []model.Event) {
+	if cap(b) != foldBlock {
+		return
+	}
+	b = b[:foldBlock]
+	clear(b)
+	b = b[:0]
+	foldBuffers.Put(&b)
 }
 
 // wait folds what is queued and returns once every event added is folded.
@@ -114,7 +141,12 @@ func (f *foldShards) wait() {
 		close(sh.work)
 	}
 	for i := range f.shards {
-		<-f.shards[i].done
+		sh := &f.shards[i]
+		<-sh.done
+		close(sh.free)
+		for b := range sh.free {
+			keepFoldBuffer(b)
+		}
 	}
 	f.last = ""
 }

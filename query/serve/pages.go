@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
-	"slices"
 	"sync"
 	"time"
 
@@ -311,11 +310,14 @@ const gridRowsPart = 1024
 // an all-pipelines day's rows are megabytes.
 var pageBuffers sync.Pool
 
+// pageBuffer is a buffer of at least size bytes, a kept one when one is
+// large enough. A new one has room to spare: the next page's rows may be
+// a little longer.
 func pageBuffer(size int) []byte {
 	if b, ok := pageBuffers.Get().(*[]byte); ok && cap(*b) >= size {
 		return (*b)[:0]
 	}
-	return make([]byte, 0, size)
+	return make([]byte, 0, size+size/4)
 }
 
 // free gives the parts' buffers back for the next page.
@@ -342,14 +344,15 @@ func (s *Server) gridRows(rows []gridRow, dr dateRange, isListed func(string) bo
 			s.notDue(&part[j], dr, isListed)
 		}
 		markUnusual(part, warned)
-		table := pageBuffer(0)
-		for j := range part {
+		var first []byte
+		if len(part) > 0 {
+			first = rowHTML(nil, &part[0])
+		}
+		// The other rows are about as long as the first: room for them at
+		// once, rather than doubling through megabytes.
+		table := append(pageBuffer(len(first)*len(part)*9/8), first...)
+		for j := 1; j < len(part); j++ {
 			table = rowHTML(table, &part[j])
-			if j == 0 && len(part) > 1 {
-				// The other rows are about as long as the first: room for
-				// them at once, rather than doubling through megabytes.
-				table = slices.Grow(table, len(table)*(len(part)-1)*9/8)
-			}
 		}
 		// Escapes only lengthen the text, and a page rarely has any.
 		parts[i] = model.AppendEscapedText(pageBuffer(len(table)+64), table)
