@@ -10,7 +10,6 @@ package batches
 
 import (
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -242,13 +241,25 @@ func (s *Set) Events() int { return s.events }
 
 // Keys returns the batch keys in order: the batches with events and the
 // expected batches that are absent (Absent).
-func (s *Set) Keys() []model.BatchKey {
+func (s *Set) Keys() []model.BatchKey { return s.KeysFrom(model.Date{}) }
+
+// KeysFrom is Keys without the batches of business dates before from (a
+// zero from: none left out), which are not sorted: a page reads the
+// dates before its range for their context only, and sorting their keys
+// to drop them was half of its sort.
+func (s *Set) KeysFrom(from model.Date) []model.BatchKey {
 	keys := make([]model.BatchKey, 0, len(s.states))
 	for k := range s.states {
-		keys = append(keys, k)
+		if k.BusinessDate.Compare(from) >= 0 {
+			keys = append(keys, k)
+		}
 	}
-	keys = append(keys, s.absent()...)
-	sort.Slice(keys, func(i, j int) bool { return keys[i].Compare(keys[j]) < 0 })
+	for _, k := range s.absent() {
+		if k.BusinessDate.Compare(from) >= 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, model.BatchKey.Compare)
 	return keys
 }
 

@@ -103,8 +103,7 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 	// of those without a stored one, on a goroutine per shard.
 	parts := make([]shardList, len(sets))
 	list := func(i int, split bool) {
-		keys := sets[i].Keys()
-		keys = slices.DeleteFunc(keys, func(k model.BatchKey) bool { return k.BusinessDate.Compare(f.dates.from) < 0 })
+		keys := sets[i].KeysFrom(f.dates.from)
 		var missing []model.BatchKey
 		for _, k := range keys {
 			if _, ok := stored[k]; !ok {
