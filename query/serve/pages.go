@@ -184,10 +184,13 @@ func rowHTML(b []byte, row *gridRow) []byte {
 // appendHTML appends s escaped for HTML text and quoted attributes: the
 // characters html/template's escapers replace there (NUL as U+FFFD).
 func appendHTML(b []byte, s string) []byte {
-	// Most values have nothing to escape: one pass over a table finds
-	// out, where the switch below cost a compare chain a byte (the rows
-	// of a day of 10,000 pipelines are 3 MB of them).
+	// Most values have nothing to escape: a pass eight bytes at a time
+	// finds out, where the switch below cost a compare chain a byte (the
+	// rows of a day of 10,000 pipelines are 3 MB of them).
 	i := 0
+	for i+8 <= len(s) && !mayNeedHTMLEscape(load8(s[i:i+8])) {
+		i += 8
+	}
 	for i < len(s) && !htmlSpecial[s[i]] {
 		i++
 	}
@@ -217,6 +220,27 @@ func appendHTML(b []byte, s string) []byte {
 		last = i + 1
 	}
 	return append(b, s[last:]...)
+}
+
+// mayNeedHTMLEscape reports whether any of the eight bytes of x may be
+// one appendHTML escapes: exactly when one is NUL, '"', '&', '\”, '<'
+// or '>'. '&' and '\” differ in the lowest bit only, '<' and '>' in the
+// second, so four tests for a zero byte cover the six.
+func mayNeedHTMLEscape(x uint64) bool {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	zero := func(v uint64) uint64 { return (v - ones) &^ v & highs }
+	return zero(x)|zero(x^0x22*ones)|zero(x&^ones^0x26*ones)|zero(x|0x02*ones^0x3e*ones) != 0
+}
+
+// load8 is the eight bytes of s (at least eight long) as a
+// little-endian number: one load, as the compiler combines them.
+func load8(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // htmlSpecial marks the bytes appendHTML escapes.
