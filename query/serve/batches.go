@@ -413,7 +413,7 @@ func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCac
 	}
 	// About how many batches each Set gets: a batch a pipeline and date.
 	days := req.To.DaysSinceEpoch() - cf.ReadFrom.DaysSinceEpoch() + 1
-	hint := min(size*max(days, 1), 1<<20/n)
+	hint := min(size*max(days, 1), 1<<16) // beyond, the table grows as it fills
 	sets := make([]*batches.Set, n)
 	seen := make([]*history.RangeCount, n)
 	for i := range sets {
