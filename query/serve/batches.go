@@ -465,17 +465,34 @@ func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCac
 	if hb.err != nil {
 		return nil, hb.err
 	}
-	for i := range sets {
-		census, err := fd.CensusOf(rctx, seen[i], cf)
+	if n == 1 {
+		census, err := fd.CensusOf(rctx, seen[0], cf)
 		if err != nil {
 			return nil, err
 		}
-		if n > 1 {
-			// The scheduled pipelines of the other shards come in every
-			// shard's census: each Set knows its own.
-			census = slices.DeleteFunc(census, func(p history.PipelineRows) bool { return shardOf(p.Pipeline, n) != i })
+		history.Assemble(req, census, hb.events).AddTo(sets[0])
+		return sets, nil
+	}
+	// Each shard's census (its own pipelines: the scheduled ones of the
+	// others come in every shard's otherwise) and heartbeats, at the same
+	// time.
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range sets {
+		wg.Go(func() {
+			census, err := fd.CensusOfShard(rctx, seen[i], cf, func(p string) bool { return shardOf(p, n) == i })
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			history.Assemble(req, census, hb.events).AddTo(sets[i])
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err // the shards' errors are the dates' read's, one for all
 		}
-		history.Assemble(req, census, hb.events).AddTo(sets[i])
 	}
 	return sets, nil
 }
