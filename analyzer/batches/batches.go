@@ -10,7 +10,6 @@ package batches
 
 import (
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -58,6 +57,9 @@ type Set struct {
 	ignored            int
 	// up answers the upstream rule (Upstreams); nil: not applied.
 	up upstream.Batches
+	// brief: the set is dropped once diagnosed (Brief), so quiet
+	// batches are not compacted.
+	brief bool
 }
 
 // Upstreams turns the upstream rule (analyzer/upstream) on for the
@@ -119,6 +121,19 @@ func New(contracts Contracts, asOf time.Time) *Set {
 	}
 }
 
+// Brief says the set lives only until its batches are diagnosed (a page
+// of a server), holding about batches batches: its table is made that
+// large at once rather than grown through copies, and a batch that goes
+// quiet is not compacted (Compact frees room for a long fold; here it was
+// a copy of every batch for nothing). The diagnoses are the same. Call
+// it before Add.
+func (s *Set) Brief(batches int) {
+	s.brief = true
+	if len(s.states) == 0 && batches > 0 {
+		s.states = make(map[model.BatchKey]*batch, batches)
+	}
+}
+
 // Add folds one event in: a batch event into its batch's state, a heartbeat
 // into the latest-heartbeat table.
 func (s *Set) Add(e *model.Event) {
@@ -174,7 +189,7 @@ type batch struct {
 // per event. The map is keyed again with the compacted state's key, whose
 // strings moved to the new arena (the old key would keep the old one).
 func (s *Set) quiet(b *batch) {
-	if n := b.st.Len(); n == 0 || n < 2*b.compacted {
+	if n := b.st.Len(); s.brief || n == 0 || n < 2*b.compacted {
 		return
 	}
 	old := b.st.Key()
@@ -226,13 +241,25 @@ func (s *Set) Events() int { return s.events }
 
 // Keys returns the batch keys in order: the batches with events and the
 // expected batches that are absent (Absent).
-func (s *Set) Keys() []model.BatchKey {
+func (s *Set) Keys() []model.BatchKey { return s.KeysFrom(model.Date{}) }
+
+// KeysFrom is Keys without the batches of business dates before from (a
+// zero from: none left out), which are not sorted: a page reads the
+// dates before its range for their context only, and sorting their keys
+// to drop them was half of its sort.
+func (s *Set) KeysFrom(from model.Date) []model.BatchKey {
 	keys := make([]model.BatchKey, 0, len(s.states))
 	for k := range s.states {
-		keys = append(keys, k)
+		if k.BusinessDate.Compare(from) >= 0 {
+			keys = append(keys, k)
+		}
 	}
-	keys = append(keys, s.absent()...)
-	sort.Slice(keys, func(i, j int) bool { return keys[i].Compare(keys[j]) < 0 })
+	for _, k := range s.absent() {
+		if k.BusinessDate.Compare(from) >= 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, model.BatchKey.Compare)
 	return keys
 }
 

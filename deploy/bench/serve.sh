@@ -10,9 +10,15 @@
 #   SIZES=1000x365 deploy/bench/serve.sh       # one size
 #   PIPELINES=100 DAYS=90 N=50 deploy/bench/serve.sh   # one size (database handoff_bench_serve_p100_d90)
 #   DROP=1 deploy/bench/serve.sh               # drop the databases at the end
-#   LOG_QUERIES=1 deploy/bench/serve.sh        # also, per kind, the server's CPU a request and
-#                                              # each statement's count, duration, ClickHouse CPU
-#                                              # and rows (system.query_log)
+#   LOG_QUERIES=1 deploy/bench/serve.sh        # also, per kind, each statement's count, duration,
+#                                              # ClickHouse CPU and rows (system.query_log)
+#   BENCH_BIN=/tmp/old deploy/bench/serve.sh   # run this build of deploy/bench/serve instead of
+#                                              # building one (A/B: build each tree's, run in turn)
+#
+# Besides each kind's p99, a RESULT line gives its CPU per request of
+# the benchmark's process (the server and a client that drops what it
+# reads): a figure the other work of a shared machine moves less than
+# the latency.
 #
 # 10,000 pipelines get a month (30 days ending 2026-09-30, one partition of
 # the events table) rather than a year: a page of one date reads that date's
@@ -51,8 +57,12 @@ set -a
 # shellcheck disable=SC1091
 . "$DATA_DIR/services.env"
 set +a
-mkdir -p bin
-go build -o bin/bench-serve ./deploy/bench/serve
+bench="${BENCH_BIN:-}"
+if [ -z "$bench" ]; then
+  mkdir -p bin
+  go build -o bin/bench-serve ./deploy/bench/serve
+  bench=bin/bench-serve
+fi
 flags=()
 if [ "${DROP:-0}" = 1 ]; then flags=(-drop); fi
 if [ "${LOG_QUERIES:-0}" = 1 ]; then flags+=(-log-queries); fi
@@ -63,6 +73,6 @@ for size in $SIZES; do
   db=$DB
   if [ "$size" != 1000x365 ]; then db="${DB}_p${pipelines}_d${days}"; fi
   echo "size: $pipelines pipelines x $days days, database $db; $(uptime)"
-  bin/bench-serve -db "$db" -pipelines "$pipelines" -days "$days" -n "$N" "${flags[@]}" |
+  "$bench" -db "$db" -pipelines "$pipelines" -days "$days" -n "$N" "${flags[@]}" |
     tee "$DATA_DIR/bench/serve-$pipelines-$days-$(date -u +%Y%m%dT%H%M%SZ).txt"
 done

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
@@ -84,7 +85,7 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 		storedc <- storedResult{rows, err}
 	}()
 	read := 0
-	set, err := s.readHistory(rctx, f.pipeline, f.dates.from, f.dates.to, nil, func(e *model.Event) error {
+	sets, err := s.readSets(rctx, f.pipeline, f.dates.from, f.dates.to, func(e *model.Event) error {
 		if read++; read > s.maxScan {
 			return badParam("from", "more than %d events between %s and %s: narrow the range or give a pipeline", s.maxScan, f.dates.from, f.dates.to)
 		}
@@ -98,20 +99,50 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 		return nil, sr.err
 	}
 	stored := sr.rows
-	keys := set.Keys()
-	keys = slices.DeleteFunc(keys, func(k model.BatchKey) bool { return k.BusinessDate.Compare(f.dates.from) < 0 })
-	var missing []model.BatchKey
-	for _, k := range keys {
-		if _, ok := stored[k]; !ok {
-			missing = append(missing, k)
+	// Each shard's batches of the range, in key order, and the diagnoses
+	// of those without a stored one, on a goroutine per shard.
+	parts := make([]shardList, len(sets))
+	list := func(i int, split bool) {
+		keys := sets[i].KeysFrom(f.dates.from)
+		var missing []model.BatchKey
+		for _, k := range keys {
+			if _, ok := stored[k]; !ok {
+				missing = append(missing, k)
+			}
 		}
+		// ds holds the diagnoses of missing, the keys without a stored
+		// one in keys' order: the merge below meets them in that order.
+		parts[i] = shardList{keys: keys, ds: diagnoseKeys(sets[i], missing, split)}
 	}
-	// ds holds the diagnoses of missing, the keys without a stored one in
-	// keys' order: the loop below meets them in that order (next).
-	ds := diagnoseKeys(set, missing)
-	next := 0
-	out := make([]Batch, 0, len(keys))
-	for _, k := range keys {
+	if len(sets) == 1 {
+		list(0, true)
+	} else {
+		var wg sync.WaitGroup
+		for i := range sets {
+			wg.Go(func() { list(i, false) })
+		}
+		wg.Wait()
+	}
+	total := 0
+	for i := range parts {
+		total += len(parts[i].keys)
+	}
+	out := make([]Batch, 0, total)
+	for {
+		// The shards' keys merged in key order (a pipeline is in one
+		// shard, so no key is in two).
+		i := -1
+		for j := range parts {
+			if p := &parts[j]; p.head < len(p.keys) && (i < 0 || p.keys[p.head].Compare(parts[i].keys[parts[i].head]) < 0) {
+				i = j
+			}
+		}
+		if i < 0 {
+			break
+		}
+		p, set := &parts[i], sets[i]
+		k := p.keys[p.head]
+		p.head++
 		b := Batch{Pipeline: k.Pipeline, BatchID: k.BatchID}
 		b.Batch, b.BusinessDate, b.URL = batchNames(k)
 		// The set counts each event id once, so a copy of an event that
@@ -125,8 +156,8 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 		if r, ok := stored[k]; ok {
 			b.Status, b.Verdict, b.FirstMissing, b.AsOf, b.Source = r.status, r.verdict, r.firstMissing, time.UnixMilli(r.asOfMs).UTC(), "stored"
 		} else {
-			d := &ds[next]
-			next++
+			d := &p.ds[p.next]
+			p.next++
 			b.Status, b.Verdict, b.FirstMissing, b.AsOf, b.Source = d.status, d.verdict, d.firstMissing, d.asOf, "on_read"
 		}
 		if (f.status != "" && b.Status != f.status) || (f.verdict != "" && b.Verdict != f.verdict) {
@@ -135,6 +166,15 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+// shardList is what listBatches has of one shard: its keys of the range
+// in order, the diagnoses on read of those without a stored one, and
+// how far the merge has taken each.
+type shardList struct {
+	keys       []model.BatchKey
+	ds         []onReadRow
+	head, next int
 }
 
 // parallelDiagnoses is how many batches a list diagnoses on read before
@@ -155,7 +195,10 @@ type onReadRow struct {
 // list keeps only what it shows of each diagnosis, so each is evaluated
 // into the memory of the one before (batches.Set.EachDiagnosis) and the
 // full diagnoses of 10,000 batches are never built one by one or held.
-func diagnoseKeys(set *batches.Set, keys []model.BatchKey) []onReadRow {
+// A shard of an all-pipelines read is not split (split false): the
+// shards run at the same time already, and its Set's contracts
+// (lastContract) are for one goroutine.
+func diagnoseKeys(set *batches.Set, keys []model.BatchKey, split bool) []onReadRow {
 	out := make([]onReadRow, len(keys))
 	run := func(lo, hi int) {
 		i := lo
@@ -164,7 +207,7 @@ func diagnoseKeys(set *batches.Set, keys []model.BatchKey) []onReadRow {
 			i++
 		})
 	}
-	if len(keys) < parallelDiagnoses {
+	if !split || len(keys) < parallelDiagnoses {
 		run(0, len(keys))
 		return out
 	}
@@ -259,12 +302,34 @@ func (e *notDueError) Error() string {
 // date depends on the contracts only. also (nil: none), for one pipeline,
 // is a second range of its dates read in the same query (alsoRead).
 func (s *Server) readHistory(ctx context.Context, pipeline string, from, to model.Date, also *alsoRead, fn func(*model.Event) error) (*batches.Set, error) {
+	sets, err := s.readHistoryIn(ctx, pipeline, from, to, also, fn, 1)
+	if err != nil {
+		return nil, err
+	}
+	return sets[0], nil
+}
+
+// readSets is readHistory for a list: the history of every pipeline
+// comes in shards by pipeline (fold.go; s.shards of them), one Set each,
+// the history of one pipeline in one Set.
+func (s *Server) readSets(ctx context.Context, pipeline string, from, to model.Date, fn func(*model.Event) error) ([]*batches.Set, error) {
+	n := 1
+	if pipeline == "" {
+		n = s.shards
+	}
+	return s.readHistoryIn(ctx, pipeline, from, to, nil, fn, n)
+}
+
+// readHistoryIn is readHistory into n Sets, the events of each pipeline
+// in the Set of its shard (shardOf) with its census and heartbeats; n is
+// 1 unless pipeline is "" and the first dates are cached.
+func (s *Server) readHistoryIn(ctx context.Context, pipeline string, from, to model.Date, also *alsoRead, fn func(*model.Event) error, n int) ([]*batches.Set, error) {
 	req := history.ContextRequest{From: from, To: to, AsOf: s.now(), Contracts: s.contracts}
 	if pipeline != "" {
 		req.Pipelines = []string{pipeline}
 	}
 	if fd, ok := s.context.(*history.FirstDateCache); ok {
-		return s.readHistoryCached(ctx, fd, pipeline, req, also, fn)
+		return s.readHistoryCached(ctx, fd, pipeline, req, also, fn, n)
 	}
 	type cxResult struct {
 		cx  *history.Context
@@ -283,6 +348,7 @@ func (s *Server) readHistory(ctx context.Context, pipeline string, from, to mode
 		cxc <- cxResult{cx, err}
 	}()
 	set := batches.New(s.contracts, req.AsOf)
+	set.Brief(0)
 	set.Covers(from, to)
 	hf := history.Filter{Pipeline: pipeline, From: history.ReadFrom(req), To: to, Unordered: true, Small: true}
 	err := s.readEvents(rctx, also.filter(hf), func(e *model.Event) error {
@@ -305,18 +371,18 @@ func (s *Server) readHistory(ctx context.Context, pipeline string, from, to mode
 		return nil, r.err
 	}
 	r.cx.AddTo(set)
-	return set, nil
+	return []*batches.Set{set}, nil
 }
 
-// readHistoryCached is readHistory with the first dates from fd: the
+// readHistoryCached is readHistoryIn with the first dates from fd: the
 // census is counted from the events read (history.RangeCount) rather than
 // read, so the page's history is one read of its range's events, with the
 // latest heartbeats and the cached dates (read again when old) at the same
-// time. The Set is the one history.ReadContext's Context would give: its
+// time. The Sets are those history.ReadContext's Context would give: their
 // heartbeats are each process's one that counts
-// (history.Store.LatestHeartbeatPerProcess), the one the Set keeps of
+// (history.Store.LatestHeartbeatPerProcess), the one a Set keeps of
 // ReadContext's.
-func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCache, pipeline string, req history.ContextRequest, also *alsoRead, fn func(*model.Event) error) (*batches.Set, error) {
+func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCache, pipeline string, req history.ContextRequest, also *alsoRead, fn func(*model.Event) error, n int) ([]*batches.Set, error) {
 	type hbResult struct {
 		events []model.Event
 		err    error
@@ -341,22 +407,37 @@ func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCac
 		datesc <- err
 	}()
 	cf := req.CensusFilter()
-	set := batches.New(s.contracts, req.AsOf)
-	set.Covers(req.From, req.To)
 	size := 1
 	if pipeline == "" {
-		size = fd.Pipelines()
+		size = fd.Pipelines()/n + 1
 	}
-	seen := history.NewRangeCount(req.From, size)
+	// About how many batches each Set gets: a batch a pipeline and date.
+	days := req.To.DaysSinceEpoch() - cf.ReadFrom.DaysSinceEpoch() + 1
+	hint := min(size*max(days, 1), 1<<16) // beyond, the table grows as it fills
+	sets := make([]*batches.Set, n)
+	seen := make([]*history.RangeCount, n)
+	for i := range sets {
+		var contracts batches.Contracts = s.contracts
+		if n > 1 {
+			contracts = &lastContract{of: s.contracts}
+		}
+		sets[i] = batches.New(contracts, req.AsOf)
+		sets[i].Brief(hint)
+		sets[i].Covers(req.From, req.To)
+		seen[i] = history.NewRangeCount(req.From, size)
+	}
 	fold := func(e *model.Event) {
-		seen.Add(e)
-		set.Add(e)
+		seen[0].Add(e)
+		sets[0].Add(e)
 	}
-	var behind *foldBehind
+	var shards *foldShards
 	if pipeline == "" {
-		// every pipeline: the fold overlaps the read (fold.go)
-		behind = newFoldBehind(fold)
-		fold = behind.add
+		// every pipeline: the fold overlaps the read, in shards (fold.go)
+		shards = newFoldShards(n, func(i int, e *model.Event) {
+			seen[i].Add(e)
+			sets[i].Add(e)
+		})
+		fold = shards.add
 	}
 	hf := history.Filter{Pipeline: pipeline, From: cf.ReadFrom, To: req.To, Unordered: true, Small: true}
 	err := s.readEvents(rctx, also.filter(hf), func(e *model.Event) error {
@@ -371,8 +452,8 @@ func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCac
 		fold(e)
 		return nil
 	})
-	if behind != nil {
-		behind.wait()
+	if shards != nil {
+		shards.wait()
 	}
 	if err != nil {
 		return nil, err
@@ -384,12 +465,36 @@ func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCac
 	if hb.err != nil {
 		return nil, hb.err
 	}
-	census, err := fd.CensusOf(rctx, seen, cf)
-	if err != nil {
-		return nil, err
+	if n == 1 {
+		census, err := fd.CensusOf(rctx, seen[0], cf)
+		if err != nil {
+			return nil, err
+		}
+		history.Assemble(req, census, hb.events).AddTo(sets[0])
+		return sets, nil
 	}
-	history.Assemble(req, census, hb.events).AddTo(set)
-	return set, nil
+	// Each shard's census (its own pipelines: the scheduled ones of the
+	// others come in every shard's otherwise) and heartbeats, at the same
+	// time.
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range sets {
+		wg.Go(func() {
+			census, err := fd.CensusOfShard(rctx, seen[i], cf, func(p string) bool { return shardOf(p, n) == i })
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			history.Assemble(req, census, hb.events).AddTo(sets[i])
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err // the shards' errors are the dates' read's, one for all
+		}
+	}
+	return sets, nil
 }
 
 // batch returns batch k: its latest stored diagnosis, or a diagnosis on

@@ -1,66 +1,171 @@
 package serve
 
-import "github.com/handoff-dev/handoff/model"
+import (
+	"sync"
+
+	"github.com/handoff-dev/handoff/analyzer/batches"
+	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/model/contract"
+)
 
 // A read of every pipeline's events (the all-pipelines grid) passes a
 // hundred thousand rows at 10,000 pipelines, and each costs about as much
-// to scan out of the driver as to fold into the batches: the fold runs on
-// a goroutine of its own (foldBehind), so that the two overlap on two
-// cores instead of adding up. The events reach it in the order read, in
-// blocks, so the set is the one the read would have built itself.
+// to scan out of the driver as to fold into the batches. One goroutine
+// folding behind the read was the longest part of the page, with the
+// read waiting on it. So the batches are kept in shards by pipeline
+// (shardOf), each its own batches.Set folded on a goroutine of its own
+// (foldShards), then listed and diagnosed on its own too (listBatches):
+// a batch's diagnosis depends only on its own pipeline's batches, first
+// date, re-runs and heartbeats (the upstream rule, which looks at other
+// pipelines, is not applied to lists), so a shard's Set says of each of
+// its batches what one Set of every pipeline says. A shard's events reach
+// it in the order read, in blocks.
 
-// foldBlock is how many events go to the fold at a time.
+// foldBlock is how many events go to a shard at a time.
 const foldBlock = 512
 
-// foldBehind folds events on its own goroutine, in the order given to add.
-type foldBehind struct {
-	fold func(*model.Event)
+// maxShards bounds the shards of an all-pipelines read: more than the
+// machine's cores only adds goroutines.
+const maxShards = 8
+
+// shardOf is the shard of pipeline among n (FNV-1a of the name): the
+// same for its events, its census row and its heartbeats.
+func shardOf(pipeline string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := uint32(2166136261)
+	for i := 0; i < len(pipeline); i++ {
+		h ^= uint32(pipeline[i])
+		h *= 16777619
+	}
+	return int(h % uint32(n))
+}
+
+// foldShards folds events on one goroutine per shard, each shard's in
+// the order given to add.
+type foldShards struct {
+	fold   func(shard int, e *model.Event)
+	shards []foldShard
+	// last and lastShard: the pipeline of the event before and its shard
+	// (rows come in runs of one pipeline).
+	last      string
+	lastShard int
+}
+
+// foldShard is one shard's queue.
+type foldShard struct {
 	work chan []model.Event
 	free chan []model.Event
 	done chan struct{}
 	buf  []model.Event
 }
 
-// newFoldBehind starts the goroutine that calls fold for each event added;
-// the caller must call wait, whatever happens to the read.
-func newFoldBehind(fold func(*model.Event)) *foldBehind {
-	f := &foldBehind{fold: fold, work: make(chan []model.Event, 4), free: make(chan []model.Event, 4), done: make(chan struct{})}
-	go func() {
-		defer close(f.done)
-		for b := range f.work {
-			for i := range b {
-				f.fold(&b[i])
+// newFoldShards starts n goroutines that call fold for each event added
+// to their shard; the caller must call wait, whatever happens to the read.
+func newFoldShards(n int, fold func(shard int, e *model.Event)) *foldShards {
+	f := &foldShards{fold: fold, shards: make([]foldShard, n), lastShard: -1}
+	for i := range f.shards {
+		sh := &f.shards[i]
+		sh.work, sh.free, sh.done = make(chan []model.Event, 4), make(chan []model.Event, 4), make(chan struct{})
+		sh.buf = foldBuffer()
+		go func() {
+			defer close(sh.done)
+			for b := range sh.work {
+				for j := range b {
+					f.fold(i, &b[j])
+				}
+				select {
+				case sh.free <- b[:0]:
+				default:
+					keepFoldBuffer(b)
+				}
 			}
-			select {
-			case f.free <- b[:0]:
-			default:
-			}
-		}
-	}()
-	f.buf = make([]model.Event, 0, foldBlock)
+		}()
+	}
 	return f
 }
 
-// add queues a copy of e.
-func (f *foldBehind) add(e *model.Event) {
-	f.buf = append(f.buf, *e)
-	if len(f.buf) < foldBlock {
+// add queues a copy of e for its pipeline's shard.
+func (f *foldShards) add(e *model.Event) {
+	i := f.lastShard
+	if i < 0 || e.Pipeline != f.last {
+		i = shardOf(e.Pipeline, len(f.shards))
+		f.last, f.lastShard = e.Pipeline, i
+	}
+	sh := &f.shards[i]
+	sh.buf = append(sh.buf, *e)
+	if len(sh.buf) < foldBlock {
 		return
 	}
-	f.work <- f.buf
+	sh.work <- sh.buf
 	select {
-	case f.buf = <-f.free:
+	case sh.buf = <-sh.free:
 	default:
-		f.buf = make([]model.Event, 0, foldBlock)
+		sh.buf = foldBuffer()
 	}
 }
 
-// wait folds what is queued and returns once every event added is folded.
-func (f *foldBehind) wait() {
-	if len(f.buf) > 0 {
-		f.work <- f.buf
-		f.buf = nil
+// foldBuffers keeps the blocks of finished reads for the next: a day of
+// every pipeline queues megabytes of them.
+var foldBuffers sync.Pool
+
+// foldBuffer is an empty block, a kept one when there is one.
+func foldBuffer() []model.Event {
+	if b, ok := foldBuffers.Get().(*[]model.Event); ok {
+		return (*b)[:0]
 	}
-	close(f.work)
-	<-f.done
+	return make([]model.Event, 0, foldBlock)
+}
+
+// keepFoldBuffer keeps b for another read, cleared: a kept block holds
+// no string of the read before.
+func keepFoldBuffer(b []model.Event) {
+	if cap(b) != foldBlock {
+		return
+	}
+	b = b[:foldBlock]
+	clear(b)
+	b = b[:0]
+	foldBuffers.Put(&b)
+}
+
+// wait folds what is queued and returns once every event added is folded.
+func (f *foldShards) wait() {
+	for i := range f.shards {
+		sh := &f.shards[i]
+		if len(sh.buf) > 0 {
+			sh.work <- sh.buf
+			sh.buf = nil
+		}
+		close(sh.work)
+	}
+	for i := range f.shards {
+		sh := &f.shards[i]
+		<-sh.done
+		close(sh.free)
+		for b := range sh.free {
+			keepFoldBuffer(b)
+		}
+	}
+	f.last = ""
+}
+
+// lastContract is the contracts of one shard's Set, remembering the
+// pipeline asked for last: a Set asks for the contract of each batch as
+// it folds, lists and diagnoses it and of its neighbours, mostly the same
+// pipeline's many times running, and each look-up of 10,000 names was a
+// twentieth of the page. Not safe for concurrent use: a shard's Set is
+// used by one goroutine at a time.
+type lastContract struct {
+	of       batches.Contracts
+	pipeline string
+	c        *contract.Contract
+}
+
+func (l *lastContract) For(pipeline string) *contract.Contract {
+	if l.c == nil || pipeline != l.pipeline {
+		l.c, l.pipeline = l.of.For(pipeline), pipeline
+	}
+	return l.c
 }

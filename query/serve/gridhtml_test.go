@@ -14,9 +14,27 @@ import (
 func TestAppendHTML(t *testing.T) {
 	for _, s := range []string{
 		"", "plain.pipeline", `a"b'c&d<e>f`, "<script>alert(1)</script>", "x\x00y", "\u202eevil", "p/2026-09-30/20260930",
+		"/batches/bench.p0001.daily/2026-09-15/20260915", "percent%3Fand?=;:", "\xff\xfe bytes above ASCII \u00e9\u4e2d",
 	} {
 		if got, want := string(appendHTML(nil, s)), template.HTMLEscapeString(s); got != want {
 			t.Errorf("appendHTML(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+// TestAppendHTMLEveryPlace: each byte appendHTML escapes, and each
+// neighbour of those in the code table, at every place of strings of
+// lengths around the eight bytes tested at a time.
+func TestAppendHTMLEveryPlace(t *testing.T) {
+	for _, c := range []byte{0, 1, '!', '"', '#', '%', '&', '\'', '(', ';', '<', '=', '>', '?', 0x80, 0xff} {
+		for n := 1; n <= 19; n++ {
+			for at := range n {
+				b := []byte(strings.Repeat("abcdefghij", 2)[:n])
+				b[at] = c
+				if got, want := string(appendHTML(nil, string(b))), template.HTMLEscapeString(string(b)); got != want {
+					t.Fatalf("appendHTML(%q) = %q, want %q", b, got, want)
+				}
+			}
 		}
 	}
 }

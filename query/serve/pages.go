@@ -8,7 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
-	"slices"
+	"sync"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/batches"
@@ -184,8 +184,21 @@ func rowHTML(b []byte, row *gridRow) []byte {
 // appendHTML appends s escaped for HTML text and quoted attributes: the
 // characters html/template's escapers replace there (NUL as U+FFFD).
 func appendHTML(b []byte, s string) []byte {
+	// Most values have nothing to escape: a pass eight bytes at a time
+	// finds out, where the switch below cost a compare chain a byte (the
+	// rows of a day of 10,000 pipelines are 3 MB of them).
+	i := 0
+	for i+8 <= len(s) && !mayNeedHTMLEscape(load8(s[i:i+8])) {
+		i += 8
+	}
+	for i < len(s) && !htmlSpecial[s[i]] {
+		i++
+	}
+	if i == len(s) {
+		return append(b, s...)
+	}
 	last := 0
-	for i := 0; i < len(s); i++ {
+	for ; i < len(s); i++ {
 		var esc string
 		switch s[i] {
 		case '&':
@@ -208,6 +221,30 @@ func appendHTML(b []byte, s string) []byte {
 	}
 	return append(b, s[last:]...)
 }
+
+// mayNeedHTMLEscape reports whether any of the eight bytes of x may be
+// one appendHTML escapes: exactly when one is NUL, '"', '&', '\”, '<'
+// or '>'. '&' and '\” differ in the lowest bit only, '<' and '>' in the
+// second, so four tests for a zero byte cover the six.
+func mayNeedHTMLEscape(x uint64) bool {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	zero := func(v uint64) uint64 { return (v - ones) &^ v & highs }
+	return zero(x)|zero(x^0x22*ones)|zero(x&^ones^0x26*ones)|zero(x|0x02*ones^0x3e*ones) != 0
+}
+
+// load8 is the eight bytes of s (at least eight long) as a
+// little-endian number: one load, as the compiler combines them.
+func load8(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// htmlSpecial marks the bytes appendHTML escapes.
+var htmlSpecial = [256]bool{'&': true, '<': true, '>': true, '"': true, '\'': true, 0: true}
 
 // The range of the grid when no dates are given: two weeks of one
 // pipeline, one week of every pipeline (the landing page: a thousand
@@ -265,40 +302,133 @@ func (s *Server) gridPage(w http.ResponseWriter, r *http.Request) error {
 		rows[len(rows)-1].Cells[i].Batches = append(rows[len(rows)-1].Cells[i].Batches, cellOf(b))
 	}
 	// The batches listed, by key, for notDue: made when a calendar
-	// expects a batch (most pipelines of a large estate have none).
-	var listed map[string]bool
+	// expects a batch (most pipelines of a large estate have none), once
+	// whichever part of the rows asks first.
+	var (
+		listed     map[string]bool
+		listedOnce sync.Once
+	)
 	isListed := func(batch string) bool {
-		if listed == nil {
+		listedOnce.Do(func() {
 			listed = make(map[string]bool, len(all))
 			for _, b := range all {
 				listed[b.Batch] = true
 			}
-		}
+		})
 		return listed[batch]
-	}
-	for i := range rows {
-		s.notDue(&rows[i], f.dates, isListed)
 	}
 	wr := <-warnedc
 	if wr.err != nil {
 		return wr.err
 	}
-	markUnusual(rows, wr.warned)
-	// The rows are written here (rowHTML), once their cells are complete.
-	var table []byte
-	for i := range rows {
-		table = rowHTML(table, &rows[i])
-		if i == 0 && len(rows) > 1 {
-			// The other rows are about as long as the first: room for
-			// them at once, rather than doubling through megabytes.
-			table = slices.Grow(table, len(table)*(len(rows)-1)*9/8)
-		}
-	}
-	return renderSized(w, http.StatusOK, "grid.html", map[string]any{
+	parts := s.gridRows(rows, f.dates, isListed, wr.warned)
+	defer parts.free()
+	return renderRows(w, http.StatusOK, "grid.html", map[string]any{
 		"Filter": map[string]string{"pipeline": f.pipeline, "from": f.dates.from.String(), "to": f.dates.to.String(), "status": f.status, "verdict": f.verdict},
-		"Days":   days, "Rows": len(rows) > 0, "RowsHTML": template.HTML(table), "Total": len(all), "Counts": counts,
+		"Days":   days, "Rows": len(rows) > 0, "RowsHTML": rowsMark, "Total": len(all), "Counts": counts,
 		"Statuses": statusNames, "Verdicts": verdictNames, "Now": s.now(), "Zone": s.zone(f.pipeline),
-	}, len(table)+gridPageRest)
+	}, parts)
+}
+
+// rowsMark stands for the rows in the grid's template (RowsHTML):
+// renderRows writes the rows where it comes out. The template escapes
+// any NUL of the data it fills in, so only this can produce it.
+const rowsMark = template.HTML("\x00handoff-grid-rows\x00")
+
+// gridParts are the grid's rows as HTML, escaped as render escapes a
+// page, in consecutive parts: the rows of an all-pipelines day are
+// written in parts at the same time, on the cores the diagnoses used.
+type gridParts [][]byte
+
+// gridRowsPart is how many rows one part of the grid holds at least.
+const gridRowsPart = 1024
+
+// pageBuffers keeps the buffers of the grid's parts between requests:
+// an all-pipelines day's rows are megabytes.
+var pageBuffers sync.Pool
+
+// pageBuffer is a buffer of at least size bytes, a kept one when one is
+// large enough. A new one has room to spare: the next page's rows may be
+// a little longer.
+func pageBuffer(size int) []byte {
+	if b, ok := pageBuffers.Get().(*[]byte); ok && cap(*b) >= size {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, size+size/4)
+}
+
+// free gives the parts' buffers back for the next page.
+func (p gridParts) free() {
+	for _, b := range p {
+		b = b[:0]
+		pageBuffers.Put(&b)
+	}
+}
+
+// gridRows completes rows (the batches expected and not due, the open
+// early warnings: notDue, markUnusual) and writes them (rowHTML), escaped
+// (model.AppendEscapedText), in parts of consecutive rows.
+func (s *Server) gridRows(rows []gridRow, dr dateRange, isListed func(string) bool, warned map[string]string) gridParts {
+	n := 1
+	if len(rows) >= 2*gridRowsPart {
+		n = min(s.shards, len(rows)/gridRowsPart)
+	}
+	parts := make(gridParts, n)
+	write := func(i int) {
+		lo, hi := i*len(rows)/n, (i+1)*len(rows)/n
+		part := rows[lo:hi]
+		for j := range part {
+			s.notDue(&part[j], dr, isListed)
+		}
+		markUnusual(part, warned)
+		var first []byte
+		if len(part) > 0 {
+			first = rowHTML(nil, &part[0])
+		}
+		// The other rows are about as long as the first: room for them at
+		// once, rather than doubling through megabytes.
+		table := append(pageBuffer(len(first)*len(part)*9/8), first...)
+		for j := 1; j < len(part); j++ {
+			table = rowHTML(table, &part[j])
+		}
+		// Escapes only lengthen the text, and a page rarely has any.
+		parts[i] = model.AppendEscapedText(pageBuffer(len(table)+64), table)
+		gridParts{table}.free()
+	}
+	if n == 1 {
+		write(0)
+		return parts
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { write(i) })
+	}
+	wg.Wait()
+	return parts
+}
+
+// renderRows is render of a page whose template writes rowsMark where
+// the rows go: the page around them, escaped as render escapes it, with
+// the rows, escaped already, in its place. The bytes are render's of the
+// page with the rows in the template.
+func renderRows(w http.ResponseWriter, status int, name string, data any, rows gridParts) error {
+	var b bytes.Buffer
+	b.Grow(gridPageRest)
+	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
+		return err
+	}
+	head, tail, ok := bytes.Cut(b.Bytes(), []byte(rowsMark))
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(model.AppendEscapedText(make([]byte, 0, len(head)+64), head))
+	if !ok {
+		return nil // a page without rows
+	}
+	for _, p := range rows {
+		w.Write(p)
+	}
+	w.Write(model.AppendEscapedText(make([]byte, 0, len(tail)+64), tail))
+	return nil
 }
 
 // gridPageRest is about how many bytes the grid page has besides its

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -84,6 +85,9 @@ type Server struct {
 	now       func() time.Time
 	log       *slog.Logger
 	maxScan   int
+	// shards is how many Sets an all-pipelines list folds and diagnoses
+	// at once (fold.go): the machine's cores, at least two.
+	shards int
 	// graph is the contracts' upstreams, reversed: an incident's
 	// downstream batches.
 	graph       *upstream.Graph
@@ -124,6 +128,7 @@ func New(ctx context.Context, conn chconn.Conn, opts Options) (*Server, error) {
 		now:       opts.Now,
 		log:       opts.Logger,
 		maxScan:   opts.MaxScanEvents,
+		shards:    min(max(runtime.GOMAXPROCS(0), 2), maxShards),
 		reg:       opts.Registry,
 	}
 	if s.maxScan <= 0 {

@@ -3,6 +3,8 @@ package history_test
 import (
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -95,6 +97,42 @@ func TestFirstDateCache(t *testing.T) {
 			}
 			if !reflect.DeepEqual(counted, want) {
 				t.Errorf("%s, %s: census counted from the events\n%+v\nwant the store's\n%+v", when, tt.name, counted, want)
+			}
+			// In two shards by the name's length, each counting only its
+			// own pipelines' events: together, sorted, the same.
+			var united []history.PipelineRows
+			for shard := range 2 {
+				own := func(p string) bool { return len(p)%2 == shard }
+				seen := history.NewRangeCount(tt.f.From, 0)
+				for _, p := range read {
+					if !own(p) {
+						continue
+					}
+					evs, err := st.Events(ctx, history.Filter{Pipeline: p, From: tt.f.ReadFrom, To: tt.f.To})
+					if err != nil {
+						t.Fatal(err)
+					}
+					for i := range evs {
+						seen.Add(&evs[i])
+					}
+				}
+				part, err := cache.CensusOfShard(ctx, seen, tt.f, own)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range part {
+					if !own(p.Pipeline) {
+						t.Errorf("%s, %s: shard %d's census has %s, of the other shard", when, tt.name, shard, p.Pipeline)
+					}
+				}
+				united = append(united, part...)
+			}
+			slices.SortFunc(united, func(a, b history.PipelineRows) int { return strings.Compare(a.Pipeline, b.Pipeline) })
+			if len(united) == 0 && len(want) == 0 {
+				united = want
+			}
+			if !reflect.DeepEqual(united, want) {
+				t.Errorf("%s, %s: census of the two shards\n%+v\nwant the store's\n%+v", when, tt.name, united, want)
 			}
 		}
 	}
