@@ -40,10 +40,11 @@ type History interface {
 	// BatchEvents calls fn for every stored event of one batch.
 	BatchEvents(ctx context.Context, key model.BatchKey, fn func(*model.Event) error) error
 	// Findings calls fn with the latest stored record of each finding
-	// fingerprint whose batch has a business date on or after from (any
-	// order; what detect.Detector.Restore reads is enough, the diagnosis
-	// may be left out). The finding is valid only during the call.
-	Findings(ctx context.Context, from model.Date, fn func(*detect.Finding) error) error
+	// fingerprint whose batch has a business date on or after from and,
+	// when keep is not nil, for which keep is true (any order; what
+	// detect.Detector.Restore reads is enough, the diagnosis may be left
+	// out). The finding is valid only during the call.
+	Findings(ctx context.Context, from model.Date, keep func(model.BatchKey) bool, fn func(*detect.Finding) error) error
 }
 
 // Offsets tells what a consumer group has committed and what a topic holds.
@@ -272,12 +273,14 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 	)
 	err = restore.Do(ctx, "restore", fmt.Sprintf("read the stored findings since %s", from), 0, func(ctx context.Context) error {
 		restored, open = 0, 0
-		err := r.o.History.Findings(ctx, from, func(f *detect.Finding) error {
+		// Only the batches of the partitions owned: the detector would
+		// ignore the others' findings.
+		err := r.o.History.Findings(ctx, from, r.owns, func(f *detect.Finding) error {
 			if refused = r.o.Detector.Restore(*f); refused != nil {
 				return refused
 			}
 			restored++
-			if f.State != detect.Open || !r.owns(f.Batch) {
+			if f.State != detect.Open {
 				return nil
 			}
 			// The first 20, so that a restart says what is open without

@@ -144,7 +144,7 @@ func BenchmarkTakeover(b *testing.B) {
 		b.Fatal(err)
 	}
 	var stored []detect.Finding
-	if err := fx.st.Findings(ctx, from, func(f *detect.Finding) error {
+	if err := fx.st.Findings(ctx, from, nil, func(f *detect.Finding) error {
 		stored = append(stored, *f)
 		return nil
 	}); err != nil {
@@ -192,7 +192,7 @@ func BenchmarkTakeover(b *testing.B) {
 		cpu := cpuSeconds(b)
 		for b.Loop() {
 			got := 0
-			if err := fx.st.Findings(ctx, from, func(*detect.Finding) error { got++; return nil }); err != nil {
+			if err := fx.st.Findings(ctx, from, nil, func(*detect.Finding) error { got++; return nil }); err != nil {
 				b.Fatal(err)
 			}
 			if got != len(stored) {

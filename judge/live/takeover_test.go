@@ -173,7 +173,8 @@ func TestTakeoverRestoresAsTheStream(t *testing.T) {
 // columns) gives, for every fingerprint, what the listings' read
 // (store/judgements, every column) gives of its latest record in what the
 // detector restores: state, kind, name, seq, status, verdict, times and
-// batch; a finding with several records gives its highest seq.
+// batch; a finding with several records gives its highest seq. A keep
+// predicate leaves the other batches' findings out.
 func TestFindingsReadForRestore(t *testing.T) {
 	conn := testenv.ClickHouse(t)
 	db := testenv.Database(t, conn, "takeover_findings")
@@ -240,7 +241,7 @@ func TestFindingsReadForRestore(t *testing.T) {
 		t.Fatalf("%d findings stored, %d with several records: want both", len(byFP), several)
 	}
 	n := 0
-	if err := st.Findings(ctx, from, func(f *detect.Finding) error {
+	if err := st.Findings(ctx, from, nil, func(f *detect.Finding) error {
 		n++
 		w, ok := byFP[f.Fingerprint]
 		if !ok {
@@ -254,6 +255,25 @@ func TestFindingsReadForRestore(t *testing.T) {
 	}
 	if n != len(byFP) {
 		t.Errorf("the restore read %d findings, the listings %d", n, len(byFP))
+	}
+	// keep: the findings of the batches it selects, and only those.
+	wantKept := 0
+	for _, w := range byFP {
+		if ownsTaken(w.batch) {
+			wantKept++
+		}
+	}
+	kept := 0
+	if err := st.Findings(ctx, from, ownsTaken, func(f *detect.Finding) error {
+		if kept++; !ownsTaken(f.Batch) {
+			t.Errorf("finding %s of %s read, which keep leaves out", f.Fingerprint, f.Batch)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if kept != wantKept || kept == 0 || kept == n {
+		t.Errorf("keep selected %d of %d findings, want %d (some, not all)", kept, n, wantKept)
 	}
 }
 

@@ -32,8 +32,12 @@ const restoreFindings = "SELECT fingerprint, pipeline, business_date, batch_id, 
 // collected: a detect.Finding takes 904 bytes, and after a fault the
 // findings of the retention window number hundreds of thousands. The
 // finding fn is given is overwritten by the next (fn copies what it
-// keeps); an error from fn stops the read and is returned.
-func (s *Store) Findings(ctx context.Context, from model.Date, fn func(*detect.Finding) error) error {
+// keeps); an error from fn stops the read and is returned. keep, when not
+// nil, selects the batches whose findings fn is given: the others are
+// skipped before they are decoded (a detector taking over some partitions
+// reads the findings of all, the batch's partition is not stored with
+// them).
+func (s *Store) Findings(ctx context.Context, from model.Date, keep func(model.BatchKey) bool, fn func(*detect.Finding) error) error {
 	table := s.db + "." + schema.Findings
 	if s.local {
 		table += schema.LocalSuffix
@@ -56,6 +60,9 @@ func (s *Store) Findings(ctx context.Context, from model.Date, fn func(*detect.F
 			return fmt.Errorf("read findings from %s: scan a finding: %w", table, err)
 		}
 		r.Key = model.BatchKey{Pipeline: pipeline, BusinessDate: schema.DateFromColumn(bd), BatchID: batchID}
+		if keep != nil && !keep(r.Key) {
+			continue
+		}
 		if f, err = r.Finding(); err != nil {
 			return fmt.Errorf("read findings from %s: %w", table, err)
 		}
