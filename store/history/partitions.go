@@ -68,9 +68,6 @@ func (s *Store) PartitionEvents(ctx context.Context, topic string, partitions []
 	hb := &where{}
 	hb.add("kafka_topic = ?", topic)
 	hb.add(in)
-	// Heartbeats are stored with the zero business date (schema.sql):
-	// saying so prunes every other partition of the table.
-	hb.add("business_date = toDate('1970-01-01')")
 	hb.add("batch_id = ''")
 	hb.add("type = 'process.heartbeat'")
 	hb.add("time_ms >= ?", from.In(time.UTC).UnixMilli())
