@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
+	"github.com/handoff-dev/handoff/analyzer/learn"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/judge/live"
 	"github.com/handoff-dev/handoff/judge/stream"
@@ -30,6 +31,7 @@ const takeoverPartitions = 6
 type takeoverFixture struct {
 	st       *history.Store
 	set      *contract.Set
+	learn    learn.Options // the baselines' options, as `handoff detect` learns
 	now      time.Time
 	events   int
 	findings int
@@ -95,7 +97,11 @@ func newTakeoverFixture(b *testing.B, n int) *takeoverFixture {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &takeoverFixture{st: st, set: set, now: now, events: len(events), findings: nf}
+	lo, err := history.BaselineOptions()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &takeoverFixture{st: st, set: set, learn: lo, now: now, events: len(events), findings: nf}
 }
 
 // taken is the partitions the benchmark takes over: half of them.
@@ -122,7 +128,8 @@ func (noOffsets) Ends(context.Context, string) (map[int]int64, error) { return n
 // of the partitions' stored history alone (read), the fold of the events
 // read into a fresh detector with the restore of their findings (fold),
 // the read of the stored findings (findings), and the whole of
-// Runner.Assign as a rebalance runs it (assign).
+// Runner.Assign as a rebalance runs it (assign). The detectors learn
+// baselines, as `handoff detect` does by default.
 //
 //	go test -run '^$' -bench Takeover -benchtime 3x -cpu 1 ./judge/live/
 func BenchmarkTakeover(b *testing.B) {
@@ -172,7 +179,7 @@ func BenchmarkTakeover(b *testing.B) {
 		b.ReportAllocs()
 		cpu := cpuSeconds(b)
 		for b.Loop() {
-			d, err := detect.New(detect.Config{Contracts: fx.set, Owns: ownsTaken})
+			d, err := detect.New(detect.Config{Contracts: fx.set, Owns: ownsTaken, Baselines: &detect.Baselines{Options: fx.learn}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -210,7 +217,7 @@ func BenchmarkTakeover(b *testing.B) {
 		}
 		cpu := cpuSeconds(b)
 		for b.Loop() {
-			d, err := detect.New(detect.Config{Contracts: fx.set})
+			d, err := detect.New(detect.Config{Contracts: fx.set, Baselines: &detect.Baselines{Options: fx.learn}})
 			if err != nil {
 				b.Fatal(err)
 			}
