@@ -143,6 +143,8 @@ func (s *Store) decodePartitionRows(ctx context.Context, w *where, full, free ch
 		lastDays uint16
 		lastDate model.Date
 		block    []model.Event
+		// pipeline and batchID are the last row's, copied out of its text.
+		pipeline, batchID string
 	)
 	take := func() error {
 		select {
@@ -169,8 +171,20 @@ func (s *Store) decodePartitionRows(ctx context.Context, w *where, full, free ch
 		if r.days != lastDays {
 			lastDays, lastDate = r.days, dateOfDays(r.days)
 		}
+		// The pipeline and the batch id as strings of their own, once a
+		// run of rows (a part's rows come in its key's order), and the
+		// object: what the detector keeps of an event without copying it
+		// (the baselines' batches key and artifact name) would otherwise
+		// hold the row's whole text.
+		if parts[0] != pipeline {
+			pipeline = strings.Clone(parts[0])
+		}
+		if parts[1] != batchID {
+			batchID = strings.Clone(parts[1])
+		}
+		parts[1], parts[6] = batchID, strings.Clone(parts[6])
 		block = block[:len(block)+1]
-		r.event(&block[len(block)-1], &parts, parts[0], lastDate)
+		r.event(&block[len(block)-1], &parts, pipeline, lastDate)
 		if len(block) == cap(block) {
 			full <- block
 			if err := take(); err != nil {
