@@ -39,9 +39,12 @@ type History interface {
 	PartitionEvents(ctx context.Context, topic string, partitions []int, from model.Date, fn func(*model.Event) error) error
 	// BatchEvents calls fn for every stored event of one batch.
 	BatchEvents(ctx context.Context, key model.BatchKey, fn func(*model.Event) error) error
-	// Findings returns the latest stored record of each finding
-	// fingerprint whose batch has a business date on or after from.
-	Findings(ctx context.Context, from model.Date) ([]detect.Finding, error)
+	// Findings calls fn with the latest stored record of each finding
+	// fingerprint whose batch has a business date on or after from and,
+	// when keep is not nil, for which keep is true (any order; what
+	// detect.Detector.Restore reads is enough, the diagnosis may be left
+	// out). The finding is valid only during the call.
+	Findings(ctx context.Context, from model.Date, keep func(model.BatchKey) bool, fn func(*detect.Finding) error) error
 }
 
 // Offsets tells what a consumer group has committed and what a topic holds.
@@ -103,8 +106,9 @@ type Runner struct {
 	log   *slog.Logger
 	dec   model.Decoder
 	owned map[int]bool
-	n     int   // partitions of the events topic
-	ids   []int // 0..n-1, for the default partitioner
+	key   []byte // owns' buffer
+	n     int    // partitions of the events topic
+	ids   []int  // 0..n-1, for the default partitioner
 	// lastBeat is when the last heartbeat was published.
 	lastBeat time.Time
 	// assignedAt is the clock when the last partitions were taken over;
@@ -165,10 +169,18 @@ func (r *Runner) owns(k model.BatchKey) bool {
 	if r.n == 0 {
 		return false
 	}
+	// The key's text (k.String()) in a buffer of the runner's: asked for
+	// every batch a restore or the stream opens.
+	b := append(r.key[:0], k.Pipeline...)
+	b = append(b, '/')
+	b = k.BusinessDate.AppendFormat(b)
+	b = append(b, '/')
+	b = append(b, k.BatchID...)
+	r.key = b
 	if r.o.Partition != nil {
-		return r.owned[r.o.Partition([]byte(k.String()), r.n)]
+		return r.owned[r.o.Partition(b, r.n)]
 	}
-	return r.owned[murmur2In([]byte(k.String()), r.ids)]
+	return r.owned[murmur2In(b, r.ids)]
 }
 
 // Assign takes over the partitions of a: batches of partitions no longer
@@ -251,32 +263,47 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 	if err := r.waitCommitted(ctx, r.s.ResultsGroup, r.s.FindingsTopic, ends); err != nil {
 		return err
 	}
-	var fs []detect.Finding
+	// Restored one by one as they are read: restoring a finding twice (a
+	// read retried) is harmless, the record with the highest seq wins.
+	// A record the detector refuses is no failure of the read: it stops
+	// the restore rather than being read again.
+	var (
+		restored, open int
+		refused        error
+	)
 	err = restore.Do(ctx, "restore", fmt.Sprintf("read the stored findings since %s", from), 0, func(ctx context.Context) error {
-		var err error
-		fs, err = r.o.History.Findings(ctx, from)
+		restored, open = 0, 0
+		// Only the batches of the partitions owned: the detector would
+		// ignore the others' findings.
+		err := r.o.History.Findings(ctx, from, r.owns, func(f *detect.Finding) error {
+			if refused = r.o.Detector.Restore(*f); refused != nil {
+				return refused
+			}
+			restored++
+			if f.State != detect.Open {
+				return nil
+			}
+			// The first 20, so that a restart says what is open without
+			// flooding the log.
+			if open++; open <= 20 {
+				r.log.Info("detect: open finding restored (published before, not again)", "batch", f.Batch.String(),
+					"kind", string(f.Kind), "name", f.Name, "status", string(f.Status), "verdict", f.Verdict,
+					"seq", f.Seq, "fingerprint", f.Fingerprint)
+			}
+			return nil
+		})
+		if refused != nil {
+			return nil
+		}
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	if err := r.o.Detector.Restore(fs...); err != nil {
-		return fmt.Errorf("restore %d stored findings: %w", len(fs), err)
+	if refused != nil {
+		return fmt.Errorf("restore the stored findings (%d restored before): %w", restored, refused)
 	}
-	open := 0
-	for i := range fs {
-		if fs[i].State != detect.Open || !r.owns(fs[i].Batch) {
-			continue
-		}
-		// The first 20, so that a restart says what is open without
-		// flooding the log.
-		if open++; open <= 20 {
-			r.log.Info("detect: open finding restored (published before, not again)", "batch", fs[i].Batch.String(),
-				"kind", string(fs[i].Kind), "name", fs[i].Name, "status", string(fs[i].Status), "verdict", fs[i].Verdict,
-				"seq", fs[i].Seq, "fingerprint", fs[i].Fingerprint)
-		}
-	}
-	r.log.Info("detect: history restored", "partitions", fresh, "events", n, "findings", len(fs), "open", open, "from", from.String())
+	r.log.Info("detect: history restored", "partitions", fresh, "events", n, "findings", restored, "open", open, "from", from.String())
 	return nil
 }
 
