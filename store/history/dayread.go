@@ -30,27 +30,14 @@ func (s *Store) eachDay(ctx context.Context, q query, prev *rowKey, fn func(*mod
 	}
 	defer rows.Close()
 	var (
-		r        replayRow
-		dayFlags uint64
-		parts    [replayParts]string
-		e        model.Event
-		lastDays uint16
-		lastDate model.Date
+		sc replayScan
+		e  model.Event
 	)
-	dest := r.destinations(&dayFlags)
 	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return fmt.Errorf("read events from %s: scan row: %w", s.events(), err)
+		if err := sc.next(rows, s.events()); err != nil {
+			return err
 		}
-		r.unpack(dayFlags)
-		if !r.split(&parts) {
-			return fmt.Errorf("read events from %s: a row of %d bytes of text, shorter than its parts' lengths %x say", s.events(), len(r.text), r.lens)
-		}
-		// Rows come in runs of one date: the conversion once a run.
-		if r.days != lastDays {
-			lastDays, lastDate = r.days, dateOfDays(r.days)
-		}
-		r.event(&e, &parts, parts[0], lastDate)
+		sc.r.event(&e, &sc.parts, sc.parts[0], sc.date)
 		k := rowKey{pipeline: e.Pipeline, batchID: e.BatchID, eventID: e.ID, businessDate: e.BusinessDate}
 		if k == *prev {
 			continue // a copy merges have not collapsed yet

@@ -137,12 +137,8 @@ func (s *Store) decodePartitionRows(ctx context.Context, w *where, full, free ch
 	}
 	defer rows.Close()
 	var (
-		r        replayRow
-		dayFlags uint64
-		parts    [replayParts]string
-		lastDays uint16
-		lastDate model.Date
-		block    []model.Event
+		sc    replayScan
+		block []model.Event
 		// pipeline and batchID are the last row's, copied out of its text.
 		pipeline, batchID string
 	)
@@ -157,20 +153,11 @@ func (s *Store) decodePartitionRows(ctx context.Context, w *where, full, free ch
 	if err := take(); err != nil {
 		return err
 	}
-	dest := r.destinations(&dayFlags)
 	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return fmt.Errorf("read events from %s: scan row: %w", s.events(), err)
+		if err := sc.next(rows, s.events()); err != nil {
+			return err
 		}
-		r.unpack(dayFlags)
-		if !r.split(&parts) {
-			return fmt.Errorf("read events from %s: a row of %d bytes of text, shorter than its parts' lengths %x say", s.events(), len(r.text), r.lens)
-		}
-		// Rows come in runs of one date (a part's): the conversion once a
-		// run.
-		if r.days != lastDays {
-			lastDays, lastDate = r.days, dateOfDays(r.days)
-		}
+		parts := &sc.parts
 		// The pipeline and the batch id as strings of their own, once a
 		// run of rows (a part's rows come in its key's order), and the
 		// object: what the detector keeps of an event without copying it
@@ -184,7 +171,7 @@ func (s *Store) decodePartitionRows(ctx context.Context, w *where, full, free ch
 		}
 		parts[1], parts[6] = batchID, strings.Clone(parts[6])
 		block = block[:len(block)+1]
-		r.event(&block[len(block)-1], &parts, pipeline, lastDate)
+		sc.r.event(&block[len(block)-1], parts, pipeline, sc.date)
 		if len(block) == cap(block) {
 			full <- block
 			if err := take(); err != nil {

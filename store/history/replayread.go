@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/handoff-dev/handoff/model"
 )
 
@@ -235,6 +237,36 @@ func (s *Store) readReplayRows(ctx context.Context, sorted []string, w *where, r
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read events from %s: %w", s.events(), err)
+	}
+	return nil
+}
+
+// replayScan reads the rows of a query of replayColumns one at a time:
+// the row, its text split into parts, and its business date.
+type replayScan struct {
+	r        replayRow
+	parts    [replayParts]string
+	date     model.Date
+	dayFlags uint64
+	dest     []any
+}
+
+// next scans the current row of rows (after rows.Next) from table.
+func (sc *replayScan) next(rows driver.Rows, table string) error {
+	if sc.dest == nil {
+		sc.dest = sc.r.destinations(&sc.dayFlags)
+	}
+	days := sc.r.days
+	if err := rows.Scan(sc.dest...); err != nil {
+		return fmt.Errorf("read events from %s: scan row: %w", table, err)
+	}
+	sc.r.unpack(sc.dayFlags)
+	if !sc.r.split(&sc.parts) {
+		return fmt.Errorf("read events from %s: a row of %d bytes of text, shorter than its parts' lengths %x say", table, len(sc.r.text), sc.r.lens)
+	}
+	// Rows come in runs of one date: the conversion once a run.
+	if sc.r.days != days {
+		sc.date = dateOfDays(sc.r.days)
 	}
 	return nil
 }
