@@ -457,18 +457,9 @@ func TestLagWhileHeld(t *testing.T) {
 	cfg.BatchSize = 1 << 20
 	cfg.FlushInterval = time.Second
 	e.publish(t, cfg.DiagnosesTopic, r.diagnoses...)
-	held, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	reg, stop := e.run(t, cfg, func() error {
-		once.Do(func() { close(held) })
-		<-release
-		return nil
-	})
-	select {
-	case <-held:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("no batch reached the commit step within 2 minutes")
-	}
+	hold, held, release := holdFirstCommit()
+	reg, stop := e.run(t, cfg, hold)
+	waitHeld(t, held)
 	lag := value(t, reg, "handoff_ingest_results_consumer_lag", "topic", cfg.DiagnosesTopic)
 	if lag <= 0 || lag > float64(len(r.diagnoses)) {
 		t.Errorf("lag while a batch is held = %v, want between 1 and %d", lag, len(r.diagnoses))
@@ -498,18 +489,9 @@ func TestLagAfterRebalance(t *testing.T) {
 	cfg.BatchSize = 250
 	cfg.FlushInterval = time.Second
 	e.publish(t, cfg.DiagnosesTopic, r.diagnoses...)
-	held, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	a, regA, stopA := e.start(t, e.conn, cfg, func() error {
-		once.Do(func() { close(held) })
-		<-release
-		return nil
-	})
-	select {
-	case <-held:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("no batch reached the commit step within 2 minutes")
-	}
+	hold, held, release := holdFirstCommit()
+	a, regA, stopA := e.start(t, e.conn, cfg, hold)
+	waitHeld(t, held)
 	b, regB, stopB := e.start(t, e.conn, cfg, nil)
 	// The second has partitions once it stored records: the group
 	// rebalanced while the first still holds its batch.
@@ -546,6 +528,29 @@ func TestLagAfterRebalance(t *testing.T) {
 		}
 	}
 	e.waitCount(t, uint64(len(r.diagnoses)), "SELECT uniqExact(batch, as_of_ms) FROM {db}.diagnoses_v2")
+}
+
+// holdFirstCommit returns a beforeCommit hook that holds the first batch
+// in the commit step (as while ClickHouse is down) until release is
+// closed, and closes held when it does.
+func holdFirstCommit() (hook func() error, held, release chan struct{}) {
+	held, release = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	return func() error {
+		once.Do(func() { close(held) })
+		<-release
+		return nil
+	}, held, release
+}
+
+// waitHeld waits for a batch to reach the held commit step.
+func waitHeld(t *testing.T, held <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-held:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no batch reached the commit step within 2 minutes")
+	}
 }
 
 // readDLQ reads n messages of the dead-letter topic from its start.

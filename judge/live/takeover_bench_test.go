@@ -18,7 +18,6 @@ import (
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/store/history"
 	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/store/writer"
 )
 
 // takeoverPartitions is the events topic's partitions on the local
@@ -39,23 +38,12 @@ type takeoverFixture struct {
 }
 
 func newTakeoverFixture(b *testing.B, n int) *takeoverFixture {
-	conn := testenv.ClickHouse(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	b.Cleanup(cancel)
-	db := testenv.Database(b, conn, "takeover_bench")
-	if err := schema.Ensure(ctx, conn, db); err != nil {
-		b.Fatal(err)
-	}
-	sink, err := writer.New(conn, db)
-	if err != nil {
-		b.Fatal(err)
-	}
+	conn := testenv.ClickHouse(b)
+	db, sink, set := storedDatabase(ctx, b, conn, "takeover_bench")
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	events := testenv.RecentEvents(n, "takeover", 10000, now)
-	set, err := contract.NewSet()
-	if err != nil {
-		b.Fatal(err)
-	}
 	ingested := now.UnixMilli()
 	for i := 0; i < len(events); i += 100_000 {
 		var batch schema.EventBatch

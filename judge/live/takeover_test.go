@@ -13,6 +13,7 @@ import (
 	"github.com/handoff-dev/handoff/judge/stream"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
+	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/history"
 	"github.com/handoff-dev/handoff/store/judgements"
 	"github.com/handoff-dev/handoff/store/schema"
@@ -30,21 +31,10 @@ import (
 // a tenth of its events stored twice; the predecessor advanced five times
 // while the events came, so findings were raised, updated and resolved.
 func TestTakeoverRestoresAsTheStream(t *testing.T) {
-	conn := testenv.ClickHouse(t)
-	db := testenv.Database(t, conn, "takeover_test")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := schema.Ensure(ctx, conn, db); err != nil {
-		t.Fatal(err)
-	}
-	sink, err := writer.New(conn, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := contract.NewSet()
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := testenv.ClickHouse(t)
+	db, sink, set := storedDatabase(ctx, t, conn, "takeover_test")
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	events := testenv.RecentEvents(20_000, "takeover", 200, now)
 	slices.SortStableFunc(events, func(a, b model.Event) int { return a.Time.Compare(b.Time) })
@@ -176,21 +166,10 @@ func TestTakeoverRestoresAsTheStream(t *testing.T) {
 // batch; a finding with several records gives its highest seq. A keep
 // predicate leaves the other batches' findings out.
 func TestFindingsReadForRestore(t *testing.T) {
-	conn := testenv.ClickHouse(t)
-	db := testenv.Database(t, conn, "takeover_findings")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := schema.Ensure(ctx, conn, db); err != nil {
-		t.Fatal(err)
-	}
-	sink, err := writer.New(conn, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := contract.NewSet()
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := testenv.ClickHouse(t)
+	db, sink, set := storedDatabase(ctx, t, conn, "takeover_findings")
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	events := testenv.RecentEvents(3000, "takeover", 50, now)
 	d, err := detect.New(detect.Config{Contracts: set})
@@ -293,4 +272,23 @@ func latestRecords(fs []detect.Finding) []detect.Finding {
 		out = append(out, fs[i])
 	}
 	return out
+}
+
+// storedDatabase returns a new database on conn with the schema, a sink
+// writing to it, and an empty contract set.
+func storedDatabase(ctx context.Context, tb testing.TB, conn chconn.Conn, name string) (string, *writer.Sink, *contract.Set) {
+	tb.Helper()
+	db := testenv.Database(tb, conn, name)
+	if err := schema.Ensure(ctx, conn, db); err != nil {
+		tb.Fatal(err)
+	}
+	sink, err := writer.New(conn, db)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	set, err := contract.NewSet()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return db, sink, set
 }
