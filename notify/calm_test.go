@@ -1,7 +1,6 @@
 package notify
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -364,25 +363,6 @@ func TestHoldAlertmanager(t *testing.T) {
 	if len(labelSets) != 1 {
 		t.Errorf("the recording Alertmanager got %d distinct alerts for the cut hold, want exactly 1: %v", len(labelSets), labelSets)
 	}
-}
-
-// lines returns every decoded log line.
-func (l *logLines) lines(t testing.TB) []map[string]any {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, line := range bytes.Split(l.buf.Bytes(), []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal(line, &m); err != nil {
-			t.Fatalf("log line %s: %v", line, err)
-		}
-		out = append(out, m)
-	}
-	return out
 }
 
 // value reads a gauge's or a counter's value (gathered through a registry

@@ -320,8 +320,8 @@ func (l *logLines) Write(p []byte) (int, error) {
 	return l.buf.Write(p)
 }
 
-// about returns the decoded lines whose fingerprint is fp.
-func (l *logLines) about(t testing.TB, fp string) []map[string]any {
+// lines returns every decoded log line.
+func (l *logLines) lines(t testing.TB) []map[string]any {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -334,6 +334,16 @@ func (l *logLines) about(t testing.TB, fp string) []map[string]any {
 		if err := json.Unmarshal(line, &m); err != nil {
 			t.Fatalf("log line %s: %v", line, err)
 		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// about returns the decoded lines whose fingerprint is fp.
+func (l *logLines) about(t testing.TB, fp string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, m := range l.lines(t) {
 		if m["fingerprint"] == fp {
 			out = append(out, m)
 		}

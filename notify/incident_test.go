@@ -11,14 +11,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/internal/gen"
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
-	"github.com/handoff-dev/handoff/model/contract"
 )
 
 // graphFindings runs the detector over a generated graph: the findings
@@ -26,15 +24,7 @@ import (
 // has come.
 func graphFindings(t *testing.T, g *gen.Graph) (seen, delivered [][]byte) {
 	t.Helper()
-	fsys := fstest.MapFS{}
-	for name, text := range g.Contracts {
-		fsys["c/"+name] = &fstest.MapFile{Data: []byte(text)}
-	}
-	set, err := contract.LoadFS(fsys, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := detect.New(detect.Config{Contracts: set, From: model.Date{Year: 2026, Month: 9, Day: 28}})
+	d, err := detect.New(detect.Config{Contracts: testenv.Contracts(t, g.Contracts), From: model.Date{Year: 2026, Month: 9, Day: 28}})
 	if err != nil {
 		t.Fatal(err)
 	}

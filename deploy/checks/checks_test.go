@@ -121,6 +121,15 @@ func TestCheckImportsPlanted(t *testing.T) {
 			want: []string{regexp.QuoteMeta(mod + "/query/planted imports " + mod + "/store/writer: only ingest writes")},
 		},
 		{
+			// The tests' database and sink may import store/writer only
+			// because nothing but tests imports it.
+			name: "a package imports store/storetest: test support",
+			plants: []plant{{"ingest/planted/planted.go",
+				"package planted\n\nimport _ \"" + mod + "/store/storetest\"\n"}},
+			want:   []string{regexp.QuoteMeta(mod + "/ingest/planted imports " + mod + "/store/storetest: store/storetest is test support, only _test.go files import it")},
+			refuse: []string{regexp.QuoteMeta(mod + "/store/storetest imports " + mod + "/store/writer")},
+		},
+		{
 			name: "the ClickHouse driver outside store",
 			plants: []plant{{"judge/planted/planted.go",
 				"package planted\n\nimport _ \"github.com/ClickHouse/clickhouse-go/v2\"\n"}},

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 )
@@ -17,15 +18,7 @@ openlineage:
 
 func contracts(t *testing.T) *contract.Set {
 	t.Helper()
-	c, err := contract.Parse("p.yaml", []byte(contractYAML))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := contract.NewSet(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return testenv.Contracts(t, map[string]string{"p.yaml": contractYAML})
 }
 
 // TestDeadLetterReasons: each kind of invalid run event goes to the

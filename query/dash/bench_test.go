@@ -7,11 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-
-	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/storetest"
 	"github.com/handoff-dev/handoff/store/writer"
 )
 
@@ -22,17 +20,13 @@ import (
 //
 //	go test -run '^$' -bench Queries -benchtime 15x ./query/dash/
 func BenchmarkQueries(b *testing.B) {
-	conn := testenv.ClickHouse(b)
-	db := testenv.Database(b, conn, "dash_bench")
+	d := storetest.NewDB(b, "dash_bench")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if err := schema.Ensure(ctx, conn, db); err != nil {
+	if err := loadBenchHistory(ctx, d.Sink); err != nil {
 		b.Fatal(err)
 	}
-	if err := loadBenchHistory(ctx, conn, db); err != nil {
-		b.Fatal(err)
-	}
-	r, err := NewRunner(conn, db)
+	r, err := NewRunner(d.Conn, d.Name)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -66,11 +60,7 @@ func BenchmarkQueries(b *testing.B) {
 // daily batch each from 2025-10-01, 7 boundary events a batch a minute
 // apart from midnight UTC of its business date, and a delivered diagnosis
 // per batch.
-func loadBenchHistory(ctx context.Context, conn driver.Conn, db string) error {
-	s, err := writer.New(conn, db)
-	if err != nil {
-		return err
-	}
+func loadBenchHistory(ctx context.Context, s *writer.Sink) error {
 	types := []model.EventType{model.JobSucceeded, model.ArtifactFinalized, model.SignalPublished, model.ArtifactTransferred,
 		model.SignalTransferred, model.BatchIdentified, model.ConsumeSucceeded}
 	first := model.MustParseDate("2025-10-01")

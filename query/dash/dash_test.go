@@ -12,9 +12,8 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/store/writer"
+	"github.com/handoff-dev/handoff/store/storetest"
 )
 
 // fixtureRange is the parameters every dated query gets in the tests (and
@@ -198,21 +197,13 @@ func matches(got, want [][]string, before, after int64) error {
 // loadFixture makes a fresh database with the schema and the fixture.
 func loadFixture(t *testing.T) (driver.Conn, string) {
 	t.Helper()
-	conn := testenv.ClickHouse(t)
-	db := testenv.Database(t, conn, "dash_test")
+	d := storetest.NewDB(t, "dash_test")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := schema.Ensure(ctx, conn, db); err != nil {
+	if err := fixture().load(ctx, d.Sink); err != nil {
 		t.Fatal(err)
 	}
-	s, err := writer.New(conn, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fixture().load(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	return conn, db
+	return d.Conn, d.Name
 }
 
 // TestQueriesOnFixture runs every dashboard query on the fixture on the

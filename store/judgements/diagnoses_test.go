@@ -5,11 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/store/judgements"
 	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/store/writer"
+	"github.com/handoff-dev/handoff/store/storetest"
 )
 
 // TestDiagnosesRead checks the stored diagnoses' reads on the 18.16
@@ -17,13 +16,10 @@ import (
 // order, the pipeline and date filters select, and a batch with no row
 // has no JSON.
 func TestDiagnosesRead(t *testing.T) {
-	conn := testenv.ClickHouse(t)
-	db := testenv.Database(t, conn, "diagnoses_test")
+	d := storetest.NewDB(t, "diagnoses_test")
+	conn, db := d.Conn, d.Name
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := schema.Ensure(ctx, conn, db); err != nil {
-		t.Fatal(err)
-	}
 	key := func(p, d string) model.BatchKey {
 		date := model.MustParseDate(d)
 		return model.BatchKey{Pipeline: p, BusinessDate: date, BatchID: date.Compact()}
@@ -38,11 +34,7 @@ func TestDiagnosesRead(t *testing.T) {
 	} {
 		rows.Add(r, schema.Source{Topic: "handoff.diagnoses", Offset: int64(i)}, 1)
 	}
-	s, err := writer.New(conn, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.InsertColumns(ctx, schema.Diagnoses, schema.DiagnosisColumns, rows.Columns()); err != nil {
+	if err := d.Sink.InsertColumns(ctx, schema.Diagnoses, schema.DiagnosisColumns, rows.Columns()); err != nil {
 		t.Fatal(err)
 	}
 

@@ -14,7 +14,7 @@ import (
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/store/judgements"
 	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/store/writer"
+	"github.com/handoff-dev/handoff/store/storetest"
 )
 
 // The fixture's pipelines: two share the prefix "finance.".
@@ -108,26 +108,18 @@ func (r record) row(t *testing.T) schema.FindingRow {
 // and sink, the whole set twice (two INSERTs: two parts that merges may
 // or may not have collapsed when the test reads), and returns the
 // database.
-func load(t *testing.T) string {
+func load(t *testing.T) *storetest.DB {
 	t.Helper()
-	conn := testenv.ClickHouse(t)
-	db := testenv.Database(t, conn, "findings_test")
+	d := storetest.NewDB(t, "findings_test")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := schema.Ensure(ctx, conn, db); err != nil {
-		t.Fatal(err)
-	}
-	s, err := writer.New(conn, db)
-	if err != nil {
-		t.Fatal(err)
-	}
 	rows := fixtureRows(t)
 	for range 2 {
-		if err := s.InsertColumns(ctx, schema.Findings, schema.FindingColumns, rows.Columns()); err != nil {
+		if err := d.Sink.InsertColumns(ctx, schema.Findings, schema.FindingColumns, rows.Columns()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return db
+	return d
 }
 
 // fixtureRows is the records as findings_v2 columns.
@@ -205,8 +197,8 @@ func (c readCase) check(t *testing.T, got []string, truncated bool) {
 // by seq decides the state whatever the storage order, a record stored
 // several times is one finding, every filter, both orders, and the limit.
 func TestRead(t *testing.T) {
-	db := load(t)
-	conn := testenv.ClickHouse(t)
+	d := load(t)
+	conn, db := d.Conn, d.Name
 	for _, c := range readCases {
 		res, err := judgements.Read(context.Background(), conn, db, c.f, c.order, c.limit)
 		if err != nil {
@@ -265,8 +257,8 @@ func TestReadCurrentClickHouse(t *testing.T) {
 // TestLatestRecord checks every field of findings read back: each is its
 // latest record's (highest seq), times in UTC.
 func TestLatestRecord(t *testing.T) {
-	db := load(t)
-	res, err := judgements.Read(context.Background(), testenv.ClickHouse(t), db, judgements.Filter{}, judgements.ByBatch, 10)
+	d := load(t)
+	res, err := judgements.Read(context.Background(), d.Conn, d.Name, judgements.Filter{}, judgements.ByBatch, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,13 +346,10 @@ func TestSelectRefuses(t *testing.T) {
 // and read back (Read, the listings' and the restore's read) equal, the
 // diagnosis reduced to what the table copies out of it.
 func TestLifecycleRoundTrip(t *testing.T) {
-	conn := testenv.ClickHouse(t)
-	db := testenv.Database(t, conn, "findings_lifecycle")
+	d := storetest.NewDB(t, "findings_lifecycle")
+	conn, db := d.Conn, d.Name
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := schema.Ensure(ctx, conn, db); err != nil {
-		t.Fatal(err)
-	}
 	at := func(s string) time.Time {
 		v, err := time.Parse(time.RFC3339, s)
 		if err != nil {
@@ -400,11 +389,7 @@ func TestLifecycleRoundTrip(t *testing.T) {
 		in[i].Root, in[i].RootBatch = detect.RootFingerprint(in[i].Batch), in[i].Batch.String()
 		rows.Add(schema.FindingRowOf(&in[i]), schema.Source{Topic: "handoff.findings", Offset: int64(i)}, 1)
 	}
-	s, err := writer.New(conn, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.InsertColumns(ctx, schema.Findings, schema.FindingColumns, rows.Columns()); err != nil {
+	if err := d.Sink.InsertColumns(ctx, schema.Findings, schema.FindingColumns, rows.Columns()); err != nil {
 		t.Fatal(err)
 	}
 	res, err := judgements.Read(ctx, conn, db, judgements.Filter{}, judgements.Unordered, 0)
@@ -429,8 +414,8 @@ func TestLifecycleRoundTrip(t *testing.T) {
 // of each finding Select gives in order ByRaised, in the same order, on
 // the 18.16 server and on a current ClickHouse (chdb-core).
 func TestSelectNames(t *testing.T) {
-	db := load(t)
-	conn := testenv.ClickHouse(t)
+	d := load(t)
+	conn, db := d.Conn, d.Name
 	ctx := context.Background()
 	const chdbDB = "handoff_chdb"
 	stmts, err := schema.Statements(chdbDB)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/storetest"
 )
 
 // ddlColumns parses the CREATE TABLE of table out of the schema's
@@ -72,13 +72,10 @@ func TestColumnsMatchDDL(t *testing.T) {
 // of the DDL (system.columns, in definition order; 18.16 has no position
 // column), materialized columns excluded.
 func TestColumnsMatchServer(t *testing.T) {
-	conn := testenv.ClickHouse(t)
-	db := testenv.Database(t, conn, "schema_cols")
+	d := storetest.NewDB(t, "schema_cols")
+	conn, db := d.Conn, d.Name
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := schema.Ensure(ctx, conn, db); err != nil {
-		t.Fatal(err)
-	}
 	for _, table := range []string{schema.Events, schema.DeadLetters, schema.Diagnoses, schema.Findings} {
 		if got, want := storedColumns(t, ctx, conn, db, table), schema.InsertColumns(table); !slices.Equal(got, want) {
 			t.Errorf("%s on the server:\n  %v\ncolumn list:\n  %v", table, got, want)

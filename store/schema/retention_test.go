@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/storetest"
 )
 
 func TestRetentionCutoff(t *testing.T) {
@@ -32,13 +32,10 @@ func TestRetentionCutoff(t *testing.T) {
 // TestDropPartitionsBefore: months before the cutoff go, the cutoff's month
 // and later stay, and so do the heartbeats (partition 197001).
 func TestDropPartitionsBefore(t *testing.T) {
-	conn := testenv.ClickHouse(t)
-	db := testenv.Database(t, conn, "retention")
+	d := storetest.NewDB(t, "retention")
+	conn, db := d.Conn, d.Name
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := schema.Ensure(ctx, conn, db); err != nil {
-		t.Fatal(err)
-	}
 	day := func(s string) time.Time { d, _ := time.Parse(time.DateOnly, s); return d }
 	ev, err := conn.PrepareBatch(ctx, "INSERT INTO "+db+".events (pipeline, business_date, batch_id, event_id, time_ms)")
 	if err != nil {
