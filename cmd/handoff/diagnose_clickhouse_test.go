@@ -15,8 +15,7 @@ import (
 
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
-	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/store/writer"
+	"github.com/handoff-dev/handoff/store/storetest"
 )
 
 // TestDiagnoseFromClickHouseEqualsFromFile stores events in a real
@@ -194,23 +193,15 @@ func TestDiagnoseFromClickHouseManyPartitions(t *testing.T) {
 func storeTwice(t *testing.T, prefix string, events []model.Event) (string, driver.Conn, string) {
 	t.Helper()
 	addr := testenv.ClickHouseAddr(t)
-	conn := testenv.ClickHouse(t)
-	db := testenv.Database(t, conn, prefix)
+	d := storetest.NewDB(t, prefix)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := schema.Ensure(ctx, conn, db); err != nil {
-		t.Fatal(err)
-	}
-	sk, err := writer.New(conn, db)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for range 2 {
-		if err := sk.Events(ctx, events); err != nil {
+		if err := d.Sink.Events(ctx, events); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return addr, conn, db
+	return addr, d.Conn, d.Name
 }
 
 // writeEvents writes events as JSON lines to a temporary file.

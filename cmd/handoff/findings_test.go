@@ -13,7 +13,7 @@ import (
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/store/writer"
+	"github.com/handoff-dev/handoff/store/storetest"
 )
 
 // seedPipelineName is the seed case's pipeline.
@@ -26,13 +26,10 @@ const seedPipelineName = "account-balance-snapshot.daily"
 // returns the arguments that point the command at them.
 func findingsCase(t *testing.T) []string {
 	t.Helper()
-	conn := testenv.ClickHouse(t)
-	db := testenv.Database(t, conn, "handoff_findings")
+	d := storetest.NewDB(t, "handoff_findings")
+	db := d.Name
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := schema.Ensure(ctx, conn, db); err != nil {
-		t.Fatal(err)
-	}
 	ms := func(s string) int64 {
 		if s == "" {
 			return 0
@@ -74,12 +71,8 @@ func findingsCase(t *testing.T) []string {
 			Status: r.status, Verdict: r.verdict, FirstMissing: r.miss, Diagnosis: "{}"},
 			schema.Source{Topic: "handoff.findings", Offset: int64(i)}, 1)
 	}
-	s, err := writer.New(conn, db)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for range 2 {
-		if err := s.InsertColumns(ctx, schema.Findings, schema.FindingColumns, rows.Columns()); err != nil {
+		if err := d.Sink.InsertColumns(ctx, schema.Findings, schema.FindingColumns, rows.Columns()); err != nil {
 			t.Fatal(err)
 		}
 	}

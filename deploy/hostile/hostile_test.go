@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/handoff-dev/handoff/internal/testenv"
-	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/storetest"
 )
 
 // bin is the handoff binary built for the suite.
@@ -326,13 +326,7 @@ func TestWatchHostileTree(t *testing.T) {
 // backfill publishes nothing: Kafka here is a port nobody listens on, so
 // an attempt would fail the run.
 func TestBackfillDoesNotPublishUnasked(t *testing.T) {
-	conn := testenv.ClickHouse(t)
-	db := testenv.Database(t, conn, "hostile_backfill")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := schema.Ensure(ctx, conn, db); err != nil {
-		t.Fatal(err)
-	}
+	db := storetest.NewDB(t, "hostile_backfill").Name
 	env := []string{"HANDOFF_KAFKA_BROKERS=127.0.0.1:1", "HANDOFF_CLICKHOUSE_ADDR=" + testenv.ClickHouseAddr(t)}
 	r := handoff(t, env, "backfill", "--clickhouse-database", db, "--from", "2026-09-29", "--to", "2026-09-30",
 		"--contract", repo+"/deploy/contracts", "--as-of", "2026-10-03T00:00:00Z")
