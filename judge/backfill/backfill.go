@@ -279,24 +279,37 @@ func Run(ctx context.Context, r Reader, cfg Config, hooks Hooks) (*Summary, erro
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// A worker claims the unit after the one it folds, and with
-			// ReadAhead reads it ahead (readAhead), so that the server
+			// With ReadAhead a worker claims the unit after the one it
+			// folds and reads it ahead (readAhead), so that the server
 			// reads the next unit while handoff folds this one: read and
 			// fold in turn, a worker leaves the server idle while it
-			// folds, and itself idle while the server reads. Every unit
-			// claimed is folded (or fails with the context's error): Run
-			// waits for each unit's out to close, in order.
-			i := int(next.Add(1)) - 1
+			// folds, and itself idle while the server reads. Without, it
+			// claims the next unit once it has folded one, so that a
+			// worker slow on its unit holds no other back. Every unit
+			// claimed is closed, folded or failed with the context's
+			// error: Run waits for each unit's out, in order.
+			claim := func() int { return int(next.Add(1)) - 1 }
+			i := claim()
 			var a *ahead // unit i's read ahead; nil: read as it folds
 			for i < len(units) {
 				u := units[i]
-				j := int(next.Add(1)) - 1
+				if err := ctx.Err(); err != nil {
+					u.err = err
+					close(u.out)
+					return
+				}
+				j := -1
 				var b *ahead
-				if w.cfg.ReadAhead && j < len(units) && !units[j].big {
-					b = w.readAhead(ctx, units[j], &wg)
+				if w.cfg.ReadAhead {
+					if j = claim(); j < len(units) && !units[j].big {
+						b = w.readAhead(ctx, units[j], &wg)
+					}
 				}
 				u.err = w.fold(ctx, u, a)
 				close(u.out)
+				if j < 0 {
+					j = claim()
+				}
 				i, a = j, b
 			}
 		}()
