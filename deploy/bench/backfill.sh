@@ -17,7 +17,10 @@
 #   RESULT bench=backfill-<leg> metric=throughput value=<handoff events/s>
 #          unit=events/s ref=<export rows/s> ratio=<handoff/export> rss_mib=<n> load=<1-min>
 # and a RESULT line of CPU seconds (user + sys) of handoff, with the
-# export's clickhouse-server CPU seconds as ref. REF=0 skips the export.
+# export's clickhouse-server CPU seconds as ref, and the run's CPU split:
+# the cores handoff and clickhouse-server kept busy (CPU s / wall s), to
+# see whether the server's read and handoff's fold overlap. REF=0 skips
+# the export.
 #
 #   deploy/bench/backfill.sh                          # 4,400,000 lines: 1,000 pipelines x 365 days
 #   EVENTS=1000000 PIPELINES=250 RUNS=1 deploy/bench/backfill.sh
@@ -174,7 +177,7 @@ for leg in $LEGS; do
 		fi
 		events=$(grep -h -o '[0-9,]* events in' "$log" "$log.out" | head -1 | tr -d ', ' | sed 's/eventsin//')
 		awk -v events="$events" -v run="$run" -v leg="$leg" -v chcpu="$(awk -v a="$ch1" -v b="$ch0" 'BEGIN { print a - b }')" -v kcpu="$(awk -v a="$k1" -v b="$k0" 'BEGIN { print a - b }')" -v load="$load0 $(cut -d' ' -f1 /proc/loadavg)" \
-			-v rows="$inrange" -v refwall="${ref_wall:-0}" -v refch="${ref_chcpu:-0}" -v bench="backfill-$leg" '
+			-v ncpu="$(nproc)" -v rows="$inrange" -v refwall="${ref_wall:-0}" -v refch="${ref_chcpu:-0}" -v bench="backfill-$leg" '
 			/Elapsed \(wall clock\)/ { n = split($NF, p, ":"); wall = (n == 3) ? p[1]*3600 + p[2]*60 + p[3] : p[1]*60 + p[2] }
 			/User time/ { user = $NF }
 			/System time/ { sys = $NF }
@@ -182,6 +185,11 @@ for leg in $LEGS; do
 			END {
 				printf "%s run %d: %d events in %.2fs wall (%.2fs user, %.2fs sys): %.0f events/s, peak RSS %.0f MiB; clickhouse-server used %.1f CPU s meanwhile, the Kafka broker %.1f; load average %s (before, after)\n",
 					leg, run, events, wall, user, sys, events / wall, rss / 1024, chcpu, kcpu, load
+				# The CPU split: how many of the cores handoff and the
+				# server kept busy between them (other clients of the
+				# shared server count too).
+				printf "%s run %d: CPU split: handoff %.2f cores, clickhouse-server %.2f, together %.2f of %d\n",
+					leg, run, (user + sys) / wall, chcpu / wall, (user + sys + chcpu) / wall, ncpu
 				split(load, l, " ")
 				if (refwall > 0) {
 					ref = rows / refwall

@@ -85,32 +85,36 @@ func (noContracts) Pipelines() []string             { return nil }
 
 // TestRunHandsOverInKeyOrder: with small units and several workers, the
 // diagnoses of the range come in batch key order, each once, and none of
-// the dates before From.
+// the dates before From; with the units read ahead or not.
 func TestRunHandsOverInKeyOrder(t *testing.T) {
-	r := &memReader{events: genHistory(17, 20)}
-	cfg := Config{From: model.MustParseDate("2026-09-05"), To: model.MustParseDate("2026-09-20"), AsOf: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC),
-		Contracts: noContracts{}, Workers: 3, UnitRows: 25}
-	var keys []string
-	sum, err := Run(context.Background(), r, cfg, Hooks{Chunk: func(c *Chunk) error {
-		keys = append(keys, c.Keys...)
-		return nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := 17 * 16; len(keys) != want || sum.Batches != want {
-		t.Fatalf("%d diagnoses handed over, summary %d, want %d", len(keys), sum.Batches, want)
-	}
-	for i := 1; i < len(keys); i++ {
-		if keys[i-1] >= keys[i] {
-			t.Fatalf("diagnosis %d (%s) after %s: not in strict key order", i, keys[i], keys[i-1])
-		}
-	}
-	if keys[0] != "p00/2026-09-05/20260905" || keys[len(keys)-1] != "p16/2026-09-20/20260920" {
-		t.Fatalf("first %s, last %s", keys[0], keys[len(keys)-1])
-	}
-	if n := r.reads.Load(); n < 17 {
-		t.Fatalf("%d reads: units of 25 rows should read each 20-day pipeline alone", n)
+	for _, ahead := range []bool{false, true} {
+		t.Run(fmt.Sprintf("read-ahead=%v", ahead), func(t *testing.T) {
+			r := &memReader{events: genHistory(17, 20)}
+			cfg := Config{From: model.MustParseDate("2026-09-05"), To: model.MustParseDate("2026-09-20"), AsOf: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC),
+				Contracts: noContracts{}, Workers: 3, UnitRows: 25, ReadAhead: ahead}
+			var keys []string
+			sum, err := Run(context.Background(), r, cfg, Hooks{Chunk: func(c *Chunk) error {
+				keys = append(keys, c.Keys...)
+				return nil
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := 17 * 16; len(keys) != want || sum.Batches != want {
+				t.Fatalf("%d diagnoses handed over, summary %d, want %d", len(keys), sum.Batches, want)
+			}
+			for i := 1; i < len(keys); i++ {
+				if keys[i-1] >= keys[i] {
+					t.Fatalf("diagnosis %d (%s) after %s: not in strict key order", i, keys[i], keys[i-1])
+				}
+			}
+			if keys[0] != "p00/2026-09-05/20260905" || keys[len(keys)-1] != "p16/2026-09-20/20260920" {
+				t.Fatalf("first %s, last %s", keys[0], keys[len(keys)-1])
+			}
+			if n := r.reads.Load(); n < 17 {
+				t.Fatalf("%d reads: units of 25 rows should read each 20-day pipeline alone", n)
+			}
+		})
 	}
 }
 
@@ -274,5 +278,49 @@ func TestJSONArrayEscapesWhatIsNotPlain(t *testing.T) {
 		if strings.Contains(got.String(), h) {
 			t.Fatalf("%q reached the output unescaped", h)
 		}
+	}
+}
+
+// failingReader fails the reads of one pipeline.
+type failingReader struct {
+	*memReader
+	pipeline string
+	err      error
+}
+
+func (f *failingReader) EachBatchEvent(ctx context.Context, pipelines []string, from, to model.Date, fn func(model.Event) error) error {
+	if slices.Contains(pipelines, f.pipeline) {
+		return f.err
+	}
+	return f.memReader.EachBatchEvent(ctx, pipelines, from, to, fn)
+}
+
+// TestRunReadAheadError: with ReadAhead, a unit that fails to read, read
+// ahead of its fold (any unit after a worker's first), ends Run with the
+// read's error, after the diagnoses of the units before it, in key order.
+func TestRunReadAheadError(t *testing.T) {
+	for _, workers := range []int{1, 2, 4} {
+		t.Run(fmt.Sprint(workers), func(t *testing.T) {
+			fail := errors.New("connection reset")
+			r := &failingReader{memReader: &memReader{events: genHistory(12, 10)}, pipeline: "p07", err: fail}
+			cfg := Config{From: model.MustParseDate("2026-09-01"), To: model.MustParseDate("2026-09-10"), AsOf: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC),
+				Contracts: noContracts{}, Workers: workers, UnitRows: 10, ReadAhead: true}
+			var keys []string
+			_, err := Run(context.Background(), r, cfg, Hooks{Chunk: func(c *Chunk) error {
+				keys = append(keys, c.Keys...)
+				return nil
+			}})
+			if !errors.Is(err, fail) {
+				t.Fatalf("Run: %v, want %v", err, fail)
+			}
+			if want := 7 * 10; len(keys) != want {
+				t.Fatalf("%d diagnoses handed over before the failed unit, want %d (p00 to p06)", len(keys), want)
+			}
+			for i := 1; i < len(keys); i++ {
+				if keys[i-1] >= keys[i] {
+					t.Fatalf("diagnosis %d (%s) after %s: not in strict key order", i, keys[i], keys[i-1])
+				}
+			}
+		})
 	}
 }

@@ -36,6 +36,7 @@ type Command struct {
 	ClickHouse      chconfig.Service
 	Workers         int
 	UnitRows        int
+	ReadAhead       bool // Config.ReadAhead
 	// Terminal draws the progress bar in place; ProgressInterval is how
 	// often it is drawn (0: the default for Terminal).
 	Terminal         bool
@@ -85,7 +86,7 @@ func (c *Command) Prepare() error {
 	if c.UnitRows < 0 {
 		return exitcode.Usagef("--unit-rows %d: want a positive number (0: the default)", c.UnitRows)
 	}
-	c.cfg.UnitRows = c.UnitRows
+	c.cfg.UnitRows, c.cfg.ReadAhead = c.UnitRows, c.ReadAhead
 	if c.cfg.UnitRows == 0 {
 		c.cfg.UnitRows = DefaultUnitRows
 	}
