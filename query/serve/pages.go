@@ -218,10 +218,11 @@ func appendPage(b []byte, s string) []byte {
 }
 
 // pagePlain8 reports whether none of the eight bytes of x is one
-// appendPage may escape: one appendHTML escapes (NUL, '"', '&', '\”,
-// '<', '>'), another below 0x20 (tab and newline too: the slow path
-// keeps them), DEL or one with the high bit set. '&' and '\” differ in
-// the lowest bit only, '<' and '>' in the second.
+// appendPage may escape: one appendHTML escapes (NUL, the quotes, the
+// ampersand, the angle brackets), another below 0x20 (tab and newline
+// too: the slow path keeps them), DEL or one with the high bit set. The
+// ampersand and the apostrophe differ in the lowest bit only, the angle
+// brackets in the second.
 func pagePlain8(x uint64) bool {
 	const (
 		ones  = 0x0101010101010101
