@@ -39,6 +39,51 @@ func TestAppendHTMLEveryPlace(t *testing.T) {
 	}
 }
 
+// TestAppendPage: a value of the grid's rows is written as render would
+// write it in a page: HTML-escaped, then text-escaped (control
+// characters, bidi controls, invalid bytes), at every place of strings
+// around the eight bytes tested at a time.
+func TestAppendPage(t *testing.T) {
+	want := func(s string) string { return string(model.AppendEscapedText(nil, appendHTML(nil, s))) }
+	for _, s := range []string{
+		"", "plain.pipeline", `a"b'c&d<e>f`, "x\x00y", "\u202eevil", "tab\tand\nnewline", "\x1b[31mred", "del\x7f",
+		"\xff\xfe bytes above ASCII \u00e9\u4e2d", "cut rune \xe2\x80", "/batches/bench.p0001.daily/2026-09-15/20260915",
+	} {
+		if got := string(appendPage([]byte("<td>"), s)); got != "<td>"+want(s) {
+			t.Errorf("appendPage(%q) = %q, want %q", s, got, "<td>"+want(s))
+		}
+	}
+	for _, c := range []byte{0, 1, '\t', '\n', 0x1f, ' ', '"', '&', '\'', '<', '>', '~', 0x7f, 0x80, 0xc3, 0xe2, 0xff} {
+		for n := 1; n <= 19; n++ {
+			for at := range n {
+				b := []byte(strings.Repeat("abcdefghij", 2)[:n])
+				b[at] = c
+				if got := string(appendPage(nil, string(b))); got != want(string(b)) {
+					t.Fatalf("appendPage(%q) = %q, want %q", b, got, want(string(b)))
+				}
+			}
+		}
+	}
+	// A row is what the page's escape would make of it.
+	row := gridRow{Pipeline: "p\x1b\u202e<x>", URL: "/?pipeline=p", Cells: []gridCell{
+		{Batches: []gridBatch{{Batch: "b\x00", URL: "/batches/b", Class: "late", Title: "t\xff\u2066", Label: "l"}}},
+	}}
+	plain := []byte(`<tr><th><a href="`)
+	plain = append(plain, appendHTML(nil, row.URL)...)
+	plain = append(plain, `">`...)
+	plain = append(plain, appendHTML(nil, row.Pipeline)...)
+	plain = append(plain, "</a></th>\n<td>"...)
+	c := row.Cells[0].Batches[0]
+	plain = append(plain, `<a class="cell `+c.Class+`" href="`+c.URL+`" title="`...)
+	plain = append(plain, appendHTML(nil, c.Title)...)
+	plain = append(plain, `" data-batch="`...)
+	plain = append(plain, appendHTML(nil, c.Batch)...)
+	plain = append(plain, `">`+c.Label+"</a></td>\n</tr>"...)
+	if got, want := string(rowHTML(nil, &row)), string(model.AppendEscapedText(nil, plain)); got != want {
+		t.Errorf("rowHTML:\n got %q\nwant %q", got, want)
+	}
+}
+
 // TestRowHTML: a row names its pipeline and each cell's class, link,
 // title, batch and label, escaped.
 func TestRowHTML(t *testing.T) {

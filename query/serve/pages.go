@@ -141,6 +141,9 @@ type gridCell struct {
 // all-pipelines day has a thousand rows, and each template action costs.
 type gridBatch struct {
 	Batch, URL, Class, Title, Label string
+	// from, when not nil, is the listed batch whose cell this is, the
+	// fields above yet to be made of it (cellOf; gridRows does).
+	from *Batch
 }
 
 // gridRow is one pipeline of the grid.
@@ -151,35 +154,103 @@ type gridRow struct {
 
 // rowHTML writes row as a <tr> of the grid, each value escaped for its
 // place as html/template would (text and quoted attributes: &, <, >, '
-// and "; the URLs are built of escaped segments and start with /). An
-// all-pipelines day has thousands of rows of a few cells each, and the
-// template engine's reflection per action was a quarter of its CPU.
+// and "; the URLs are built of escaped segments and start with /) and
+// then as render escapes a page's text (appendPage). An all-pipelines
+// day has thousands of rows of a few cells each, and the template
+// engine's reflection per action was a quarter of its CPU.
 func rowHTML(b []byte, row *gridRow) []byte {
 	b = append(b, `<tr><th><a href="`...)
-	b = appendHTML(b, row.URL)
+	b = appendPage(b, row.URL)
 	b = append(b, `">`...)
-	b = appendHTML(b, row.Pipeline)
+	b = appendPage(b, row.Pipeline)
 	b = append(b, "</a></th>\n"...)
 	for i := range row.Cells {
 		b = append(b, "<td>"...)
 		for j := range row.Cells[i].Batches {
 			c := &row.Cells[i].Batches[j]
 			b = append(b, `<a class="cell `...)
-			b = appendHTML(b, c.Class)
+			b = appendPage(b, c.Class)
 			b = append(b, `" href="`...)
-			b = appendHTML(b, c.URL)
+			b = appendPage(b, c.URL)
 			b = append(b, `" title="`...)
-			b = appendHTML(b, c.Title)
+			b = appendPage(b, c.Title)
 			b = append(b, `" data-batch="`...)
-			b = appendHTML(b, c.Batch)
+			b = appendPage(b, c.Batch)
 			b = append(b, `">`...)
-			b = appendHTML(b, c.Label)
+			b = appendPage(b, c.Label)
 			b = append(b, "</a>"...)
 		}
 		b = append(b, "</td>"...)
 	}
 	return append(b, "\n</tr>"...)
 }
+
+// appendPage appends s as a page's text has it: escaped for HTML
+// (appendHTML), then as render escapes the whole page
+// (model.AppendEscapedText). Rows written of these need no pass of their
+// own over the megabytes of an all-pipelines day, and most values have
+// neither to escape: eight bytes at a time find out.
+func appendPage(b []byte, s string) []byte {
+	i := 0
+	for i+8 <= len(s) && pagePlain8(load8(s[i:i+8])) {
+		i += 8
+	}
+	for i < len(s) && pagePlain[s[i]] == plainByte {
+		i++
+	}
+	if i == len(s) {
+		return append(b, s...)
+	}
+	// Most that reach here have an HTML escape only (a link's &).
+	text := false
+	for ; i < len(s) && !text; i++ {
+		text = pagePlain[s[i]] == textByte
+	}
+	if !text {
+		return appendHTML(b, s)
+	}
+	n := len(b)
+	b = appendHTML(b, s)
+	// Either escape only lengthens the text: a copy of the HTML escaped,
+	// then its text escapes in its place.
+	esc := model.AppendEscapedText(nil, b[n:])
+	return append(b[:n], esc...)
+}
+
+// pagePlain8 reports whether none of the eight bytes of x is one
+// appendPage may escape: one appendHTML escapes (NUL, the quotes, the
+// ampersand, the angle brackets), another below 0x20 (tab and newline
+// too: the slow path keeps them), DEL or one with the high bit set. The
+// ampersand and the apostrophe differ in the lowest bit only, the angle
+// brackets in the second.
+func pagePlain8(x uint64) bool {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	q, a, l, d := x^0x22*ones, x&^ones^0x26*ones, x|0x02*ones^0x3e*ones, x^0x7f*ones
+	return ((x-0x20*ones)&^x|(q-ones)&^q|(a-ones)&^a|(l-ones)&^l|(d-ones)&^d|x)&highs == 0
+}
+
+// The kinds of byte of pagePlain.
+const (
+	plainByte = iota // written as it is
+	htmlByte         // escaped by appendHTML
+	textByte         // possibly escaped by model.AppendEscapedText
+)
+
+// pagePlain is the kind of each byte for appendPage.
+var pagePlain = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case htmlSpecial[c]:
+			t[c] = htmlByte
+		case c < 0x20 || c >= 0x7f:
+			t[c] = textByte
+		}
+	}
+	return t
+}()
 
 // appendHTML appends s escaped for HTML text and quoted attributes: the
 // characters html/template's escapers replace there (NUL as U+FFFD).
@@ -289,17 +360,34 @@ func (s *Server) gridPage(w http.ResponseWriter, r *http.Request) error {
 	for d := f.dates.from; d.Compare(f.dates.to) <= 0; d = d.AddDays(1) {
 		days = append(days, d.String())
 	}
-	var rows []gridRow
-	fromQ, toQ := url.QueryEscape(f.dates.from.String()), url.QueryEscape(f.dates.to.String())
+	// The rows, their cells and a cell's first batch each out of one
+	// allocation; a cell's batch made later (gridRows, in parts at the
+	// same time: from), as is a row's URL.
+	nrows := 0
+	for j := range all {
+		if j == 0 || all[j].Pipeline != all[j-1].Pipeline {
+			nrows++
+		}
+	}
+	rows := make([]gridRow, 0, nrows)
+	cells := make([]gridCell, nrows*len(days))
+	firsts := make([]gridBatch, len(all))
 	counts := map[string]int{}
-	for _, b := range all {
+	for j := range all {
+		b := &all[j]
 		counts[b.Status]++
 		if len(rows) == 0 || rows[len(rows)-1].Pipeline != b.Pipeline {
-			rows = append(rows, gridRow{Pipeline: b.Pipeline, URL: pipelineGridURL(b.Pipeline, fromQ, toQ), Cells: make([]gridCell, len(days))})
+			k := len(rows) * len(days)
+			rows = append(rows, gridRow{Pipeline: b.Pipeline, Cells: cells[k : k+len(days) : k+len(days)]})
 		}
 		bd, _ := model.ParseDate(b.BusinessDate)
-		i := bd.DaysSinceEpoch() - f.dates.from.DaysSinceEpoch()
-		rows[len(rows)-1].Cells[i].Batches = append(rows[len(rows)-1].Cells[i].Batches, cellOf(b))
+		c := &rows[len(rows)-1].Cells[bd.DaysSinceEpoch()-f.dates.from.DaysSinceEpoch()]
+		if c.Batches == nil {
+			firsts[j].from = b
+			c.Batches = firsts[j : j+1 : j+1]
+		} else {
+			c.Batches = append(c.Batches, gridBatch{from: b})
+		}
 	}
 	// The batches listed, by key, for notDue: made when a calendar
 	// expects a batch (most pipelines of a large estate have none), once
@@ -365,20 +453,33 @@ func (p gridParts) free() {
 	}
 }
 
-// gridRows completes rows (the batches expected and not due, the open
-// early warnings: notDue, markUnusual) and writes them (rowHTML), escaped
-// (model.AppendEscapedText), in parts of consecutive rows.
+// gridRows completes rows (each listed batch's cell: cellOf; the row's
+// link; the batches expected and not due, the open early warnings:
+// notDue, markUnusual) and writes them (rowHTML), escaped as render
+// escapes a page, in parts of consecutive rows.
 func (s *Server) gridRows(rows []gridRow, dr dateRange, isListed func(string) bool, warned map[string]string) gridParts {
 	n := 1
 	if len(rows) >= 2*gridRowsPart {
 		n = min(s.shards, len(rows)/gridRowsPart)
 	}
 	parts := make(gridParts, n)
+	fromQ, toQ := url.QueryEscape(dr.from.String()), url.QueryEscape(dr.to.String())
 	write := func(i int) {
 		lo, hi := i*len(rows)/n, (i+1)*len(rows)/n
 		part := rows[lo:hi]
 		for j := range part {
-			s.notDue(&part[j], dr, isListed)
+			row := &part[j]
+			if row.URL == "" {
+				row.URL = pipelineGridURL(row.Pipeline, fromQ, toQ)
+			}
+			for k := range row.Cells {
+				for l := range row.Cells[k].Batches {
+					if c := &row.Cells[k].Batches[l]; c.from != nil {
+						*c = cellOf(c.from)
+					}
+				}
+			}
+			s.notDue(row, dr, isListed)
 		}
 		markUnusual(part, warned)
 		var first []byte
@@ -391,9 +492,7 @@ func (s *Server) gridRows(rows []gridRow, dr dateRange, isListed func(string) bo
 		for j := 1; j < len(part); j++ {
 			table = rowHTML(table, &part[j])
 		}
-		// Escapes only lengthen the text, and a page rarely has any.
-		parts[i] = model.AppendEscapedText(pageBuffer(len(table)+64), table)
-		gridParts{table}.free()
+		parts[i] = table // escaped as a page's text already (appendPage)
 	}
 	if n == 1 {
 		write(0)
@@ -447,7 +546,7 @@ func pipelineGridURL(pipeline, fromQ, toQ string) string {
 // missing boundary in the title. An absent expected batch is a cell of its
 // own kind ("missing": expected, no event), unlike a day with no batch
 // scheduled (an empty cell) or one not due yet (notDue).
-func cellOf(b Batch) gridBatch {
+func cellOf(b *Batch) gridBatch {
 	c := gridBatch{Batch: b.Batch, URL: b.URL, Class: b.Status, Label: "?"}
 	if b.Status == "" {
 		c.Class = "unknown"
