@@ -16,7 +16,7 @@ import (
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/store/writer"
+	"github.com/handoff-dev/handoff/store/storetest"
 )
 
 // demoDatabase stores what `make demo` leaves in ClickHouse: the seed
@@ -27,13 +27,10 @@ import (
 // as the detector's alerts carry them.
 func demoDatabase(t *testing.T) (string, []detect.Finding) {
 	t.Helper()
-	raw := testenv.ClickHouse(t)
-	db := testenv.Database(t, raw, "serve_demo")
+	tdb := storetest.NewDB(t, "serve_demo")
+	db := tdb.Name
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := schema.Ensure(ctx, raw, db); err != nil {
-		t.Fatal(err)
-	}
 	f, err := os.Open("../../deploy/demo/seed-case.jsonl")
 	if err != nil {
 		t.Fatal(err)
@@ -61,10 +58,7 @@ func demoDatabase(t *testing.T) (string, []detect.Finding) {
 		d.Observe(&events[i])
 	}
 	found := d.Advance(asOf, asOf)
-	s, err := writer.New(raw, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := tdb.Sink
 	if err := s.Events(ctx, events); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/query/serve"
-	"github.com/handoff-dev/handoff/store/writer"
 )
 
 // TestNewEventsShowAtOnce checks the caches' rule (docs/serve.md,
@@ -39,10 +38,7 @@ func TestNewEventsShowAtOnce(t *testing.T) {
 		t.Fatalf("before: %s listed", arrived)
 	}
 
-	w, err := writer.New(f.raw, f.db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := f.sink
 	at := time.Date(2026, 10, 2, 9, 0, 0, 0, time.UTC)
 	ev := func(pipeline, date string) model.Event {
 		d := model.MustParseDate(date)

@@ -20,7 +20,7 @@ import (
 func TestAllPipelinesDaySameAnswer(t *testing.T) {
 	f := newFixture(t)
 	// Every event again, in a part of its own.
-	writeEvents(t, context.Background(), f.raw, f.db)
+	writeEvents(t, context.Background(), f.sink)
 	checked := 0
 	for d := model.MustParseDate("2026-09-29"); d.Compare(model.MustParseDate("2026-10-02")) <= 0; d = d.AddDays(1) {
 		var list serve.BatchList

@@ -15,7 +15,6 @@ import (
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/store/chconfig"
-	"github.com/handoff-dev/handoff/store/writer"
 )
 
 // TestHeartbeatsAsDiagnose: the pages read only each process's heartbeat
@@ -38,10 +37,7 @@ func TestHeartbeatsAsDiagnose(t *testing.T) {
 		hb("hb-x-2", model.Exchange, "mover-1", tie.Add(-2*time.Hour)), hb("hb-x-1", model.Exchange, "mover-1", tie.Add(-2*time.Hour)),
 		hb("hb-late", model.Producer, "etl-1", asOf.Add(time.Minute)), // after the as-of time: neither counts it
 	}
-	w, err := writer.New(f.raw, f.db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := f.sink
 	for range 2 { // copies, not merged yet
 		if err := w.Events(ctx, hbs); err != nil {
 			t.Fatal(err)

@@ -15,12 +15,12 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/handoff-dev/handoff/ingest/jsonl"
-	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/query/dash"
 	"github.com/handoff-dev/handoff/query/serve"
 	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/storetest"
 	"github.com/handoff-dev/handoff/store/writer"
 )
 
@@ -76,6 +76,7 @@ type fixture struct {
 	conn *recordingConn
 	raw  driver.Conn
 	db   string
+	sink *writer.Sink // writes into db as ingest does
 	srv  *serve.Server
 	http *httptest.Server
 }
@@ -83,15 +84,12 @@ type fixture struct {
 // newFixture loads the fixture into a fresh database and starts a server.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	raw := testenv.ClickHouse(t)
-	db := testenv.Database(t, raw, "serve_test")
+	d := storetest.NewDB(t, "serve_test")
+	raw, db := d.Conn, d.Name
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := schema.Ensure(ctx, raw, db); err != nil {
-		t.Fatal(err)
-	}
-	load(t, ctx, raw, db)
-	f := &fixture{conn: &recordingConn{Conn: raw}, raw: raw, db: db}
+	load(t, ctx, d.Sink)
+	f := &fixture{conn: &recordingConn{Conn: raw}, raw: raw, db: db, sink: d.Sink}
 	f.srv = newServer(t, f.conn, db, 10*time.Second)
 	f.http = httptest.NewServer(f.srv)
 	t.Cleanup(f.http.Close)
@@ -128,13 +126,9 @@ func newServerWith(t *testing.T, conn driver.Conn, db string, opts serve.Options
 
 // load writes the fixture: the seed case's events (deploy/demo), three
 // events of quotedPipeline, a stored-diagnosis batch, and findings.
-func load(t *testing.T, ctx context.Context, conn driver.Conn, db string) {
+func load(t *testing.T, ctx context.Context, s *writer.Sink) {
 	t.Helper()
-	writeEvents(t, ctx, conn, db)
-	s, err := writer.New(conn, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	writeEvents(t, ctx, s)
 	// Stored through ingest's rows and sink, as handoff ingest stores them:
 	// only ingest writes to ClickHouse.
 	var diags schema.DiagnosisRows
@@ -239,7 +233,7 @@ func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 // writeEvents writes the fixture's events (load): the seed case's and
 // three of quotedPipeline and storedPipeline. A test that writes them
 // again stores a copy of each that merges have not collapsed.
-func writeEvents(t *testing.T, ctx context.Context, conn driver.Conn, db string) {
+func writeEvents(t *testing.T, ctx context.Context, s *writer.Sink) {
 	t.Helper()
 	f, err := os.Open("../../deploy/demo/seed-case.jsonl")
 	if err != nil {
@@ -261,10 +255,6 @@ func writeEvents(t *testing.T, ctx context.Context, conn driver.Conn, db string)
 		day := model.MustParseDate("2026-10-01").AddDays(i % 2)
 		events = append(events, model.Event{Spec: model.SpecV1, ID: p + "-" + day.String(), Type: model.JobSucceeded, Time: at,
 			Pipeline: p, BusinessDate: day, BatchID: day.Compact(), System: model.Producer})
-	}
-	s, err := writer.New(conn, db)
-	if err != nil {
-		t.Fatal(err)
 	}
 	if err := s.Events(ctx, events); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/store/writer"
 )
 
 // xss is a payload that, if a page let it through as markup, sets
@@ -51,10 +50,7 @@ func loadHostile(t *testing.T, f *fixture) model.BatchKey {
 	bidi := ev("h3", model.JobSucceeded, model.Producer)
 	bidi.Pipeline = bidiPipeline
 	events := []model.Event{ev("h1", model.JobSucceeded, model.Producer), failed, bidi}
-	s, err := writer.New(f.raw, f.db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := f.sink
 	if err := s.Events(ctx, events); err != nil {
 		t.Fatal(err)
 	}

@@ -9,12 +9,10 @@ import (
 	"time"
 
 	"github.com/handoff-dev/handoff/ingest/jsonl"
-	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/query/serve"
-	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/store/writer"
+	"github.com/handoff-dev/handoff/store/storetest"
 )
 
 // riskBatch is the seed's downstream batch of 2026-09-30
@@ -42,13 +40,10 @@ func newSeedIncident(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := testenv.ClickHouse(t)
-	db := testenv.Database(t, raw, "serve_seed_incident")
+	tdb := storetest.NewDB(t, "serve_seed_incident")
+	raw, db := tdb.Conn, tdb.Name
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := schema.Ensure(ctx, raw, db); err != nil {
-		t.Fatal(err)
-	}
 	var events []model.Event
 	for _, name := range []string{"../../deploy/demo/seed-case.jsonl", "../../deploy/contracts/incident/risk-report.jsonl"} {
 		f, err := os.Open(name)
@@ -67,10 +62,7 @@ func newSeedIncident(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
-	w, err := writer.New(raw, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := tdb.Sink
 	if err := w.Events(ctx, events); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/handoff-dev/handoff/internal/gen"
@@ -19,8 +18,7 @@ import (
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/query/serve"
-	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/store/writer"
+	"github.com/handoff-dev/handoff/store/storetest"
 )
 
 // graphFixture is a database holding a generated delivery graph and a
@@ -55,30 +53,17 @@ func newGraphFixture(t *testing.T, opts serve.Options) *graphFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fsys := fstest.MapFS{}
-	for name, text := range g.Contracts {
-		fsys["c/"+name] = &fstest.MapFile{Data: []byte(text)}
-	}
-	for name, text := range hostileContracts {
-		fsys["c/"+name] = &fstest.MapFile{Data: []byte(text)}
-	}
-	set, err := contract.LoadFS(fsys, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := testenv.Contracts(t, g.Contracts, hostileContracts)
 	ups := map[string][]string{}
 	for _, p := range set.Pipelines() {
 		for _, u := range set.For(p).Upstreams {
 			ups[p] = append(ups[p], u.Pipeline)
 		}
 	}
-	raw := testenv.ClickHouse(t)
-	db := testenv.Database(t, raw, "serve_incident")
+	tdb := storetest.NewDB(t, "serve_incident")
+	raw, db := tdb.Conn, tdb.Name
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := schema.Ensure(ctx, raw, db); err != nil {
-		t.Fatal(err)
-	}
 	var events []model.Event
 	var dec model.Decoder
 	for _, l := range g.Events {
@@ -93,10 +78,7 @@ func newGraphFixture(t *testing.T, opts serve.Options) *graphFixture {
 	events = append(events,
 		model.Event{Spec: model.SpecV1, ID: "h-root", Type: model.JobFailed, Time: at, Pipeline: hostileRoot, BusinessDate: day, BatchID: day.Compact(), System: model.Producer, Error: "boom"},
 		model.Event{Spec: model.SpecV1, ID: "h-down", Type: model.JobStarted, Time: at, Pipeline: hostileDown, BusinessDate: day, BatchID: day.Compact(), System: model.Producer})
-	w, err := writer.New(raw, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := tdb.Sink
 	if err := w.Events(ctx, events); err != nil {
 		t.Fatal(err)
 	}

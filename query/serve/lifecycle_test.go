@@ -8,7 +8,6 @@ import (
 
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/store/writer"
 )
 
 // row returns the table row of finding fp in the table with id table of
@@ -42,10 +41,7 @@ func TestFindingLifecycleOnPages(t *testing.T) {
 	rerun.BatchID += "-r2"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := writer.New(f.raw, f.db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := f.sink
 	var rows schema.FindingRows
 	raised := time.Date(2026, 9, 30, 21, 10, 0, 0, time.UTC).UnixMilli()
 	rows.Add(schema.FindingRow{Key: key, Fingerprint: "fp-first", Seq: 2, State: "resolved", Kind: "failed", Name: "produced",

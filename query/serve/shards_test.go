@@ -8,12 +8,10 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 	"github.com/handoff-dev/handoff/query/serve"
-	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/store/writer"
+	"github.com/handoff-dev/handoff/store/storetest"
 )
 
 // TestShardedListsSameAnswer: the all-pipelines pages, whose batches are
@@ -24,13 +22,10 @@ import (
 // merges have not collapsed), batches stopped at every step, heartbeats,
 // and pipelines on the default contract.
 func TestShardedListsSameAnswer(t *testing.T) {
-	raw := testenv.ClickHouse(t)
-	db := testenv.Database(t, raw, "serve_shards")
+	tdb := storetest.NewDB(t, "serve_shards")
+	raw, db := tdb.Conn, tdb.Name
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := schema.Ensure(ctx, raw, db); err != nil {
-		t.Fatal(err)
-	}
 	files := fstest.MapFS{}
 	for i := range 12 {
 		files[fmt.Sprintf("contracts/gen.s%02d.daily.yaml", i)] = &fstest.MapFile{Data: []byte(fmt.Sprintf(`pipeline: gen.s%02d.daily
@@ -96,10 +91,7 @@ deadlines:
 				Pipeline: p, System: model.Consumer, Component: "consumer-1"})
 		}
 	}
-	w, err := writer.New(raw, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := tdb.Sink
 	for range 2 { // every event twice, in two parts
 		if err := w.Events(ctx, events); err != nil {
 			t.Fatal(err)

@@ -24,7 +24,7 @@ import (
 	"github.com/handoff-dev/handoff/query/serve"
 	"github.com/handoff-dev/handoff/store/chconfig"
 	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/store/writer"
+	"github.com/handoff-dev/handoff/store/storetest"
 )
 
 // The grid marks a batch with an open early warning (kind unusual) and
@@ -33,10 +33,7 @@ func TestGridMarksUnusual(t *testing.T) {
 	f := newFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := writer.New(f.raw, f.db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := f.sink
 	open := model.BatchKey{Pipeline: seedPipeline, BusinessDate: model.MustParseDate("2026-09-30"), BatchID: "20260930"}
 	done := model.BatchKey{Pipeline: seedPipeline, BusinessDate: model.MustParseDate("2026-09-29"), BatchID: "20260929"}
 	ms := func(s string) int64 { t, _ := time.Parse(time.RFC3339, s); return t.UnixMilli() }
@@ -121,13 +118,10 @@ func seedDay(t *testing.T, d model.Date, shift time.Duration, until time.Time) [
 // boundary; the page says it beside the deadline as the text report does
 // ("produced usually by ... (p95 over 28 days), deadline ..., now ...").
 func TestBatchBaselineOnRead(t *testing.T) {
-	raw := testenv.ClickHouse(t)
-	db := testenv.Database(t, raw, "serve_baseline")
+	tdb := storetest.NewDB(t, "serve_baseline")
+	raw, db := tdb.Conn, tdb.Name
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := schema.Ensure(ctx, raw, db); err != nil {
-		t.Fatal(err)
-	}
 	first := model.MustParseDate("2026-10-01")
 	day := first.AddDays(28)
 	now := day.In(time.UTC).Add(17*time.Hour + 45*time.Minute)
@@ -136,10 +130,7 @@ func TestBatchBaselineOnRead(t *testing.T) {
 		events = append(events, seedDay(t, first.AddDays(i), time.Duration(i%4)*2*time.Minute, now)...)
 	}
 	events = append(events, seedDay(t, day, 40*time.Minute, now)...)
-	w, err := writer.New(raw, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := tdb.Sink
 	if err := w.Events(ctx, events); err != nil {
 		t.Fatal(err)
 	}

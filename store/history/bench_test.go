@@ -9,8 +9,7 @@ import (
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/store/history"
-	"github.com/handoff-dev/handoff/store/schema"
-	"github.com/handoff-dev/handoff/store/writer"
+	"github.com/handoff-dev/handoff/store/storetest"
 )
 
 // BenchmarkEachBatchEvent measures backfill's read of one unit: the batch
@@ -18,17 +17,10 @@ import (
 // the replay's columns only, from the real server, sorted into key order
 // and handed over one by one. Each stored row is read once.
 func BenchmarkEachBatchEvent(b *testing.B) {
-	conn := testenv.ClickHouse(b)
-	db := testenv.Database(b, conn, "history_bench")
+	d := storetest.NewDB(b, "history_bench")
+	conn, db, sink := d.Conn, d.Name, d.Sink
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	b.Cleanup(cancel)
-	if err := schema.Ensure(ctx, conn, db); err != nil {
-		b.Fatal(err)
-	}
-	sink, err := writer.New(conn, db)
-	if err != nil {
-		b.Fatal(err)
-	}
 	var pipelines []string
 	for p := range 20 {
 		name := fmt.Sprintf("pipe.bench-%02d", p)

@@ -14,7 +14,7 @@ import (
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/store/history"
-	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/storetest"
 	"github.com/handoff-dev/handoff/store/writer"
 )
 
@@ -347,18 +347,10 @@ func mustDur(t *testing.T, s string) time.Duration {
 // writing into it.
 func newDatabase(t *testing.T, prefix string) (context.Context, driver.Conn, string, *writer.Sink) {
 	t.Helper()
-	conn := testenv.ClickHouse(t)
-	db := testenv.Database(t, conn, prefix)
+	d := storetest.NewDB(t, prefix)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	if err := schema.Ensure(ctx, conn, db); err != nil {
-		t.Fatal(err)
-	}
-	s, err := writer.New(conn, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ctx, conn, db, s
+	return ctx, d.Conn, d.Name, d.Sink
 }
 
 // TestLatestHeartbeatPerProcess: of each process, the heartbeat a
