@@ -136,14 +136,15 @@ func (e *testEnv) waitCount(t *testing.T, want uint64, q string) {
 // a resolved finding for some of them, plus malformed records.
 type records struct {
 	diagnoses, findings []kafka.Message
-	resolved            int // findings whose latest state is resolved
-	lifecycle           int // of them, records with resolution, superseded_by and reporting delay
+	resolved            int               // findings whose latest state is resolved
+	lifecycle           int               // of them, records with resolution, superseded_by and reporting delay
+	bad                 map[string]string // key -> reason, the malformed records
+	badDiag, badFind    []kafka.Message
+
 	// partitioned and partitionSum: the records with a valid events
 	// partition header (of 6), and the sum of their partitions; the
 	// others have none or one that does not parse.
 	partitioned, partitionSum int
-	bad                       map[string]string // key -> reason, the malformed records
-	badDiag, badFind          []kafka.Message
 }
 
 func load(t *testing.T, pipeline string, n int) records {
