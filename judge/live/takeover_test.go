@@ -517,3 +517,89 @@ func TestFindingsSayTheirPartition(t *testing.T) {
 		t.Errorf("the findings' batches are of partitions %v: want several", seen)
 	}
 }
+
+// cutShort is a History that serves events; its read number cut (from
+// 1; 0: none) stops halfway, closes halfway and waits for its context's
+// end (a takeover the group rebalances away from).
+type cutShort struct {
+	discard
+	events     []model.Event
+	reads, cut int
+	halfway    chan struct{}
+}
+
+func (h *cutShort) PartitionEvents(ctx context.Context, _ string, partitions []int, _ model.Date, fn func(*model.Event) error) error {
+	h.reads++
+	for i := range h.events {
+		if h.reads == h.cut && i == len(h.events)/2 {
+			close(h.halfway)
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		if !slices.Contains(partitions, live.Murmur2([]byte(h.events[i].PartitionKey()), takeoverPartitions)) {
+			continue
+		}
+		if err := fn(&h.events[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestTakeoverCutShort: a takeover cancelled halfway through its read
+// (stream.Member cancels it when the group rebalances) leaves nothing of
+// its partitions behind, and the next Assign that gives them again reads
+// them whole: the detector then holds what one that took them over at
+// once holds, and the partitions it kept throughout are kept.
+func TestTakeoverCutShort(t *testing.T) {
+	set, err := contract.NewSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	events := testenv.RecentEvents(4000, "cut", 80, now)
+	newRunner := func(h live.History) (*live.Runner, *detect.Detector) {
+		d, err := detect.New(detect.Config{Contracts: set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := live.New(live.Settings{EventsTopic: "events", FindingsTopic: "findings", IngestGroup: "i", ResultsGroup: "r"},
+			live.Options{Detector: d, History: h, Offsets: noOffsets{}, Publisher: &discard{}, Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, d
+	}
+	assign := func(ctx context.Context, r *live.Runner, ps ...int) error {
+		start := map[int]int64{}
+		for _, p := range ps {
+			start[p] = 0
+		}
+		return r.Assign(ctx, stream.Assignment{Start: start, Partitions: takeoverPartitions})
+	}
+
+	h := &cutShort{events: events, cut: 2, halfway: make(chan struct{})}
+	r, d := newRunner(h)
+	if err := assign(context.Background(), r, 0); err != nil {
+		t.Fatal(err)
+	}
+	kept := d.Stats()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-h.halfway; cancel() }()
+	if err := assign(ctx, r, 0, 1, 2); err == nil {
+		t.Fatal("the takeover cancelled halfway returned no error")
+	}
+	if g := d.Stats(); g.Open != kept.Open || g.Closed != kept.Closed {
+		t.Errorf("after the takeover cut short the detector holds %+v, before it %+v: want what it held", g, kept)
+	}
+	if err := assign(context.Background(), r, 0, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	ref, rd := newRunner(&cutShort{events: events})
+	if err := assign(context.Background(), ref, 0, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if g, w := d.Stats(), rd.Stats(); g != w || w.Open == kept.Open {
+		t.Errorf("after the takeover given again the detector holds %+v, one that took it over at once %+v (before: %+v)", g, w, kept)
+	}
+}
