@@ -132,8 +132,9 @@ func (s *Store) Findings(ctx context.Context, from model.Date, ps EventsPartitio
 }
 
 // hasColumn reports whether table (db.name) has column c: a detector may
-// read a database that the handoff ingest of an earlier release made, and
-// upgrades (store/schema) only when it restarts.
+// read a database that the handoff ingest of an earlier release made; the
+// column is added when an ingester of this release starts (schema.Ensure),
+// not by the detector, which never alters the schema.
 func (s *Store) hasColumn(ctx context.Context, table, c string) (bool, error) {
 	db, name, _ := strings.Cut(table, ".")
 	var n uint64
