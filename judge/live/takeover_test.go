@@ -272,8 +272,7 @@ func TestFindingsReadForRestore(t *testing.T) {
 // with their batch's events partition (the detector's header), without
 // it (before the header existed), partly with it, or with the partition
 // among another count (the topic had fewer partitions); the server
-// leaves out the records that say another partition. From a table
-// without the partition columns (an earlier release's) it reads the same.
+// leaves out the records that say another partition.
 func TestFindingsOfPartitions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -394,15 +393,6 @@ func TestFindingsOfPartitions(t *testing.T) {
 	}
 	if len(got) != want {
 		t.Errorf("read %d findings, want the %d of the partitions taken", len(got), want)
-	}
-
-	// A table of an earlier release, without the columns (the detector
-	// upgraded before the ingester): every finding is sent, keep selects.
-	if err := conn.Exec(ctx, "ALTER TABLE "+db+"."+schema.Findings+" DROP COLUMN events_partition, DROP COLUMN events_partitions"); err != nil {
-		t.Fatal(err)
-	}
-	if old := read(ownsTaken); len(old) != want {
-		t.Errorf("from a table without the partition columns: read %d findings, want the %d of the partitions taken", len(old), want)
 	}
 }
 
