@@ -255,6 +255,7 @@ func (c *Consumer) add(b *batch, m *kafka.Message, nowMS int64) {
 	case c.cfg.FindingsTopic:
 		var f schema.FindingRow
 		if f, err = ParseFinding(m.Value); err == nil {
+			f.EventsPartition, f.EventsPartitions = eventsPartition(m.Headers)
 			b.findings.Add(f, src, nowMS)
 		}
 	case c.cfg.DiagnosesTopic:
@@ -275,6 +276,22 @@ func (c *Consumer) add(b *batch, m *kafka.Message, nowMS int64) {
 		kind = ve.Kind
 	}
 	b.dead = append(b.dead, schema.DeadLetter{ReceivedMS: nowMS, Source: src, Key: string(m.Key), Reason: kind, Error: err.Error(), Payload: m.Value})
+}
+
+// eventsPartition is the events partition a finding record's header
+// names (schema.EventsPartitionHeader), 0 of 0 when it has none or one
+// that does not parse: the record is stored all the same, its partition
+// not known (a takeover then reads it and tells by the batch key).
+func eventsPartition(hs []kafka.Header) (p, n int32) {
+	for i := range hs {
+		if hs[i].Key == schema.EventsPartitionHeader {
+			if p, n, ok := schema.ParseEventsPartition(hs[i].Value); ok {
+				return p, n
+			}
+			return 0, 0
+		}
+	}
+	return 0, 0
 }
 
 // lastOffsets keeps in dst the message of the highest offset of every

@@ -140,6 +140,11 @@ type records struct {
 	lifecycle           int               // of them, records with resolution, superseded_by and reporting delay
 	bad                 map[string]string // key -> reason, the malformed records
 	badDiag, badFind    []kafka.Message
+
+	// partitioned and partitionSum: the records with a valid events
+	// partition header (of 6), and the sum of their partitions; the
+	// others have none or one that does not parse.
+	partitioned, partitionSum int
 }
 
 func load(t *testing.T, pipeline string, n int) records {
@@ -155,7 +160,18 @@ func load(t *testing.T, pipeline string, n int) records {
 		r.diagnoses = append(r.diagnoses, kafka.Message{Key: key, Value: d})
 		if i%3 == 0 {
 			raised := asOf.Add(-time.Duration(i) * time.Minute)
-			r.findings = append(r.findings, kafka.Message{Key: key, Value: findingRecord(t, d, "overdue", "consumed", stateOpen, 1, raised, 0)})
+			m := kafka.Message{Key: key, Value: findingRecord(t, d, "overdue", "consumed", stateOpen, 1, raised, 0)}
+			switch i % 9 {
+			case 0:
+				p := (i / 9) % 6
+				m.Headers = []kafka.Header{{Key: "other", Value: []byte("1/2")},
+					{Key: schema.EventsPartitionHeader, Value: schema.AppendEventsPartition(nil, p, 6)}}
+				r.partitioned++
+				r.partitionSum += p
+			case 3:
+				m.Headers = []kafka.Header{{Key: schema.EventsPartitionHeader, Value: []byte("6/6")}}
+			}
+			r.findings = append(r.findings, m)
 			if i%2 == 0 {
 				rec := findingRecord(t, d, "overdue", "consumed", stateResolved, 2, raised, time.Duration(i)*time.Second)
 				if i%4 == 0 {
@@ -244,6 +260,17 @@ func TestStoreExactlyOnce(t *testing.T) {
 	if n := e.count(t, `SELECT count() FROM {db}.findings_v2 FINAL WHERE state = 'resolved' AND reporting_delay_ms >= 1000
 		AND resolution = concat('superseded by ', superseded_by) AND superseded_by = concat(batch, '-r2')`); n != uint64(r.lifecycle) {
 		t.Errorf("records stored with their reporting delay, resolution and superseded_by = %d, want %d", n, r.lifecycle)
+	}
+	// The events partition of each record's header, stored; 0 of 0 for
+	// a record without one or with one that does not parse.
+	if n := e.count(t, "SELECT count() FROM {db}.findings_v2 FINAL WHERE events_partitions = 6"); n != uint64(r.partitioned) || n == 0 {
+		t.Errorf("records stored with their events partition = %d, want %d", n, r.partitioned)
+	}
+	if n := e.count(t, "SELECT toUInt64(sum(events_partition)) FROM {db}.findings_v2 FINAL WHERE events_partitions = 6"); n != uint64(r.partitionSum) {
+		t.Errorf("sum of the stored events partitions = %d, want %d", n, r.partitionSum)
+	}
+	if n := e.count(t, "SELECT count() FROM {db}.findings_v2 FINAL WHERE events_partitions = 0 AND events_partition = 0"); n != nf-uint64(r.partitioned) {
+		t.Errorf("records stored without an events partition = %d, want %d", n, nf-uint64(r.partitioned))
 	}
 	for key, reason := range r.bad {
 		q := fmt.Sprintf("SELECT count() FROM {db}.dead_letters WHERE key = '%s' AND reason = '%s' AND error != ''", key, reason)

@@ -59,8 +59,8 @@ func (h ClusterHistory) BatchEvents(ctx context.Context, key model.BatchKey, fn 
 
 // Findings reads the latest record of each finding, shard by shard (a
 // finding's records are all on its batch's shard).
-func (h ClusterHistory) Findings(ctx context.Context, from model.Date, keep func(model.BatchKey) bool, fn func(*detect.Finding) error) error {
+func (h ClusterHistory) Findings(ctx context.Context, from model.Date, ps history.EventsPartitions, keep func(model.BatchKey) bool, fn func(*detect.Finding) error) error {
 	return h.Replicas.Each(ctx, []string{schema.Findings}, h.now(), func(ctx context.Context, conn chconn.Conn) error {
-		return h.Store.Local(conn).Findings(ctx, from, keep, fn)
+		return h.Store.Local(conn).Findings(ctx, from, ps, keep, fn)
 	})
 }

@@ -39,7 +39,7 @@ func (p *discard) PartitionEvents(context.Context, string, []int, model.Date, fu
 func (p *discard) BatchEvents(context.Context, model.BatchKey, func(*model.Event) error) error {
 	return nil
 }
-func (p *discard) Findings(context.Context, model.Date, func(model.BatchKey) bool, func(*detect.Finding) error) error {
+func (p *discard) Findings(context.Context, model.Date, history.EventsPartitions, func(model.BatchKey) bool, func(*detect.Finding) error) error {
 	return nil
 }
 func (p *discard) Committed(context.Context, string, string, []int) (map[int]int64, error) {

@@ -29,6 +29,8 @@ import (
 	"github.com/handoff-dev/handoff/internal/retry"
 	"github.com/handoff-dev/handoff/judge/stream"
 	"github.com/handoff-dev/handoff/model"
+	"github.com/handoff-dev/handoff/store/history"
+	"github.com/handoff-dev/handoff/store/schema"
 )
 
 // History reads what handoff ingest has stored. store/history implements it.
@@ -40,11 +42,15 @@ type History interface {
 	// BatchEvents calls fn for every stored event of one batch.
 	BatchEvents(ctx context.Context, key model.BatchKey, fn func(*model.Event) error) error
 	// Findings calls fn with the latest stored record of each finding
-	// fingerprint whose batch has a business date on or after from and,
-	// when keep is not nil, for which keep is true (any order; what
+	// fingerprint whose batch has a business date on or after from, is of
+	// the events partitions ps (the zero value: any) and, when keep is
+	// not nil, for which keep is true (any order; what
 	// detect.Detector.Restore reads is enough, the diagnosis may be left
-	// out). The finding is valid only during the call.
-	Findings(ctx context.Context, from model.Date, keep func(model.BatchKey) bool, fn func(*detect.Finding) error) error
+	// out). ps is the server's filter, by the partition stored with the
+	// records (the publisher's header); keep is the last word, for the
+	// records stored without one. The finding is valid only during the
+	// call.
+	Findings(ctx context.Context, from model.Date, ps history.EventsPartitions, keep func(model.BatchKey) bool, fn func(*detect.Finding) error) error
 }
 
 // Offsets tells what a consumer group has committed and what a topic holds.
@@ -119,10 +125,12 @@ type Runner struct {
 	// Published counts the findings published, for tests and logs.
 	published int
 	retry     retry.Retrier
-	// buf and msgs are the findings' records and messages of the last
-	// chunk published, reused for the next (publishing).
+	// buf, msgs and hdrs are the findings' records, messages and their
+	// headers of the last chunk published, reused for the next
+	// (publishing).
 	buf  []byte
 	msgs []kafka.Message
+	hdrs []kafka.Header
 	// progress is read by other goroutines (Progress).
 	advances, safeMs, publishedTotal atomic.Int64
 }
@@ -169,24 +177,36 @@ func (r *Runner) owns(k model.BatchKey) bool {
 	if r.n == 0 {
 		return false
 	}
-	// The key's text (k.String()) in a buffer of the runner's: asked for
-	// every batch a restore or the stream opens.
+	return r.owned[r.batchPartition(k)]
+}
+
+// batchPartition is the events topic's partition of batch k among r.n
+// (r.n > 0), from the key's text (k.String()) in a buffer of the
+// runner's: asked for every batch a restore or the stream opens.
+func (r *Runner) batchPartition(k model.BatchKey) int {
 	b := append(r.key[:0], k.Pipeline...)
 	b = append(b, '/')
 	b = k.BusinessDate.AppendFormat(b)
 	b = append(b, '/')
 	b = append(b, k.BatchID...)
 	r.key = b
+	return r.partitionOf(b)
+}
+
+// partitionOf is the events topic's partition of a batch key's text
+// among r.n (r.n > 0).
+func (r *Runner) partitionOf(key []byte) int {
 	if r.o.Partition != nil {
-		return r.owned[r.o.Partition(b, r.n)]
+		return r.o.Partition(key, r.n)
 	}
-	return r.owned[murmur2In(b, r.ids)]
+	return murmur2In(key, r.ids)
 }
 
 // Assign takes over the partitions of a: batches of partitions no longer
 // owned are released; the history and findings of newly owned ones are
 // read back once the ingester has stored them.
 func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
+	began := time.Now()
 	prevN := r.n
 	var fresh []int
 	next := make(map[int]bool, len(a.Start))
@@ -217,6 +237,22 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 		return nil
 	}
 	slices.Sort(fresh)
+	// A takeover that does not finish (ctx cancelled: the group rebalanced
+	// meanwhile, stream.Member) leaves the new partitions half read: they
+	// are given up, with what was folded and restored of them, so that the
+	// next assignment that gives them reads them whole.
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		for _, p := range fresh {
+			delete(r.owned, p)
+		}
+		n := r.o.Detector.Release(func(k model.BatchKey) bool { return !r.owns(k) })
+		r.log.Info("detect: takeover cut short; its partitions are given up until assigned again",
+			"partitions", fresh, "released_batches", n, "took", time.Since(began).Round(time.Millisecond).String())
+	}()
 	// Everything before the resume position must be in ClickHouse before
 	// it is read back; otherwise a restart judges a partial history.
 	want := make(map[int]int64, len(fresh))
@@ -271,11 +307,20 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 		restored, open int
 		refused        error
 	)
+	taken := make(map[int]bool, len(fresh))
+	for _, p := range fresh {
+		taken[p] = true
+	}
+	isFresh := func(k model.BatchKey) bool { return taken[r.batchPartition(k)] }
 	err = restore.Do(ctx, "restore", fmt.Sprintf("read the stored findings since %s", from), 0, func(ctx context.Context) error {
 		restored, open = 0, 0
-		// Only the batches of the partitions owned: the detector would
-		// ignore the others' findings.
-		err := r.o.History.Findings(ctx, from, r.owns, func(f *detect.Finding) error {
+		// Only the batches of the partitions taken over, filtered by the
+		// server: the detector would ignore the findings of the
+		// partitions not owned, and holds those of the partitions it kept.
+		// A takeover of half the partitions read every stored finding
+		// before (809,170 on the local cluster after a fault, 2026-12-02),
+		// to drop half of them here.
+		err := r.o.History.Findings(ctx, from, history.EventsPartitions{Take: fresh, Count: r.n}, isFresh, func(f *detect.Finding) error {
 			if refused = r.o.Detector.Restore(*f); refused != nil {
 				return refused
 			}
@@ -303,7 +348,9 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 	if refused != nil {
 		return fmt.Errorf("restore the stored findings (%d restored before): %w", restored, refused)
 	}
-	r.log.Info("detect: history restored", "partitions", fresh, "events", n, "findings", restored, "open", open, "from", from.String())
+	done = true
+	r.log.Info("detect: history restored", "partitions", fresh, "events", n, "findings", restored, "open", open, "from", from.String(),
+		"took", time.Since(began).Round(time.Millisecond).String())
 	return nil
 }
 
@@ -400,7 +447,7 @@ func (r *Runner) Advance(ctx context.Context, now, safe time.Time) error {
 		r.o.Detector.Resume(k)
 	}
 	t0 := time.Now()
-	pub := publishing{r: r, ctx: ctx, buf: r.buf[:0], msgs: r.msgs[:0]}
+	pub := publishing{r: r, ctx: ctx, buf: r.buf[:0], msgs: r.msgs[:0], hdrs: r.hdrs[:0]}
 	r.o.Detector.AdvanceEach(now, safe, pub.add)
 	if err := pub.flush(); err != nil {
 		return err
@@ -463,10 +510,12 @@ type publishing struct {
 	ctx context.Context
 	// publishing is the time spent in Publish.
 	publishing time.Duration
-	// buf holds the chunk's keys and records, msgs their messages: the
-	// runner's, reused once a Publish has returned.
+	// buf holds the chunk's keys, records and header values, msgs and
+	// hdrs their messages and headers: the runner's, reused once a
+	// Publish has returned.
 	buf  []byte
 	msgs []kafka.Message
+	hdrs []kafka.Header
 	// err is the first failed publish: later findings are dropped, and
 	// the advance fails with it (the member stops; a restart restores).
 	err    error
@@ -503,7 +552,17 @@ func (p *publishing) add(f *detect.Finding) {
 	p.buf = append(p.buf, k.BatchID...)
 	mid := len(p.buf)
 	p.buf = f.AppendJSON(p.buf)
-	p.msgs = append(p.msgs, kafka.Message{Key: p.buf[start:mid:mid], Value: p.buf[mid:len(p.buf):len(p.buf)]})
+	end := len(p.buf)
+	// The batch's events partition, for a takeover's read of the stored
+	// findings of its partitions (schema.EventsPartitionHeader): in the
+	// buffer too, its header one of the chunk's.
+	var hs []kafka.Header
+	if p.r.n > 0 {
+		p.buf = schema.AppendEventsPartition(p.buf, p.r.partitionOf(p.buf[start:mid]), p.r.n)
+		p.hdrs = append(p.hdrs, kafka.Header{Key: schema.EventsPartitionHeader, Value: p.buf[end:len(p.buf):len(p.buf)]})
+		hs = p.hdrs[len(p.hdrs)-1 : len(p.hdrs) : len(p.hdrs)]
+	}
+	p.msgs = append(p.msgs, kafka.Message{Key: p.buf[start:mid:mid], Value: p.buf[mid:end:end], Headers: hs})
 	if len(p.msgs) >= publishRecords || len(p.buf) >= publishBytes {
 		p.err = p.flush()
 	}
@@ -520,13 +579,14 @@ func (p *publishing) flush() error {
 	if err := r.o.Publisher.Publish(p.ctx, r.s.FindingsTopic, p.msgs...); err != nil {
 		p.err = fmt.Errorf("publish %d findings to %s: %w", len(p.msgs), r.s.FindingsTopic, err)
 		// A write cut short may still be reading the buffer.
-		r.buf, r.msgs = nil, nil
+		r.buf, r.msgs, r.hdrs = nil, nil, nil
 		return p.err
 	}
 	r.published += len(p.msgs)
 	clear(p.msgs)
-	r.buf, r.msgs = p.buf[:0], p.msgs[:0]
-	p.buf, p.msgs = r.buf, r.msgs
+	clear(p.hdrs)
+	r.buf, r.msgs, r.hdrs = p.buf[:0], p.msgs[:0], p.hdrs[:0]
+	p.buf, p.msgs, p.hdrs = r.buf, r.msgs, r.hdrs
 	return nil
 }
 

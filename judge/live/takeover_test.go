@@ -1,11 +1,14 @@
 package live_test
 
 import (
+	"bytes"
 	"context"
 	"math/rand"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/segmentio/kafka-go"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
 	"github.com/handoff-dev/handoff/internal/testenv"
@@ -60,7 +63,9 @@ func TestTakeoverRestoresAsTheStream(t *testing.T) {
 	}
 
 	// The predecessor owned every partition and advanced as the events
-	// came; every record it published is stored.
+	// came; every record it published is stored. The records of its first
+	// two advances without their batch's events partition (published by a
+	// release before the header), the later ones with it.
 	prev, err := detect.New(detect.Config{Contracts: set})
 	if err != nil {
 		t.Fatal(err)
@@ -68,14 +73,18 @@ func TestTakeoverRestoresAsTheStream(t *testing.T) {
 	var published []detect.Finding
 	var rows schema.FindingRows
 	next := 0
-	for _, at := range []time.Duration{-90 * time.Hour, -80 * time.Hour, -70 * time.Hour, -60 * time.Hour, -50 * time.Hour} {
+	for i, at := range []time.Duration{-90 * time.Hour, -80 * time.Hour, -70 * time.Hour, -60 * time.Hour, -50 * time.Hour} {
 		cut := now.Add(at)
 		for ; next < len(events) && !events[next].Time.After(cut); next++ {
 			prev.Observe(&events[next])
 		}
 		prev.AdvanceEach(cut, cut, func(f *detect.Finding) {
 			published = append(published, *f)
-			rows.Add(schema.FindingRowOf(f), schema.Source{Topic: "findings", Offset: int64(rows.Len())}, now.UnixMilli())
+			row := partitioned(f)
+			if i < 2 {
+				row = schema.FindingRowOf(f)
+			}
+			rows.Add(row, schema.Source{Topic: "findings", Offset: int64(rows.Len())}, now.UnixMilli())
 		})
 	}
 	if err := sink.InsertColumns(ctx, schema.Findings, schema.FindingColumns, rows.Columns()); err != nil {
@@ -220,7 +229,7 @@ func TestFindingsReadForRestore(t *testing.T) {
 		t.Fatalf("%d findings stored, %d with several records: want both", len(byFP), several)
 	}
 	n := 0
-	if err := st.Findings(ctx, from, nil, func(f *detect.Finding) error {
+	if err := st.Findings(ctx, from, history.EventsPartitions{}, nil, func(f *detect.Finding) error {
 		n++
 		w, ok := byFP[f.Fingerprint]
 		if !ok {
@@ -243,7 +252,7 @@ func TestFindingsReadForRestore(t *testing.T) {
 		}
 	}
 	kept := 0
-	if err := st.Findings(ctx, from, ownsTaken, func(f *detect.Finding) error {
+	if err := st.Findings(ctx, from, history.EventsPartitions{}, ownsTaken, func(f *detect.Finding) error {
 		if kept++; !ownsTaken(f.Batch) {
 			t.Errorf("finding %s of %s read, which keep leaves out", f.Fingerprint, f.Batch)
 		}
@@ -254,6 +263,144 @@ func TestFindingsReadForRestore(t *testing.T) {
 	if kept != wantKept || kept == 0 || kept == n {
 		t.Errorf("keep selected %d of %d findings, want %d (some, not all)", kept, n, wantKept)
 	}
+}
+
+// TestFindingsOfPartitions: the read of a takeover (Store.Findings given
+// the partitions taken over, and keep) receives from ClickHouse exactly
+// the latest record of each finding of the batches of those partitions,
+// and nothing of the others', whether a finding's records were stored
+// with their batch's events partition (the detector's header), without
+// it (before the header existed), partly with it, or with the partition
+// among another count (the topic had fewer partitions); the server
+// leaves out the records that say another partition.
+func TestFindingsOfPartitions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn := testenv.ClickHouse(t)
+	db, sink, set := storedDatabase(ctx, t, conn, "takeover_partitions")
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	events := testenv.RecentEvents(3000, "takeover", 50, now)
+	d, err := detect.New(detect.Config{Contracts: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// How each finding's records are stored, by the order it was first
+	// published in: with the partition (of takeoverPartitions), without,
+	// the first records without and the later with, and among 3.
+	const (
+		withPartition = iota
+		without
+		laterWith
+		ofThree
+	)
+	how := map[string]int{}
+	latest := map[string]detect.Finding{}
+	var rows schema.FindingRows
+	for i, at := range []time.Duration{-72 * time.Hour, -60 * time.Hour, -1 * time.Hour} {
+		for j := i; j < len(events); j += 3 {
+			d.Observe(&events[j])
+		}
+		cut := now.Add(at)
+		d.AdvanceEach(cut, cut, func(f *detect.Finding) {
+			h, ok := how[f.Fingerprint]
+			if !ok {
+				h = len(how) % 4
+				how[f.Fingerprint] = h
+			}
+			if w, ok := latest[f.Fingerprint]; !ok || f.Seq > w.Seq {
+				latest[f.Fingerprint] = *f
+			}
+			row := partitioned(f)
+			switch {
+			case h == without, h == laterWith && f.Seq == 1:
+				row.EventsPartition, row.EventsPartitions = 0, 0
+			case h == ofThree:
+				row.EventsPartition, row.EventsPartitions = int32(live.Murmur2([]byte(f.Batch.String()), 3)), 3
+			}
+			rows.Add(row, schema.Source{Topic: "findings", Offset: int64(rows.Len())}, now.UnixMilli())
+		})
+	}
+	if err := sink.InsertColumns(ctx, schema.Findings, schema.FindingColumns, rows.Columns()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := history.New(conn, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every way of storing among the findings of both sides, and a
+	// finding published again after its first record.
+	seen := map[[2]int]int{}
+	again := 0
+	for fp, f := range latest {
+		seen[[2]int{how[fp], b2i(ownsTaken(f.Batch))}]++
+		if how[fp] == laterWith && f.Seq > 1 {
+			again++
+		}
+	}
+	if len(seen) != 8 || again == 0 {
+		t.Fatalf("findings by (how stored, taken): %v, %d stored partly with the partition: want every combination", seen, again)
+	}
+	from := model.MustParseDate(now.Format(time.DateOnly)).AddDays(-detect.DefaultRetain)
+	ps := history.EventsPartitions{Take: taken, Count: takeoverPartitions}
+	read := func(keep func(model.BatchKey) bool) map[string]detect.Finding {
+		got := map[string]detect.Finding{}
+		if err := st.Findings(ctx, from, ps, keep, func(f *detect.Finding) error {
+			if _, ok := got[f.Fingerprint]; ok {
+				t.Errorf("finding %s read twice", f.Fingerprint)
+			}
+			got[f.Fingerprint] = *f
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+
+	// What the server sends: every finding of the partitions, none whose
+	// records all say another partition of takeoverPartitions.
+	sent := read(nil)
+	for fp, f := range latest {
+		_, ok := sent[fp]
+		switch {
+		case ownsTaken(f.Batch) && !ok:
+			t.Errorf("finding %s of %s (taken, stored %d) not sent", fp, f.Batch, how[fp])
+		case !ownsTaken(f.Batch) && how[fp] == withPartition && ok:
+			t.Errorf("finding %s of %s (not taken, stored with its partition) sent", fp, f.Batch)
+		}
+	}
+	if len(sent) == len(latest) {
+		t.Errorf("the server sent all %d findings: the partitions selected none out", len(sent))
+	}
+
+	// With keep: exactly the findings of the partitions, each its latest
+	// record.
+	got := read(ownsTaken)
+	want := 0
+	for fp, f := range latest {
+		if !ownsTaken(f.Batch) {
+			if _, ok := got[fp]; ok {
+				t.Errorf("finding %s of %s (not taken, stored %d) read", fp, f.Batch, how[fp])
+			}
+			continue
+		}
+		want++
+		g, ok := got[fp]
+		if !ok {
+			t.Errorf("finding %s of %s (taken, stored %d) not read", fp, f.Batch, how[fp])
+		} else if g.Seq != f.Seq || g.State != f.State || g.Status != f.Status {
+			t.Errorf("finding %s: read seq %d %s %s, latest stored seq %d %s %s", fp, g.Seq, g.State, g.Status, f.Seq, f.State, f.Status)
+		}
+	}
+	if len(got) != want {
+		t.Errorf("read %d findings, want the %d of the partitions taken", len(got), want)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // latestRecords is the latest record (highest seq) of each fingerprint
@@ -291,4 +438,168 @@ func storedDatabase(ctx context.Context, tb testing.TB, conn chconn.Conn, name s
 		tb.Fatal(err)
 	}
 	return db, sink, set
+}
+
+// recorder is a Publisher that keeps copies of what it is given.
+type recorder struct{ msgs []kafka.Message }
+
+func (p *recorder) Publish(_ context.Context, _ string, msgs ...kafka.Message) error {
+	for _, m := range msgs {
+		c := kafka.Message{Key: bytes.Clone(m.Key), Value: bytes.Clone(m.Value)}
+		for _, h := range m.Headers {
+			c.Headers = append(c.Headers, kafka.Header{Key: h.Key, Value: bytes.Clone(h.Value)})
+		}
+		p.msgs = append(p.msgs, c)
+	}
+	return nil
+}
+
+// TestFindingsSayTheirPartition: every finding record the runner
+// publishes carries, in its header schema.EventsPartitionHeader, the
+// events topic's partition of its batch among the topic's partitions (what
+// handoff ingest stores for a takeover's read), and its value is the
+// finding's JSON alone.
+func TestFindingsSayTheirPartition(t *testing.T) {
+	ctx := context.Background()
+	set, err := contract.NewSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	d, err := detect.New(detect.Config{Contracts: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pub recorder
+	r, err := live.New(live.Settings{EventsTopic: "events", FindingsTopic: "findings", IngestGroup: "i", ResultsGroup: "r"},
+		live.Options{Detector: d, History: &discard{}, Offsets: noOffsets{}, Publisher: &pub, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := map[int]int64{}
+	for p := range takeoverPartitions {
+		start[p] = 0
+	}
+	if err := r.Assign(ctx, stream.Assignment{Start: start, Partitions: takeoverPartitions}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range testenv.RecentEvents(2000, "header", 40, now) {
+		if err := r.Fold(ctx, kafka.Message{Value: e.AppendJSON(nil)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Advance(ctx, now, now); err != nil {
+		t.Fatal(err)
+	}
+	if len(pub.msgs) < 10 {
+		t.Fatalf("%d findings published: want some to check", len(pub.msgs))
+	}
+	seen := map[int]bool{}
+	for _, m := range pub.msgs {
+		f, err := detect.ParseFinding(m.Value)
+		if err != nil {
+			t.Fatalf("record %s: %v", m.Key, err)
+		}
+		if string(f.AppendJSON(nil)) != string(m.Value) {
+			t.Errorf("record %s is not the finding's JSON alone: %s", m.Key, m.Value)
+		}
+		want := live.Murmur2([]byte(f.Batch.String()), takeoverPartitions)
+		if len(m.Headers) != 1 || m.Headers[0].Key != schema.EventsPartitionHeader {
+			t.Fatalf("record %s: headers %v, want only %s", m.Key, m.Headers, schema.EventsPartitionHeader)
+		}
+		p, n, ok := schema.ParseEventsPartition(m.Headers[0].Value)
+		if !ok || int(p) != want || n != takeoverPartitions {
+			t.Errorf("record %s: header %q, want partition %d of %d", m.Key, m.Headers[0].Value, want, takeoverPartitions)
+		}
+		seen[want] = true
+	}
+	if len(seen) < 2 {
+		t.Errorf("the findings' batches are of partitions %v: want several", seen)
+	}
+}
+
+// cutShort is a History that serves events; its read number cut (from
+// 1; 0: none) stops halfway, closes halfway and waits for its context's
+// end (a takeover the group rebalances away from).
+type cutShort struct {
+	discard
+	events     []model.Event
+	reads, cut int
+	halfway    chan struct{}
+}
+
+func (h *cutShort) PartitionEvents(ctx context.Context, _ string, partitions []int, _ model.Date, fn func(*model.Event) error) error {
+	h.reads++
+	for i := range h.events {
+		if h.reads == h.cut && i == len(h.events)/2 {
+			close(h.halfway)
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		if !slices.Contains(partitions, live.Murmur2([]byte(h.events[i].PartitionKey()), takeoverPartitions)) {
+			continue
+		}
+		if err := fn(&h.events[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestTakeoverCutShort: a takeover cancelled halfway through its read
+// (stream.Member cancels it when the group rebalances) leaves nothing of
+// its partitions behind, and the next Assign that gives them again reads
+// them whole: the detector then holds what one that took them over at
+// once holds, and the partitions it kept throughout are kept.
+func TestTakeoverCutShort(t *testing.T) {
+	set, err := contract.NewSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	events := testenv.RecentEvents(4000, "cut", 80, now)
+	newRunner := func(h live.History) (*live.Runner, *detect.Detector) {
+		d, err := detect.New(detect.Config{Contracts: set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := live.New(live.Settings{EventsTopic: "events", FindingsTopic: "findings", IngestGroup: "i", ResultsGroup: "r"},
+			live.Options{Detector: d, History: h, Offsets: noOffsets{}, Publisher: &discard{}, Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, d
+	}
+	assign := func(ctx context.Context, r *live.Runner, ps ...int) error {
+		start := map[int]int64{}
+		for _, p := range ps {
+			start[p] = 0
+		}
+		return r.Assign(ctx, stream.Assignment{Start: start, Partitions: takeoverPartitions})
+	}
+
+	h := &cutShort{events: events, cut: 2, halfway: make(chan struct{})}
+	r, d := newRunner(h)
+	if err := assign(context.Background(), r, 0); err != nil {
+		t.Fatal(err)
+	}
+	kept := d.Stats()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-h.halfway; cancel() }()
+	if err := assign(ctx, r, 0, 1, 2); err == nil {
+		t.Fatal("the takeover cancelled halfway returned no error")
+	}
+	if g := d.Stats(); g.Open != kept.Open || g.Closed != kept.Closed {
+		t.Errorf("after the takeover cut short the detector holds %+v, before it %+v: want what it held", g, kept)
+	}
+	if err := assign(context.Background(), r, 0, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	ref, rd := newRunner(&cutShort{events: events})
+	if err := assign(context.Background(), ref, 0, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if g, w := d.Stats(), rd.Stats(); g != w || w.Open == kept.Open {
+		t.Errorf("after the takeover given again the detector holds %+v, one that took it over at once %+v (before: %+v)", g, w, kept)
+	}
 }

@@ -74,6 +74,10 @@ func (a Assignment) Owned() []int {
 type Handler interface {
 	// Assign starts a generation: the handler takes over the partitions of
 	// a (rebuilding their state) before any of their messages is folded.
+	// ctx is cancelled when the group rebalances before Assign returns:
+	// the handler then gives up what it took over halfway (the member
+	// goes on with the next generation, whose Assign gives the partitions
+	// again, maybe others).
 	Assign(ctx context.Context, a Assignment) error
 	// Fold handles one message of an owned partition. An error stops the
 	// member (the message is not committed and will be read again).
@@ -227,7 +231,26 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 	}
 	a := Assignment{Generation: gen.ID, Start: start, Partitions: total}
 	m.log.Info("stream: partitions assigned", "group", m.cfg.Group, "generation", gen.ID, "partitions", a.Owned())
-	if err := h.Assign(ctx, a); err != nil {
+	// A takeover (reading history back) can take minutes; a member joining
+	// meanwhile (the other side of a fault, back) rebalances the group, and
+	// the takeover's work for partitions given to that member would be
+	// wasted while this member's new partitions wait for it. The
+	// generation's end cancels the takeover, and the next generation's
+	// assignment is taken over instead (the handler gives up what it had
+	// half read). The watcher runs as long as the generation: a function
+	// of the generation that returns ends it.
+	actx, cancelAssign := context.WithCancel(ctx)
+	defer cancelAssign()
+	gen.Start(func(gctx context.Context) {
+		<-gctx.Done()
+		cancelAssign()
+	})
+	if err := h.Assign(actx, a); err != nil {
+		if ctx.Err() == nil && actx.Err() != nil {
+			m.log.Info("stream: the group rebalanced during the takeover; taking over the next assignment",
+				"group", m.cfg.Group, "generation", gen.ID, "partitions", a.Owned(), "err", err)
+			return nil
+		}
 		return fmt.Errorf("stream: take over partitions %v: %w", a.Owned(), err)
 	}
 	defer h.Revoke(ctx)

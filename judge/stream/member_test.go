@@ -264,6 +264,66 @@ func TestMemberRebalanceSplitsPartitions(t *testing.T) {
 	})
 }
 
+// slowTakeover is a recorder whose first Assign (a takeover reading a
+// long history) lasts until its context is cancelled.
+type slowTakeover struct {
+	*recorder
+	calls     int
+	entered   chan struct{}
+	cancelled chan struct{}
+}
+
+func (s *slowTakeover) Assign(ctx context.Context, a stream.Assignment) error {
+	if s.calls++; s.calls == 1 {
+		close(s.entered)
+		<-ctx.Done()
+		close(s.cancelled)
+		return ctx.Err()
+	}
+	return s.recorder.Assign(ctx, a)
+}
+
+// TestMemberCancelsTakeoverOnRebalance: a member still taking over its
+// partitions when a second member joins has the takeover cancelled (the
+// group rebalanced: what it read of partitions now the other's would be
+// wasted), goes on with the next generation's share, not stopping, and
+// between them the two fold every message.
+func TestMemberCancelsTakeoverOnRebalance(t *testing.T) {
+	brokers, topic := setup(t, 4)
+	group := testenv.Name("group")
+	produce(t, brokers, topic, 0, 200)
+
+	a := &slowTakeover{recorder: newRecorder(), entered: make(chan struct{}), cancelled: make(chan struct{})}
+	b := newRecorder()
+	start(t, brokers, topic, group, a)
+	select {
+	case <-a.entered:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the first member was given no partitions within 60 s")
+	}
+	start(t, brokers, topic, group, b)
+	select {
+	case <-a.cancelled:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the first member's takeover was not cancelled within 60 s of the second member's start")
+	}
+	testenv.Eventually(t, 60*time.Second, "the two members share the partitions and fold every message", func() (bool, string) {
+		fa, oa, _ := a.snapshot()
+		fb, ob, _ := b.snapshot()
+		if len(oa) == 0 || len(ob) == 0 || len(oa)+len(ob) != 4 {
+			return false, fmt.Sprintf("a owns %v, b owns %v", oa, ob)
+		}
+		n := 0
+		for i := range 200 {
+			k := fmt.Sprintf("k%05d", i)
+			if fa[k]+fb[k] > 0 {
+				n++
+			}
+		}
+		return n == 200, fmt.Sprintf("%d of 200 messages folded", n)
+	})
+}
+
 // TestMemberNoAdvanceBeforeWatermark: a member that starts on a backlog
 // ticks (every millisecond here) long before it has folded the messages
 // that were in the topic; until then it has no watermark and must not

@@ -35,7 +35,8 @@ const DiagnosisColumns = "pipeline, business_date, batch_id, batch, as_of_ms, st
 // FindingColumns is the column list of every INSERT into findings_v2.
 const FindingColumns = "pipeline, business_date, batch_id, batch, fingerprint, seq, state, kind, name, " +
 	"raised_ms, resolved_ms, deadline_ms, lateness_ms, reporting_delay_ms, resolution, superseded_by, severity, owner, root, `labels.key`, `labels.value`, " +
-	"evidence_as_of_ms, status, verdict, first_missing, diagnosis, ingested_ms, kafka_topic, kafka_partition, kafka_offset"
+	"evidence_as_of_ms, status, verdict, first_missing, diagnosis, ingested_ms, kafka_topic, kafka_partition, kafka_offset, " +
+	"events_partition, events_partitions"
 
 // InsertColumns returns the INSERT column list of table (one of Events,
 // DeadLetters, Diagnoses, Findings) split into names, without backquotes;

@@ -1,9 +1,11 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/handoff-dev/handoff/analyzer/detect"
@@ -133,4 +135,39 @@ func rootBatch(f *detect.Finding) string {
 		return b.Roots[0].Batch
 	}
 	return f.Batch.String()
+}
+
+// EventsPartitionHeader is the Kafka header of a findings-topic record
+// that says which partition of the events topic the finding's batch
+// belongs to, and among how many: "3/6" (AppendEventsPartition). The
+// detector sets it (judge/live), handoff ingest stores it in
+// findings_v2's events_partition and events_partitions (ingest/results),
+// and a detector taking over partitions reads back only their findings
+// (store/history). A header and not a field of the record: the finding's
+// JSON stays the finding's, the same whoever publishes it.
+const EventsPartitionHeader = "handoff-events-partition"
+
+// AppendEventsPartition appends the value of EventsPartitionHeader for
+// partition p of n to b.
+func AppendEventsPartition(b []byte, p, n int) []byte {
+	b = strconv.AppendInt(b, int64(p), 10)
+	b = append(b, '/')
+	return strconv.AppendInt(b, int64(n), 10)
+}
+
+// ParseEventsPartition reads a value of EventsPartitionHeader: partition p
+// of n, with 0 <= p < n. ok is false for anything else (the partition is
+// then not known, and a takeover reads the finding as it reads those
+// stored before the header existed).
+func ParseEventsPartition(v []byte) (p, n int32, ok bool) {
+	i := bytes.IndexByte(v, '/')
+	if i <= 0 || i == len(v)-1 {
+		return 0, 0, false
+	}
+	pp, err1 := strconv.ParseInt(string(v[:i]), 10, 32)
+	nn, err2 := strconv.ParseInt(string(v[i+1:]), 10, 32)
+	if err1 != nil || err2 != nil || pp < 0 || pp >= nn {
+		return 0, 0, false
+	}
+	return int32(pp), int32(nn), true
 }

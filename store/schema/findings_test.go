@@ -65,3 +65,22 @@ func TestFindingRowRoundTrip(t *testing.T) {
 		t.Error("a row with an unknown verdict decoded")
 	}
 }
+
+// TestEventsPartitionHeader: the header's value round-trips, and a value
+// that is not "p/n" with 0 <= p < n is not a partition.
+func TestEventsPartitionHeader(t *testing.T) {
+	for _, c := range []struct {
+		p, n int
+	}{{0, 1}, {3, 6}, {5, 6}, {127, 128}} {
+		v := schema.AppendEventsPartition([]byte("x"), c.p, c.n)[1:]
+		p, n, ok := schema.ParseEventsPartition(v)
+		if !ok || int(p) != c.p || int(n) != c.n {
+			t.Errorf("%d of %d: %q parses as %d of %d (ok %v)", c.p, c.n, v, p, n, ok)
+		}
+	}
+	for _, v := range []string{"", "3", "3/", "/6", "6/6", "7/6", "-1/6", "a/6", "3/b", "3/6/9", " 3/6", "0/0", "99999999999/6"} {
+		if p, n, ok := schema.ParseEventsPartition([]byte(v)); ok {
+			t.Errorf("%q parses as %d of %d, want not a partition", v, p, n)
+		}
+	}
+}

@@ -516,6 +516,13 @@ type FindingRow struct {
 	ReportingDelayMS int64
 	Resolution       string
 	SupersededBy     string
+
+	// EventsPartition is the events topic's partition of the finding's
+	// batch among EventsPartitions, as the detector that published the
+	// record says (its header handoff-events-partition); 0 of 0 when not
+	// known. Not part of the finding (detect.Finding): where its batch's
+	// events are read from.
+	EventsPartition, EventsPartitions int32
 }
 
 // FindingRows holds findings as the columns of FindingColumns.
@@ -544,6 +551,8 @@ type FindingRows struct {
 	delayMS      []int64
 	resolution   []string
 	supersededBy []string
+
+	eventsPartition, eventsPartitions []int32
 }
 
 // Len returns the number of rows.
@@ -578,11 +587,14 @@ func (r *FindingRows) Add(f FindingRow, src Source, ingestedMS int64) {
 	r.delayMS = append(r.delayMS, f.ReportingDelayMS)
 	r.resolution = append(r.resolution, f.Resolution)
 	r.supersededBy = append(r.supersededBy, f.SupersededBy)
+	r.eventsPartition = append(r.eventsPartition, f.EventsPartition)
+	r.eventsPartitions = append(r.eventsPartitions, f.EventsPartitions)
 }
 
 // Columns returns the rows' columns in the order of FindingColumns.
 func (r *FindingRows) Columns() []any {
 	return []any{r.pipeline, r.businessDate, r.batchID, r.batch, r.fingerprint, r.seq, r.state, r.kind, r.name,
 		r.raisedMS, r.resolvedMS, r.deadlineMS, r.latenessMS, r.delayMS, r.resolution, r.supersededBy, r.severity, r.owner, r.root,
-		r.labelKeys, r.labelValues, r.evidenceAsOfMS, r.status, r.verdict, r.firstMissing, r.diagnosis, r.ingestedMS, r.topic, r.partition, r.offset}
+		r.labelKeys, r.labelValues, r.evidenceAsOfMS, r.status, r.verdict, r.firstMissing, r.diagnosis, r.ingestedMS, r.topic, r.partition, r.offset,
+		r.eventsPartition, r.eventsPartitions}
 }

@@ -192,7 +192,13 @@ CREATE TABLE IF NOT EXISTS {db}.findings_v2 (
     ingested_ms       Int64,
     kafka_topic       String,
     kafka_partition   Int32,
-    kafka_offset      Int64
+    kafka_offset      Int64,
+    -- the events topic's partition of the finding's batch, of how many (the
+    -- detector's record header handoff-events-partition): a detector taking
+    -- over partitions reads only their findings. 0 of 0: not known (a record
+    -- published before the header existed, or without it).
+    events_partition  Int32 DEFAULT 0,
+    events_partitions Int32 DEFAULT 0
 ) ENGINE = ReplacingMergeTree(ingested_ms)
 PARTITION BY toYYYYMM(business_date)
 ORDER BY (pipeline, business_date, batch_id, fingerprint, seq)

@@ -16,7 +16,7 @@ import (
 
 // addedToFindings are the columns findings_v2 gained after its first
 // release: a findings_v2 made before has every other column.
-var addedToFindings = []string{"reporting_delay_ms", "resolution", "superseded_by", "root"}
+var addedToFindings = []string{"reporting_delay_ms", "resolution", "superseded_by", "root", "events_partition", "events_partitions"}
 
 // previousFindings returns the CREATE TABLE of findings_v2 in database db
 // as the earlier release made it (schema.sql's, less addedToFindings),
@@ -32,6 +32,10 @@ func previousFindings(t *testing.T, db string) (ddl string, columns []string) {
 	for _, l := range strings.Split(s, "\n") {
 		if f := strings.Fields(l); len(f) > 0 && slices.Contains(addedToFindings, f[0]) {
 			continue
+		}
+		if strings.HasPrefix(l, ")") && len(lines) > 0 {
+			// the columns added last were the table's last
+			lines[len(lines)-1] = strings.TrimSuffix(lines[len(lines)-1], ",")
 		}
 		lines = append(lines, l)
 	}
@@ -172,7 +176,8 @@ func TestUpgradeStatements(t *testing.T) {
 	full := append(schema.InsertColumns(schema.Findings), "raised")
 	noRaised := schema.InsertColumns(schema.Findings)
 	const adds = "ADD COLUMN reporting_delay_ms Int64 DEFAULT 0 AFTER lateness_ms, ADD COLUMN resolution String DEFAULT '' AFTER reporting_delay_ms, " +
-		"ADD COLUMN superseded_by String DEFAULT '' AFTER resolution, ADD COLUMN root String DEFAULT '' AFTER owner"
+		"ADD COLUMN superseded_by String DEFAULT '' AFTER resolution, ADD COLUMN root String DEFAULT '' AFTER owner, " +
+		"ADD COLUMN events_partition Int32 DEFAULT 0 AFTER kafka_offset, ADD COLUMN events_partitions Int32 DEFAULT 0 AFTER events_partition"
 	for _, tt := range []struct {
 		name   string
 		layout schema.Layout

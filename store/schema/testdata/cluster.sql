@@ -207,7 +207,9 @@ CREATE TABLE IF NOT EXISTS handoff.findings_v2_local ON CLUSTER handoff_cluster 
     ingested_ms       Int64,
     kafka_topic       String,
     kafka_partition   Int32,
-    kafka_offset      Int64
+    kafka_offset      Int64,
+    events_partition  Int32 DEFAULT 0,
+    events_partitions Int32 DEFAULT 0
 ) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/handoff/findings_v2_local', '{replica}', ingested_ms)
 PARTITION BY toYYYYMM(business_date)
 ORDER BY (pipeline, business_date, batch_id, fingerprint, seq)
@@ -243,7 +245,9 @@ CREATE TABLE IF NOT EXISTS handoff.findings_v2 ON CLUSTER handoff_cluster (
     ingested_ms       Int64,
     kafka_topic       String,
     kafka_partition   Int32,
-    kafka_offset      Int64
+    kafka_offset      Int64,
+    events_partition  Int32 DEFAULT 0,
+    events_partitions Int32 DEFAULT 0
 ) ENGINE = Distributed(handoff_cluster, handoff, findings_v2_local, cityHash64(pipeline, business_date, batch_id))
 ;
 

@@ -123,7 +123,9 @@ CREATE TABLE IF NOT EXISTS handoff.findings_v2 (
     ingested_ms       Int64,
     kafka_topic       String,
     kafka_partition   Int32,
-    kafka_offset      Int64
+    kafka_offset      Int64,
+    events_partition  Int32 DEFAULT 0,
+    events_partitions Int32 DEFAULT 0
 ) ENGINE = ReplacingMergeTree(ingested_ms)
 PARTITION BY toYYYYMM(business_date)
 ORDER BY (pipeline, business_date, batch_id, fingerprint, seq)
