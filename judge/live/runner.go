@@ -112,9 +112,12 @@ type Runner struct {
 	log   *slog.Logger
 	dec   model.Decoder
 	owned map[int]bool
-	key   []byte // owns' buffer
-	n     int    // partitions of the events topic
-	ids   []int  // 0..n-1, for the default partitioner
+	// unsure: an Advance was cut short (the group rebalanced), so some of
+	// the findings the detector holds for published are not.
+	unsure bool
+	key    []byte // owns' buffer
+	n      int    // partitions of the events topic
+	ids    []int  // 0..n-1, for the default partitioner
 	// lastBeat is when the last heartbeat was published.
 	lastBeat time.Time
 	// assignedAt is the clock when the last partitions were taken over;
@@ -208,6 +211,13 @@ func (r *Runner) partitionOf(key []byte) int {
 func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 	began := time.Now()
 	prevN := r.n
+	if r.unsure {
+		// An advance cut short: what the detector holds may differ from
+		// what was published, so every partition is read back.
+		r.owned, r.unsure = nil, false
+		n := r.o.Detector.Release(func(model.BatchKey) bool { return true })
+		r.log.Info("detect: an advance was cut short by a rebalance; every partition assigned is read back", "released_batches", n)
+	}
 	var fresh []int
 	next := make(map[int]bool, len(a.Start))
 	for p := range a.Start {
@@ -450,6 +460,13 @@ func (r *Runner) Advance(ctx context.Context, now, safe time.Time) error {
 	pub := publishing{r: r, ctx: ctx, buf: r.buf[:0], msgs: r.msgs[:0], hdrs: r.hdrs[:0]}
 	r.o.Detector.AdvanceEach(now, safe, pub.add)
 	if err := pub.flush(); err != nil {
+		if ctx.Err() != nil {
+			// The group rebalanced (stream.Member): the detector took the
+			// findings of this advance for published, and some are not.
+			// Its state of every partition is given up; the next
+			// assignment reads them all back.
+			r.unsure = true
+		}
 		return err
 	}
 	if r.o.Metrics != nil {

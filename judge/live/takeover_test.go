@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math/rand"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -601,5 +602,94 @@ func TestTakeoverCutShort(t *testing.T) {
 	}
 	if g, w := d.Stats(), rd.Stats(); g != w || w.Open == kept.Open {
 		t.Errorf("after the takeover given again the detector holds %+v, one that took it over at once %+v (before: %+v)", g, w, kept)
+	}
+}
+
+// cancelling is a publisher whose first Publish fails as it does when the
+// group rebalances during an advance (stream.Member cancels the advance's
+// context): it cancels the context and returns its error. It counts what
+// it is given after that.
+type cancelling struct {
+	discard
+	cancel context.CancelFunc
+	failed bool
+}
+
+func (p *cancelling) Publish(ctx context.Context, topic string, msgs ...kafka.Message) error {
+	if !p.failed {
+		p.failed = true
+		p.cancel()
+		return ctx.Err()
+	}
+	return p.discard.Publish(ctx, topic, msgs...)
+}
+
+// asked is a history that records the partitions each takeover read.
+type asked struct {
+	cutShort
+	partitions [][]int
+}
+
+func (h *asked) PartitionEvents(ctx context.Context, topic string, partitions []int, from model.Date, fn func(*model.Event) error) error {
+	h.partitions = append(h.partitions, slices.Clone(partitions))
+	return h.cutShort.PartitionEvents(ctx, topic, partitions, from, fn)
+}
+
+// TestAdvanceCutShort: an Advance whose findings could not all be
+// published because the group rebalanced (its context cancelled) leaves
+// the detector holding findings it takes for published that are not;
+// the next Assign, even of the same partitions, reads every one of them
+// back, and the next Advance publishes what one that took them over at
+// once publishes: nothing is lost.
+func TestAdvanceCutShort(t *testing.T) {
+	set, err := contract.NewSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	events := testenv.RecentEvents(4000, "cutadv", 80, now)
+	assignment := stream.Assignment{Start: map[int]int64{0: 0, 1: 0, 2: 0}, Partitions: takeoverPartitions}
+	newRunner := func(h live.History, p live.Publisher) *live.Runner {
+		d, err := detect.New(detect.Config{Contracts: set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := live.New(live.Settings{EventsTopic: "events", FindingsTopic: "findings", IngestGroup: "i", ResultsGroup: "r"},
+			live.Options{Detector: d, History: h, Offsets: noOffsets{}, Publisher: p, Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pub := &cancelling{cancel: cancel}
+	h := &asked{cutShort: cutShort{events: events}}
+	r := newRunner(h, pub)
+	if err := r.Assign(context.Background(), assignment); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Advance(ctx, now, now); err == nil || !pub.failed {
+		t.Fatalf("the advance cut short returned %v (publish failed: %v); want its error", err, pub.failed)
+	}
+	if err := r.Assign(context.Background(), assignment); err != nil {
+		t.Fatal(err)
+	}
+	if want := [][]int{{0, 1, 2}, {0, 1, 2}}; !reflect.DeepEqual(h.partitions, want) {
+		t.Errorf("the takeovers read partitions %v, want %v: after an advance cut short every partition is read back", h.partitions, want)
+	}
+	if err := r.Advance(context.Background(), now, now); err != nil {
+		t.Fatal(err)
+	}
+	want := &discard{}
+	ref := newRunner(&cutShort{events: events}, want)
+	if err := ref.Assign(context.Background(), assignment); err != nil {
+		t.Fatal(err)
+	}
+	if err := ref.Advance(context.Background(), now, now); err != nil {
+		t.Fatal(err)
+	}
+	if want.msgs == 0 || pub.msgs != want.msgs || pub.bytes != want.bytes {
+		t.Errorf("after the advance cut short and the partitions read back, the next advance published %d records (%d bytes); one that took them over at once %d (%d bytes)",
+			pub.msgs, pub.bytes, want.msgs, want.bytes)
 	}
 }

@@ -88,7 +88,11 @@ type Handler interface {
 	// is durable and their offsets are committed. It is not called until
 	// the generation has a watermark (safe is never zero), and safe never
 	// goes back within a member's life: a new generation's first
-	// watermark is later than the last one.
+	// watermark is later than the last one. ctx is cancelled when the
+	// group rebalances: the handler stops publishing and returns (the
+	// group's next generation waits for it), and an Advance cut short
+	// leaves output that is not durable, which the handler must not take
+	// for published in the generations after.
 	Advance(ctx context.Context, now, safe time.Time) error
 	// Revoke ends the generation: the partitions now belong to others.
 	Revoke(ctx context.Context)
@@ -209,7 +213,17 @@ type message struct {
 	msg kafka.Message
 }
 
-func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handler) error {
+// errGenerationEnded is a handler's Advance cut short by the end of its
+// generation: the member goes on with the next one.
+var errGenerationEnded = errors.New("stream: the generation ended during an advance")
+
+func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handler) (err error) {
+	defer func() {
+		if errors.Is(err, errGenerationEnded) {
+			m.log.Info("stream: the group rebalanced during an advance; it was cut short", "group", m.cfg.Group, "generation", gen.ID)
+			err = nil
+		}
+	}()
 	var (
 		total int
 		start map[int]int64
@@ -253,6 +267,17 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 		}
 		return fmt.Errorf("stream: take over partitions %v: %w", a.Owned(), err)
 	}
+	// The group's next generation must not begin while this member may
+	// still publish for the partitions it is losing: their next owner
+	// restores what was published until it took them over, and a record
+	// published after that would be missed, or contradicted by the new
+	// owner's own. So the generation's end cuts the handler's Advance short
+	// (advCtx), and the function below, which kafka-go waits for before it
+	// rejoins the group, returns only once this loop has stopped.
+	advCtx, cancelAdvance := context.WithCancel(ctx)
+	defer cancelAdvance()
+	stopped := make(chan struct{})
+	defer close(stopped)
 	defer h.Revoke(ctx)
 
 	wm := NewWatermark(start)
@@ -260,7 +285,9 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 	genDone := make(chan struct{})
 	gen.Start(func(gctx context.Context) {
 		<-gctx.Done()
+		cancelAdvance()
 		close(genDone)
+		<-stopped
 	})
 	for p, off := range start {
 		gen.Start(func(gctx context.Context) { m.read(gctx, p, off, msgs) })
@@ -388,7 +415,10 @@ func (m *Member) generation(ctx context.Context, gen *kafka.Generation, h Handle
 			eager = time.Time{}
 		}
 		t0 := time.Now()
-		if err := h.Advance(ctx, now, safe); err != nil {
+		if err := h.Advance(advCtx, now, safe); err != nil {
+			if advCtx.Err() != nil && ctx.Err() == nil {
+				return fmt.Errorf("%w: %w", errGenerationEnded, err)
+			}
 			return fmt.Errorf("stream: advance to %s: %w", now.UTC().Format(time.RFC3339), err)
 		}
 		if !trace.read.IsZero() && !safe.Before(trace.due) {

@@ -485,3 +485,103 @@ func TestMemberReadsAheadOfDeadline(t *testing.T) {
 		t.Fatalf("no advance with a safe time in the %v before the deadline %v: safe times %v", lead, due, s.seen)
 	}
 }
+
+// slowAdvance is a recorder whose first Advance (a long judging pass,
+// publishing as it goes) lasts until its context is cancelled, and then,
+// for as long as hold or until other is assigned, goes on as if it were
+// still publishing its last records.
+type slowAdvance struct {
+	*recorder
+	hold      time.Duration
+	other     chan struct{} // closed when the other member is assigned
+	calls     int
+	entered   chan struct{}
+	cancelled chan struct{}
+	returned  chan struct{}
+	// overlap: the other member was assigned while this one was still
+	// in its advance (read once returned is closed).
+	overlap bool
+}
+
+func (s *slowAdvance) Advance(ctx context.Context, now, safe time.Time) error {
+	if s.calls++; s.calls > 1 {
+		return s.recorder.Advance(ctx, now, safe)
+	}
+	close(s.entered)
+	<-ctx.Done()
+	close(s.cancelled)
+	select {
+	case <-s.other:
+		s.overlap = true
+	case <-time.After(s.hold):
+	}
+	close(s.returned)
+	return ctx.Err()
+}
+
+// announcing is a recorder that closes assigned at its first Assign.
+type announcing struct {
+	*recorder
+	assigned chan struct{}
+	once     sync.Once
+}
+
+func (a *announcing) Assign(ctx context.Context, as stream.Assignment) error {
+	a.once.Do(func() { close(a.assigned) })
+	return a.recorder.Assign(ctx, as)
+}
+
+// TestMemberCutsAdvanceOnRebalance: a member in the middle of an advance
+// (a detector publishing findings) when a second member joins has the
+// advance's context cancelled, and the group gives the second member its
+// partitions only once the first has returned from that advance: the
+// partitions' next owner reads back what was published until it took
+// them over, and a record published after would be missed. The first
+// member goes on with the next generation, not stopping.
+func TestMemberCutsAdvanceOnRebalance(t *testing.T) {
+	brokers, topic := setup(t, 4)
+	group := testenv.Name("group")
+	produce(t, brokers, topic, 0, 200)
+
+	b := &announcing{recorder: newRecorder(), assigned: make(chan struct{})}
+	// hold is well inside the group's rebalance timeout (6 s here), so the
+	// group waits for the first member rather than dropping it.
+	a := &slowAdvance{recorder: newRecorder(), hold: 2 * time.Second, other: b.assigned,
+		entered: make(chan struct{}), cancelled: make(chan struct{}), returned: make(chan struct{})}
+	start(t, brokers, topic, group, a)
+	select {
+	case <-a.entered:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the first member did not advance within 60 s")
+	}
+	start(t, brokers, topic, group, b)
+	select {
+	case <-a.cancelled:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the first member's advance was not cancelled within 60 s of the second member's start")
+	}
+	select {
+	case <-b.assigned:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the second member was given no partitions within 60 s")
+	}
+	<-a.returned // within hold of cancelled
+	if a.overlap {
+		t.Error("the second member was given partitions while the first was still in its advance")
+	}
+	testenv.Eventually(t, 60*time.Second, "the two members share the partitions and fold every message", func() (bool, string) {
+		fa, oa, _ := a.snapshot()
+		fb, ob, _ := b.snapshot()
+		if len(oa) == 0 || len(ob) == 0 || len(oa)+len(ob) != 4 {
+			return false, fmt.Sprintf("a owns %v, b owns %v", oa, ob)
+		}
+		n := 0
+		for i := range 200 {
+			k := fmt.Sprintf("k%05d", i)
+			if fa[k]+fb[k] > 0 {
+				n++
+			}
+		}
+		return n == 200, fmt.Sprintf("%d of 200 messages folded", n)
+	})
+}
