@@ -1,13 +1,17 @@
 package schema
 
+import "strings"
+
 // UpgradeStatements is upgradeStatements for the tests, with the server's
-// columns given as names by table.
+// columns given as names by table ("name KIND" for a column with a
+// default kind, e.g. "time MATERIALIZED").
 func UpgradeStatements(db string, l Layout, have map[string][]string) ([]string, error) {
 	sc := serverColumns{}
 	for t, cols := range have {
-		sc[t] = map[string]bool{}
+		sc[t] = map[string]string{}
 		for _, c := range cols {
-			sc[t][c] = true
+			name, kind, _ := strings.Cut(c, " ")
+			sc[t][name] = kind
 		}
 	}
 	as, err := upgradeStatements(db, l, sc)
