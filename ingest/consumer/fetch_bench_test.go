@@ -18,8 +18,9 @@ import (
 // fetchBenchEvents typical events on 4 partitions, read from the start by a
 // new consumer group each time:
 //
-//   - fetchers: the group's fetchers (Conn.ReadBatch per partition), the
-//     records drained run by run, as the fetch loop takes them;
+//   - fetchers: the group's fetchers (a Fetch per partition, its record
+//     batches decoded in place), the records drained run by run, as the
+//     fetch loop takes them;
 //   - reader: kafka-go's Reader.FetchMessage, message by message, configured
 //     as the ingester configured it before the fetchers.
 //
