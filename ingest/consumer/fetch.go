@@ -48,8 +48,8 @@ const (
 	// decoded (they point into it): about a dozen responses at a time,
 	// in runs queued, chunks waiting for a decode worker and the
 	// fetchers' own. At 4 MiB that took the ingester's peak RSS from ~200
-	// to 285-303 MiB; at 1 MiB a partition still gets a few thousand
-	// records a round trip. The broker returns a first batch larger than
+	// to 285-303 MiB, at 1 MiB to 243-260 (512 KiB did no better: 264); at
+	// 1 MiB a partition still gets a few thousand records a round trip. The broker returns a first batch larger than
 	// this whole (up to the largest message the topics accept,
 	// maxFetchResponse).
 	fetchMaxBytes = 1 << 20
