@@ -341,10 +341,10 @@ insert_cpu() {
 
 # --- leg 2: ClickHouse Kafka engine -------------------------------------------
 
-# handoff.events (store/schema/schema.sql): time, event_date and ingested
-# are ALIAS there too (18.16 wants MATERIALIZED columns in a view's output,
-# and a view cannot name an output column `time` while reading the input
-# column `time`).
+# handoff.events (store/schema/schema.sql) as 18.16 lets a materialized view
+# fill it: time, event_date and ingested are ALIAS instead of MATERIALIZED
+# (18.16 wants MATERIALIZED columns in the view's output, and a view cannot
+# name an output column `time` while reading the input column `time`).
 engine_sql() {
 	local block=
 	[ -n "$ENGINE_BLOCK_SIZE" ] && block=", kafka_max_block_size = $ENGINE_BLOCK_SIZE"

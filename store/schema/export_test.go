@@ -1,17 +1,13 @@
 package schema
 
-import "strings"
-
 // UpgradeStatements is upgradeStatements for the tests, with the server's
-// columns given as names by table ("name KIND" for a column with a
-// default kind, e.g. "time MATERIALIZED").
+// columns given as names by table.
 func UpgradeStatements(db string, l Layout, have map[string][]string) ([]string, error) {
 	sc := serverColumns{}
 	for t, cols := range have {
-		sc[t] = map[string]string{}
+		sc[t] = map[string]bool{}
 		for _, c := range cols {
-			name, kind, _ := strings.Cut(c, " ")
-			sc[t][name] = kind
+			sc[t][c] = true
 		}
 	}
 	as, err := upgradeStatements(db, l, sc)

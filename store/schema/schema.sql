@@ -5,11 +5,7 @@
 -- Portability (docs/testing.md): runs on ClickHouse 18.16 and current
 -- releases. No LowCardinality, DateTime64, Map, JSON functions or TTL.
 -- Millisecond times are Int64 (*_ms); DateTime columns are MATERIALIZED from
--- them, so INSERTs name only the stored columns. In events, the table every
--- event is written to, they are ALIAS instead: computed when read, not
--- computed and stored by every INSERT (a tenth of the server's CPU per
--- inserted row); Ensure turns an earlier release's MATERIALIZED ones into
--- ALIAS (upgrade.go).
+-- them, so INSERTs name only the stored columns.
 --
 -- Statements are separated by a line holding only ";". The dashboard views
 -- follow these statements; they are in views.go, because query/dash reads
@@ -37,8 +33,8 @@ CREATE TABLE IF NOT EXISTS {db}.events (
     spec            String,
     type            String,
     time_ms         Int64,
-    time            DateTime ALIAS toDateTime(intDiv(time_ms, 1000)),
-    event_date      Date ALIAS toDate(toDateTime(intDiv(time_ms, 1000))),
+    time            DateTime MATERIALIZED toDateTime(intDiv(time_ms, 1000)),
+    event_date      Date MATERIALIZED toDate(toDateTime(intDiv(time_ms, 1000))),
     system          String,
     component       String,
     object          String,
@@ -52,7 +48,7 @@ CREATE TABLE IF NOT EXISTS {db}.events (
     error           String,
     attrs           Nested(key String, value String),
     ingested_ms     Int64,
-    ingested        DateTime ALIAS toDateTime(intDiv(ingested_ms, 1000)),
+    ingested        DateTime MATERIALIZED toDateTime(intDiv(ingested_ms, 1000)),
     kafka_topic     String,
     kafka_partition Int32,
     kafka_offset    Int64

@@ -3,7 +3,6 @@ package schema
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -22,11 +21,7 @@ import (
 // second process adding the same column at the same time is told apart
 // from a real failure by reading the columns again. An added column
 // needs a DEFAULT (or MATERIALIZED) that rows stored before it read as.
-// Nothing is ever dropped. The one change: a derived column that schema.sql
-// now defines as ALIAS (computed when read) and the server still has as
-// MATERIALIZED (computed and stored by every INSERT) is modified to ALIAS,
-// with the same expression, so it reads the same; on 18.16 as on current
-// releases the server then drops the column's stored files.
+// Nothing is ever dropped or changed.
 
 // ddlColumn is one column definition of a CREATE TABLE of schema.sql.
 type ddlColumn struct {
@@ -61,17 +56,15 @@ func ddlTables() (map[string][]ddlColumn, error) {
 	return out, nil
 }
 
-// serverColumns is what the server has: the columns of each table of one
-// database (a Nested column as its sub-columns, labels.key ...), with
-// their default kind (system.columns' default_kind: "", DEFAULT,
-// MATERIALIZED or ALIAS).
-type serverColumns map[string]map[string]string
+// serverColumns is what the server has: the column names of each table of
+// one database (a Nested column as its sub-columns, labels.key ...).
+type serverColumns map[string]map[string]bool
 
 // has reports whether table holds column c (for a Nested column, any of
 // its sub-columns).
 func (sc serverColumns) has(table, c string) bool {
 	cols := sc[table]
-	if _, ok := cols[c]; ok {
+	if cols[c] {
 		return true
 	}
 	for n := range cols {
@@ -84,30 +77,27 @@ func (sc serverColumns) has(table, c string) bool {
 
 // readColumns reads the columns of every table of database db.
 func readColumns(ctx context.Context, conn driver.Conn, db string) (serverColumns, error) {
-	rows, err := conn.Query(ctx, "SELECT table, name, default_kind FROM system.columns WHERE database = ?", db)
+	rows, err := conn.Query(ctx, "SELECT table, name FROM system.columns WHERE database = ?", db)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse schema: list the columns of %s: %w", db, err)
 	}
 	defer rows.Close()
 	out := serverColumns{}
 	for rows.Next() {
-		var table, name, kind string
-		if err := rows.Scan(&table, &name, &kind); err != nil {
+		var table, name string
+		if err := rows.Scan(&table, &name); err != nil {
 			return nil, fmt.Errorf("clickhouse schema: list the columns of %s: %w", db, err)
 		}
 		if out[table] == nil {
-			out[table] = map[string]string{}
+			out[table] = map[string]bool{}
 		}
-		out[table][name] = kind
+		out[table][name] = true
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("clickhouse schema: list the columns of %s: %w", db, err)
 	}
 	return out, nil
 }
-
-// alias finds the default kind ALIAS in a column's definition.
-var alias = regexp.MustCompile(`\sALIAS\s`)
 
 // alter is one ALTER TABLE of an upgrade, and the table it alters.
 type alter struct{ table, sql string }
@@ -141,15 +131,12 @@ func upgradeStatements(db string, l Layout, have serverColumns) ([]alter, error)
 			}
 			var adds []string
 			for j, c := range cols {
+				if have.has(name, c.name) {
+					continue
+				}
 				def := c.def
 				if l.Clustered() && i == 1 {
 					def = materialized.ReplaceAllString(def, "${1}ALIAS${2}")
-				}
-				if have.has(name, c.name) {
-					if have[name][c.name] == "MATERIALIZED" && alias.MatchString(def) {
-						adds = append(adds, "MODIFY COLUMN "+def)
-					}
-					continue
 				}
 				add := "ADD COLUMN " + def
 				if j > 0 {
@@ -188,8 +175,11 @@ func upgrade(ctx context.Context, conn driver.Conn, db string, l Layout) error {
 				continue
 			}
 		}
-		first := "ALTER TABLE " + db + "." + a.table
-		return fmt.Errorf("clickhouse schema: %s (adding the columns of this release to a table made by an earlier one, or making its derived columns ALIAS): %w "+
+		first := a.sql
+		if i := strings.Index(first, " ADD COLUMN"); i > 0 {
+			first = first[:i]
+		}
+		return fmt.Errorf("clickhouse schema: %s (adding the columns of this release to a table made by an earlier one): %w "+
 			"(check that the user may ALTER tables in %s)", first, err, db)
 	}
 	return nil
