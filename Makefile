@@ -95,6 +95,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./deploy/examples/
 	$(GO) test -run '^$$' -fuzz '^FuzzKeyParser$$' -fuzztime $(FUZZTIME) ./judge/backfill/
 	$(GO) test -run '^$$' -fuzz '^FuzzReplayRowSplit$$' -fuzztime $(FUZZTIME) ./store/history/
+	$(GO) test -run '^$$' -fuzz '^FuzzAppendRecords$$' -fuzztime $(FUZZTIME) ./ingest/consumer/
 	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./ingest/jsonl/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDiagnosis$$' -fuzztime $(FUZZTIME) ./ingest/results/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFinding$$' -fuzztime $(FUZZTIME) ./ingest/results/

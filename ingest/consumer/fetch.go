@@ -4,25 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"net"
 	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
-
-	"github.com/handoff-dev/handoff/internal/topics"
 )
 
 // How the ingester reads Kafka: a consumer group (kafka-go's ConsumerGroup)
-// assigns partitions, and one fetcher per assigned partition reads whole
-// fetch responses from the partition's leader (Conn.ReadBatch) and hands
-// them to the fetch loop in runs of records. kafka-go's Reader did the
-// same underneath, but handed every message over on its own: a channel
-// send and receive, a read deadline and its statistics per message, about
-// a third of the ingester's CPU per event.
+// assigns partitions, and one fetcher per assigned partition sends Fetch
+// requests to the partition's leader (fetchconn.go), decodes each
+// response's record batches in place (recordbatch.go) and hands the
+// records to the fetch loop in runs. kafka-go's Reader handed every
+// message over on its own (a channel send and receive, a read deadline and
+// its statistics per message: about a third of the ingester's CPU per
+// event), and its Conn.ReadBatch allocated every key and value (12-15%).
 
-// record is one message as the pipeline holds it: its key and value (as
-// kafka-go read them, not copied again) and where it came from.
+// record is one message as the pipeline holds it: its key and value
+// (slices of the fetch response it came in, not copied) and where it came
+// from.
 type record struct {
 	key, value []byte
 	offset     int64
@@ -43,10 +43,16 @@ type fetched struct {
 const (
 	fetchMaxWait     = 2 * time.Second
 	fetchReadTimeout = 10 * time.Second
-	// fetchMaxBytes is what one fetch response may hold of a partition:
-	// at least one message of the largest size the topics accept. The
-	// response is read as a stream, run by run, not held whole.
-	fetchMaxBytes = 2 * topics.MaxMessageBytes
+	// fetchMaxBytes is what one fetch asks for of a partition. A
+	// response stays in memory while any of its records waits to be
+	// decoded (they point into it): about a dozen responses at a time,
+	// in runs queued, chunks waiting for a decode worker and the
+	// fetchers' own. At 4 MiB that took the ingester's peak RSS from ~200
+	// to 285-303 MiB, at 1 MiB to 243-260 (512 KiB did no better: 264); at
+	// 1 MiB a partition still gets a few thousand records a round trip. The broker returns a first batch larger than
+	// this whole (up to the largest message the topics accept,
+	// maxFetchResponse).
+	fetchMaxBytes = 1 << 20
 )
 
 // group is the ingester's membership of the consumer group: the current
@@ -223,7 +229,9 @@ func (g *group) fetchPartition(gctx, fetchCtx context.Context, p int, offset int
 }
 
 // readPartition connects to p's leader and reads from offset until an
-// error or ctx ends; it returns the offset to read from next.
+// error or ctx ends; it returns the offset to read from next. kafka-go's
+// connection finds the offsets; the records come over a connection of
+// their own (fetchConn), decoded in place.
 func (g *group) readPartition(ctx context.Context, p int, offset int64) (int64, error) {
 	c := g.c
 	conn, err := g.dialLeader(ctx, p)
@@ -231,25 +239,31 @@ func (g *group) readPartition(ctx context.Context, p int, offset int64) (int64, 
 		return offset, err
 	}
 	defer conn.Close()
+	fc, err := g.dialFetch(ctx, conn, p)
+	if err != nil {
+		return offset, err
+	}
+	defer fc.Close()
 	// A fetch blocks on the broker for up to fetchMaxWait: closing the
-	// connection wakes it when the generation or the fetching ends.
-	unblock := context.AfterFunc(ctx, func() { conn.Close() })
+	// connections wakes it when the generation or the fetching ends.
+	unblock := context.AfterFunc(ctx, func() {
+		conn.Close()
+		fc.Close()
+	})
 	defer unblock()
 	if offset, err = g.seek(conn, p, offset); err != nil {
 		return offset, err
 	}
+	var recs []record
 	for {
-		conn.SetReadDeadline(time.Now().Add(fetchMaxWait + fetchReadTimeout))
-		b := conn.ReadBatchWith(kafka.ReadBatchConfig{MinBytes: 1, MaxBytes: fetchMaxBytes, MaxWait: fetchMaxWait})
-		var rerr error
-		offset, rerr = g.readBatch(ctx, conn, b, p, offset)
-		err := errors.Join(rerr, b.Close())
+		res, err := fc.fetch(c.cfg.Kafka.Topic, int32(p), offset, fetchMaxWait, fetchMaxBytes, time.Now().Add(fetchMaxWait+fetchReadTimeout))
+		if err == nil {
+			recs, offset, err = g.handOver(ctx, recs[:0], res, p, offset)
+		}
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:
 			return offset, err
-		case errors.Is(err, kafka.RequestTimedOut):
-			// Nothing new within the long poll.
 		case errors.Is(err, kafka.OffsetOutOfRange):
 			// Retention deleted what this partition was to be read from
 			// (or the offset is past the end): start again from what is
@@ -270,8 +284,21 @@ func (g *group) readPartition(ctx context.Context, p int, offset int64) (int64, 
 	}
 }
 
+// dialFetch opens the fetch connection to the broker conn is connected to
+// (p's leader).
+func (g *group) dialFetch(ctx context.Context, conn *kafka.Conn, p int) (*fetchConn, error) {
+	addr := conn.RemoteAddr().String()
+	d := net.Dialer{Timeout: g.c.dialer.Timeout}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s, the leader of %s/%d: %w", addr, g.c.cfg.Kafka.Topic, p, err)
+	}
+	return newFetchConn(nc), nil
+}
+
 // seek resolves offset (kafka.FirstOffset, or an offset that may be before
-// the partition's first) to the first offset to read and seeks conn there.
+// the partition's first) to the first offset to read, with conn's
+// ListOffsets.
 func (g *group) seek(conn *kafka.Conn, p int, offset int64) (int64, error) {
 	conn.SetDeadline(time.Now().Add(fetchReadTimeout))
 	defer conn.SetDeadline(time.Time{})
@@ -284,9 +311,6 @@ func (g *group) seek(conn *kafka.Conn, p int, offset int64) (int64, error) {
 		offset = first
 	case offset == kafka.LastOffset || offset > last:
 		offset = last
-	}
-	if _, err := conn.Seek(offset, kafka.SeekAbsolute|kafka.SeekDontCheck); err != nil {
-		return offset, fmt.Errorf("seek %s/%d to %d: %w", g.c.cfg.Kafka.Topic, p, offset, err)
 	}
 	return offset, nil
 }
@@ -308,55 +332,47 @@ func (g *group) dialLeader(ctx context.Context, p int) (*kafka.Conn, error) {
 	return nil, fmt.Errorf("connect to the leader of %s/%d: %w", g.c.cfg.Kafka.Topic, p, errors.Join(errs...))
 }
 
-// readBatch reads one fetch response of partition p and hands its records
-// to the fetch loop in runs of up to chunkSize records or chunkBytes. It
-// returns the offset to read from next: after the last record handed over
-// (a run not handed over because ctx ended is read again by whoever reads
-// the partition next).
-func (g *group) readBatch(ctx context.Context, conn *kafka.Conn, b *kafka.Batch, p int, offset int64) (int64, error) {
-	hwm := b.HighWaterMark()
-	var recs []record
-	var bytes int
-	send := func() bool {
-		if len(recs) == 0 {
-			return true
+// handOver decodes one fetch response of partition p (res, asked from
+// offset) into recs and hands its records to the fetch loop in runs of up
+// to chunkSize records or chunkBytes. It returns recs (for the next
+// response) and the offset to read from next: past the response's last
+// complete batch, or after the last record handed over when ctx ended
+// first (a run not handed over is read again by whoever reads the
+// partition next).
+func (g *group) handOver(ctx context.Context, recs []record, res fetchResult, p int, offset int64) ([]record, int64, error) {
+	recs, next, err := appendRecords(recs, res.records, int32(p), offset)
+	if err != nil {
+		// The records before the bad batch are good: hand them over, and
+		// fail at the batch (the fetch is retried from there).
+		next = offset
+		if len(recs) > 0 {
+			next = recs[len(recs)-1].offset + 1
 		}
+		err = fmt.Errorf("%s/%d from offset %d: %w", g.c.cfg.Kafka.Topic, p, next, err)
+	}
+	for lo := 0; lo < len(recs); {
+		hi, bytes := lo, 0
+		for hi < len(recs) && hi-lo < chunkSize && bytes < chunkBytes {
+			bytes += len(recs[hi].key) + len(recs[hi].value)
+			hi++
+		}
+		var run []record
 		select {
-		case g.out <- fetched{partition: p, hwm: hwm, recs: recs}:
-			offset = recs[len(recs)-1].offset + 1
-			recs, bytes = nil, 0
-			// The hand-over waits while the pipeline is full (ClickHouse
-			// slow or down): the rest of the response gets its time anew.
-			conn.SetReadDeadline(time.Now().Add(fetchReadTimeout))
-			return true
+		case run = <-g.spare:
+		default:
+			run = make([]record, 0, chunkSize)
+		}
+		run = append(run, recs[lo:hi]...)
+		select {
+		case g.out <- fetched{partition: p, hwm: res.hwm, recs: run}:
+			// From recs: run belongs to the fetch loop now, which recycles
+			// it (and another fetcher may fill it) once it has read it.
+			offset = recs[hi-1].offset + 1
 		case <-ctx.Done():
-			return false
+			return recs, offset, ctx.Err()
 		}
+		lo = hi
 	}
-	for {
-		m, err := b.ReadMessage()
-		if err != nil {
-			if !send() {
-				return offset, ctx.Err()
-			}
-			if errors.Is(err, io.EOF) {
-				// Past compacted records too, when the response ends with
-				// some.
-				return max(offset, b.Offset()), nil
-			}
-			return offset, err
-		}
-		if recs == nil {
-			select {
-			case recs = <-g.spare:
-			default:
-				recs = make([]record, 0, chunkSize)
-			}
-		}
-		recs = append(recs, record{key: m.Key, value: m.Value, offset: m.Offset, partition: int32(p)})
-		bytes += len(m.Key) + len(m.Value)
-		if (len(recs) >= chunkSize || bytes >= chunkBytes) && !send() {
-			return offset, ctx.Err()
-		}
-	}
+	clear(recs) // the runs hold the records; recs must not keep the response
+	return recs, max(offset, next), err
 }

@@ -18,8 +18,9 @@ import (
 // fetchBenchEvents typical events on 4 partitions, read from the start by a
 // new consumer group each time:
 //
-//   - fetchers: the group's fetchers (Conn.ReadBatch per partition), the
-//     records drained run by run, as the fetch loop takes them;
+//   - fetchers: the group's fetchers (a Fetch per partition, its record
+//     batches decoded in place), the records drained run by run, as the
+//     fetch loop takes them;
 //   - reader: kafka-go's Reader.FetchMessage, message by message, configured
 //     as the ingester configured it before the fetchers.
 //
@@ -58,7 +59,8 @@ func BenchmarkFetch(b *testing.B) {
 		benchmarkFetch(b, func(ctx context.Context, group string) int {
 			cfg.Group = group
 			c := &Consumer{cfg: cfg, log: slog.New(slog.DiscardHandler), m: NewMetrics(nil),
-				dialer: &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, DialFunc: dialBuffered}}
+				dialer: &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, DialFunc: dialBuffered},
+				lag:    topics.NewLag(func(string, int64) {}, topic)}
 			g, err := c.newGroup()
 			if err != nil {
 				b.Fatal(err)
