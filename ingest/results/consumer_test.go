@@ -20,6 +20,7 @@ import (
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/internal/topics"
 	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/storetest"
 )
 
 // testEnv is one integration test's unique database, topics and group on the
@@ -32,8 +33,9 @@ type testEnv struct {
 
 func newEnv(t *testing.T, name string) *testEnv {
 	t.Helper()
-	e := &testEnv{brokers: testenv.KafkaBrokers(t), conn: testenv.ClickHouse(t)}
-	db := testenv.Database(t, e.conn, name)
+	d := storetest.NewDB(t, name)
+	e := &testEnv{brokers: testenv.KafkaBrokers(t), conn: d.Conn}
+	db := d.Name
 	e.cfg = Config{
 		FindingsTopic: "test." + db + ".findings", DiagnosesTopic: "test." + db + ".diagnoses", Group: db,
 		BatchSize: 500, BatchBytes: MaxRecordBytes, FlushInterval: 200 * time.Millisecond,
@@ -42,9 +44,6 @@ func newEnv(t *testing.T, name string) *testEnv {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := schema.Ensure(ctx, e.conn, db); err != nil {
-		t.Fatal(err)
-	}
 	all := []string{e.cfg.FindingsTopic, e.cfg.DiagnosesTopic, e.cfg.DLQTopic}
 	var specs []topics.Spec
 	for _, n := range all {

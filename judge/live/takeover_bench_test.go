@@ -41,7 +41,7 @@ func newTakeoverFixture(b *testing.B, n int) *takeoverFixture {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	b.Cleanup(cancel)
 	conn := testenv.ClickHouse(b)
-	db, sink, set := storedDatabase(ctx, b, conn, "takeover_bench")
+	db, sink, set := storedDatabase(b, "takeover_bench")
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	events := testenv.RecentEvents(n, "takeover", 10000, now)
 	ingested := now.UnixMilli()

@@ -17,10 +17,10 @@ import (
 	"github.com/handoff-dev/handoff/judge/stream"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
-	"github.com/handoff-dev/handoff/store/chconn"
 	"github.com/handoff-dev/handoff/store/history"
 	"github.com/handoff-dev/handoff/store/judgements"
 	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/storetest"
 	"github.com/handoff-dev/handoff/store/writer"
 )
 
@@ -38,7 +38,7 @@ func TestTakeoverRestoresAsTheStream(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	conn := testenv.ClickHouse(t)
-	db, sink, set := storedDatabase(ctx, t, conn, "takeover_test")
+	db, sink, set := storedDatabase(t, "takeover_test")
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	events := testenv.RecentEvents(20_000, "takeover", 200, now)
 	slices.SortStableFunc(events, func(a, b model.Event) int { return a.Time.Compare(b.Time) })
@@ -179,7 +179,7 @@ func TestFindingsReadForRestore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	conn := testenv.ClickHouse(t)
-	db, sink, set := storedDatabase(ctx, t, conn, "takeover_findings")
+	db, sink, set := storedDatabase(t, "takeover_findings")
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	events := testenv.RecentEvents(3000, "takeover", 50, now)
 	d, err := detect.New(detect.Config{Contracts: set})
@@ -278,7 +278,7 @@ func TestFindingsOfPartitions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	conn := testenv.ClickHouse(t)
-	db, sink, set := storedDatabase(ctx, t, conn, "takeover_partitions")
+	db, sink, set := storedDatabase(t, "takeover_partitions")
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	events := testenv.RecentEvents(3000, "takeover", 50, now)
 	d, err := detect.New(detect.Config{Contracts: set})
@@ -422,23 +422,16 @@ func latestRecords(fs []detect.Finding) []detect.Finding {
 	return out
 }
 
-// storedDatabase returns a new database on conn with the schema, a sink
+// storedDatabase returns a new database with the schema (storetest), a sink
 // writing to it, and an empty contract set.
-func storedDatabase(ctx context.Context, tb testing.TB, conn chconn.Conn, name string) (string, *writer.Sink, *contract.Set) {
+func storedDatabase(tb testing.TB, name string) (string, *writer.Sink, *contract.Set) {
 	tb.Helper()
-	db := testenv.Database(tb, conn, name)
-	if err := schema.Ensure(ctx, conn, db); err != nil {
-		tb.Fatal(err)
-	}
-	sink, err := writer.New(conn, db)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	d := storetest.NewDB(tb, name)
 	set, err := contract.NewSet()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return db, sink, set
+	return d.Name, d.Sink, set
 }
 
 // recorder is a Publisher that keeps copies of what it is given.

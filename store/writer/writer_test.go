@@ -16,6 +16,7 @@ import (
 	"github.com/handoff-dev/handoff/internal/testenv"
 	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/store/schema"
+	"github.com/handoff-dev/handoff/store/storetest"
 	"github.com/handoff-dev/handoff/store/writer"
 )
 
@@ -23,17 +24,10 @@ import (
 // none, one and several attrs (the arrays are appended row by row), and
 // reads every column back.
 func TestInsertEventsRoundTrip(t *testing.T) {
-	conn := testenv.ClickHouse(t)
-	db := testenv.Database(t, conn, "writer")
+	d := storetest.NewDB(t, "writer")
+	conn, db, sink := d.Conn, d.Name, d.Sink
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := schema.Ensure(ctx, conn, db); err != nil {
-		t.Fatal(err)
-	}
-	sink, err := writer.New(conn, db)
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := writer.BlockRows + 10
 	want := map[string]model.Event{}
 	var b schema.EventBatch
@@ -86,12 +80,9 @@ func TestInsertEventsRoundTrip(t *testing.T) {
 //
 //	go test ./store/writer -run '^$' -bench InsertEvents -benchtime 5x
 func BenchmarkInsertEvents(b *testing.B) {
-	conn := testenv.ClickHouse(b)
-	db := testenv.Database(b, conn, "writer_bench")
+	d := storetest.NewDB(b, "writer_bench")
+	conn, db := d.Conn, d.Name
 	ctx := context.Background()
-	if err := schema.Ensure(ctx, conn, db); err != nil {
-		b.Fatal(err)
-	}
 	var batch schema.EventBatch
 	const n = 100_000
 	for i := range n {
