@@ -307,21 +307,7 @@ func TestMemberCancelsTakeoverOnRebalance(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the first member's takeover was not cancelled within 60 s of the second member's start")
 	}
-	testenv.Eventually(t, 60*time.Second, "the two members share the partitions and fold every message", func() (bool, string) {
-		fa, oa, _ := a.snapshot()
-		fb, ob, _ := b.snapshot()
-		if len(oa) == 0 || len(ob) == 0 || len(oa)+len(ob) != 4 {
-			return false, fmt.Sprintf("a owns %v, b owns %v", oa, ob)
-		}
-		n := 0
-		for i := range 200 {
-			k := fmt.Sprintf("k%05d", i)
-			if fa[k]+fb[k] > 0 {
-				n++
-			}
-		}
-		return n == 200, fmt.Sprintf("%d of 200 messages folded", n)
-	})
+	shareAll(t, a.recorder, b)
 }
 
 // TestMemberNoAdvanceBeforeWatermark: a member that starts on a backlog
@@ -569,6 +555,13 @@ func TestMemberCutsAdvanceOnRebalance(t *testing.T) {
 	if a.overlap {
 		t.Error("the second member was given partitions while the first was still in its advance")
 	}
+	shareAll(t, a.recorder, b.recorder)
+}
+
+// shareAll waits until a and b own the four partitions between them, each
+// some, and between them have folded all 200 messages (k00000..k00199).
+func shareAll(t *testing.T, a, b *recorder) {
+	t.Helper()
 	testenv.Eventually(t, 60*time.Second, "the two members share the partitions and fold every message", func() (bool, string) {
 		fa, oa, _ := a.snapshot()
 		fb, ob, _ := b.snapshot()
