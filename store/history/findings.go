@@ -80,16 +80,17 @@ func partitionsWhere(ps EventsPartitions) (string, error) {
 // table of an earlier release, which also has no column for it: then
 // every finding is read and keep alone selects).
 func (s *Store) Findings(ctx context.Context, from model.Date, ps EventsPartitions, keep func(model.BatchKey) bool, fn func(*detect.Finding) error) error {
-	table := s.db + "." + schema.Findings
+	name := schema.Findings
 	if s.local {
-		table += schema.LocalSuffix
+		name += schema.LocalSuffix
 	}
+	table := s.db + "." + name
 	cond, err := partitionsWhere(ps)
 	if err != nil {
 		return err
 	}
 	if cond != "" {
-		has, err := s.hasColumn(ctx, table, "events_partitions")
+		has, err := schema.HasColumn(ctx, s.conn, s.db, name, "events_partitions")
 		if err != nil {
 			return err
 		}
@@ -129,17 +130,4 @@ func (s *Store) Findings(ctx context.Context, from model.Date, ps EventsPartitio
 		return fmt.Errorf("read findings from %s: %w", table, err)
 	}
 	return nil
-}
-
-// hasColumn reports whether table (db.name) has column c: a detector may
-// read a database that the handoff ingest of an earlier release made; the
-// column is added when an ingester of this release starts (schema.Ensure),
-// not by the detector, which never alters the schema.
-func (s *Store) hasColumn(ctx context.Context, table, c string) (bool, error) {
-	db, name, _ := strings.Cut(table, ".")
-	var n uint64
-	if err := s.conn.QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name = ?", db, name, c).Scan(&n); err != nil {
-		return false, fmt.Errorf("read the columns of %s: %w", table, err)
-	}
-	return n > 0, nil
 }

@@ -75,6 +75,19 @@ func (sc serverColumns) has(table, c string) bool {
 	return false
 }
 
+// HasColumn reports whether table of database db has column c (or, for a
+// Nested column, its subcolumns), as the server says now. A reader of a
+// database that an ingester of an earlier release made asks it before it
+// reads a column added since: Ensure adds it when an ingester of this
+// release starts, and readers never alter the schema.
+func HasColumn(ctx context.Context, conn driver.Conn, db, table, c string) (bool, error) {
+	sc, err := readColumns(ctx, conn, db)
+	if err != nil {
+		return false, err
+	}
+	return sc.has(table, c), nil
+}
+
 // readColumns reads the columns of every table of database db.
 func readColumns(ctx context.Context, conn driver.Conn, db string) (serverColumns, error) {
 	rows, err := conn.Query(ctx, "SELECT table, name FROM system.columns WHERE database = ?", db)
