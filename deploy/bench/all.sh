@@ -6,8 +6,10 @@
 #   make bench                      # all of them: tens of minutes of both cores
 #   make bench BENCH=serve          # one (or several: BENCH="replay openbatch")
 #
-# Names: ingest backfill detect diagnose serve (deploy/bench/<name>.sh) and
-# the Go micro benchmarks replay (go test -bench Replay -cpu 1
+# Names: ingest backfill detect diagnose serve (deploy/bench/<name>.sh),
+# detect-memory (MODE=memory deploy/bench/detect.sh: one detector process
+# holding 1,000,000 quiet open batches, heap and RSS per batch) and the Go
+# micro benchmarks replay (go test -bench Replay -cpu 1
 # ./analyzer/replay/) and openbatch (go test -bench OpenBatchMemory
 # ./analyzer/detect/). Each one's output is kept in
 # .data/bench/make-bench-<time>/<name>.txt, the RESULT lines of all in
@@ -15,7 +17,7 @@
 # still run, and the exit status is 1.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-ALL="ingest backfill detect diagnose serve replay openbatch"
+ALL="ingest backfill detect diagnose serve replay openbatch detect-memory"
 BENCH="${BENCH:-$ALL}"
 for name in $BENCH; do
   case " $ALL " in *" $name "*) ;; *) echo "make bench: unknown BENCH name $name (want some of: $ALL)" >&2; exit 2 ;; esac
@@ -34,6 +36,7 @@ for name in $BENCH; do
       # backfill keeps its database (a year of 1,000 pipelines takes
       # minutes to load) for the next run and for other benchmarks.
       backfill) KEEP="${KEEP:-1}" bash deploy/bench/backfill.sh ;;
+      detect-memory) MODE=memory bash deploy/bench/detect.sh ;;
       *) bash "deploy/bench/$name.sh" ;;
     esac
   } 2>&1 | tee "$out/$name.txt"

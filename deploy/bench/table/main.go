@@ -181,6 +181,7 @@ var commands = map[string]string{
 	// backfill.sh names each leg it runs.
 	"backfill-dry":     "LEGS=dry deploy/bench/backfill.sh",
 	"backfill-publish": "LEGS=publish deploy/bench/backfill.sh",
+	"detect-memory":    "MODE=memory deploy/bench/detect.sh",
 }
 
 func command(bench string) string {
