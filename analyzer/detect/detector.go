@@ -543,7 +543,8 @@ func (d *Detector) Restore(fs ...Finding) error {
 			return fmt.Errorf("detect: restore: finding %s of %s: state %q: want open or resolved", f.Fingerprint, f.Batch, f.State)
 		}
 		fp := fingerprint(f.Batch, f.Kind, f.Name)
-		if f.Fingerprint != fmtFingerprint(fp) {
+		var hex [16]byte // compared, not kept: no string a finding
+		if f.Fingerprint != string(appendFingerprint(hex[:0], fp)) {
 			return fmt.Errorf("detect: restore: finding of %s (%s %s): fingerprint %q, want %s: not a record this detector wrote", f.Batch, f.Kind, f.Name, f.Fingerprint, fmtFingerprint(fp))
 		}
 		if !d.owned(f.Batch) {

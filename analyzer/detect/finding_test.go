@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -174,4 +176,29 @@ func FuzzParseFinding(f *testing.F) {
 			t.Fatalf("accepted a finding with a foreign fingerprint or no batch: %s", data)
 		}
 	})
+}
+
+// TestFingerprintIsFNV1a: Fingerprint is the 64-bit FNV-1a hash (as
+// hash/fnv computes it) of "pipeline/business_date/batch_id|kind|name" in
+// 16 zero-padded hex digits, for short keys and for keys longer than its
+// buffer on the stack: the fingerprints of the findings already stored
+// and published do not change.
+func TestFingerprintIsFNV1a(t *testing.T) {
+	long := strings.Repeat("p", 200)
+	for _, c := range []struct {
+		k    model.BatchKey
+		kind detect.Kind
+		name string
+	}{
+		{model.BatchKey{Pipeline: "orders", BusinessDate: model.Date{Year: 2026, Month: 12, Day: 2}, BatchID: "b1"}, detect.Overdue, "signal_delivered"},
+		{model.BatchKey{Pipeline: long, BusinessDate: model.Date{Year: 2026, Month: 1, Day: 9}, BatchID: long}, detect.Missing, ""},
+		{model.BatchKey{}, "", ""},
+	} {
+		h := fnv.New64a()
+		h.Write([]byte(c.k.String() + "|" + string(c.kind) + "|" + c.name))
+		want := fmt.Sprintf("%016x", h.Sum64())
+		if got := detect.Fingerprint(c.k, c.kind, c.name); got != want {
+			t.Errorf("Fingerprint(%v, %s, %s) = %s, want %s", c.k, c.kind, c.name, got, want)
+		}
+	}
 }

@@ -112,12 +112,17 @@ type Runner struct {
 	log   *slog.Logger
 	dec   model.Decoder
 	owned map[int]bool
-	// unsure: an Advance was cut short (the group rebalanced), so some of
-	// the findings the detector holds for published are not.
-	unsure bool
-	key    []byte // owns' buffer
-	n      int    // partitions of the events topic
-	ids    []int  // 0..n-1, for the default partitioner
+	// unsure is the partitions (of n) for which an Advance cut short (the
+	// group rebalanced) left findings the detector holds for published
+	// that may not be: those of the chunk whose Publish failed and every
+	// later one. The next Assign reads them back; the other partitions'
+	// findings were all acknowledged and are kept. unsureAll: every
+	// partition (findings of no known partition).
+	unsure    map[int]bool
+	unsureAll bool
+	key       []byte // owns' buffer
+	n         int    // partitions of the events topic
+	ids       []int  // 0..n-1, for the default partitioner
 	// lastBeat is when the last heartbeat was published.
 	lastBeat time.Time
 	// assignedAt is the clock when the last partitions were taken over;
@@ -211,13 +216,28 @@ func (r *Runner) partitionOf(key []byte) int {
 func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 	began := time.Now()
 	prevN := r.n
-	if r.unsure {
-		// An advance cut short: what the detector holds may differ from
-		// what was published, so every partition is read back.
-		r.owned, r.unsure = nil, false
+	switch {
+	case r.unsureAll:
+		// An advance cut short before the runner knew its partitions:
+		// every partition is read back.
+		r.owned = nil
 		n := r.o.Detector.Release(func(model.BatchKey) bool { return true })
 		r.log.Info("detect: an advance was cut short by a rebalance; every partition assigned is read back", "released_batches", n)
+	case len(r.unsure) > 0:
+		// An advance cut short: of these partitions the detector holds
+		// findings for published that may not be, so they are released
+		// and read back if assigned again (the findings acknowledged are
+		// stored by then: the restore waits for the ingester). The other
+		// partitions' findings were all acknowledged: they are kept.
+		unsure := sortedKeys(r.unsure)
+		for _, p := range unsure {
+			delete(r.owned, p)
+		}
+		n := r.o.Detector.Release(func(k model.BatchKey) bool { return r.unsure[r.batchPartition(k)] })
+		r.log.Info("detect: an advance was cut short by a rebalance; the partitions it left findings unpublished of are read back",
+			"partitions", unsure, "released_batches", n)
 	}
+	r.unsure, r.unsureAll = nil, false
 	var fresh []int
 	next := make(map[int]bool, len(a.Start))
 	for p := range a.Start {
@@ -460,13 +480,10 @@ func (r *Runner) Advance(ctx context.Context, now, safe time.Time) error {
 	pub := publishing{r: r, ctx: ctx, buf: r.buf[:0], msgs: r.msgs[:0], hdrs: r.hdrs[:0]}
 	r.o.Detector.AdvanceEach(now, safe, pub.add)
 	if err := pub.flush(); err != nil {
-		if ctx.Err() != nil {
-			// The group rebalanced (stream.Member): the detector took the
-			// findings of this advance for published, and some are not.
-			// Its state of every partition is given up; the next
-			// assignment reads them all back.
-			r.unsure = true
-		}
+		// The group rebalanced (stream.Member) or the brokers failed: the
+		// detector took the findings of this advance for published, and
+		// some are not. publishing marked their partitions unsure; the
+		// next assignment reads them back.
 		return err
 	}
 	if r.o.Metrics != nil {
@@ -533,8 +550,11 @@ type publishing struct {
 	buf  []byte
 	msgs []kafka.Message
 	hdrs []kafka.Header
-	// err is the first failed publish: later findings are dropped, and
-	// the advance fails with it (the member stops; a restart restores).
+	// parts is the events partition of each of msgs (-1: not known), to
+	// mark unsure if their Publish fails.
+	parts []int
+	// err is the first failed publish: later findings are dropped (their
+	// partitions marked unsure), and the advance fails with it.
 	err    error
 	total  int
 	byKind map[string]int
@@ -543,6 +563,11 @@ type publishing struct {
 
 func (p *publishing) add(f *detect.Finding) {
 	if p.err != nil {
+		part := -1
+		if p.r.n > 0 {
+			part = p.r.batchPartition(f.Batch)
+		}
+		p.r.markUnsure(part)
 		return
 	}
 	p.total++
@@ -574,12 +599,15 @@ func (p *publishing) add(f *detect.Finding) {
 	// findings of its partitions (schema.EventsPartitionHeader): in the
 	// buffer too, its header one of the chunk's.
 	var hs []kafka.Header
+	part := -1
 	if p.r.n > 0 {
-		p.buf = schema.AppendEventsPartition(p.buf, p.r.partitionOf(p.buf[start:mid]), p.r.n)
+		part = p.r.partitionOf(p.buf[start:mid])
+		p.buf = schema.AppendEventsPartition(p.buf, part, p.r.n)
 		p.hdrs = append(p.hdrs, kafka.Header{Key: schema.EventsPartitionHeader, Value: p.buf[end:len(p.buf):len(p.buf)]})
 		hs = p.hdrs[len(p.hdrs)-1 : len(p.hdrs) : len(p.hdrs)]
 	}
 	p.msgs = append(p.msgs, kafka.Message{Key: p.buf[start:mid:mid], Value: p.buf[mid:end:end], Headers: hs})
+	p.parts = append(p.parts, part)
 	if len(p.msgs) >= publishRecords || len(p.buf) >= publishBytes {
 		p.err = p.flush()
 	}
@@ -595,6 +623,11 @@ func (p *publishing) flush() error {
 	defer func() { p.publishing += time.Since(t1) }()
 	if err := r.o.Publisher.Publish(p.ctx, r.s.FindingsTopic, p.msgs...); err != nil {
 		p.err = fmt.Errorf("publish %d findings to %s: %w", len(p.msgs), r.s.FindingsTopic, err)
+		// Some of the chunk may have reached the brokers, some not: its
+		// partitions are unsure.
+		for _, part := range p.parts {
+			r.markUnsure(part)
+		}
 		// A write cut short may still be reading the buffer.
 		r.buf, r.msgs, r.hdrs = nil, nil, nil
 		return p.err
@@ -602,9 +635,23 @@ func (p *publishing) flush() error {
 	r.published += len(p.msgs)
 	clear(p.msgs)
 	clear(p.hdrs)
+	p.parts = p.parts[:0]
 	r.buf, r.msgs, r.hdrs = p.buf[:0], p.msgs[:0], p.hdrs[:0]
 	p.buf, p.msgs, p.hdrs = r.buf, r.msgs, r.hdrs
 	return nil
+}
+
+// markUnsure records that findings of partition p (-1: not known) the
+// detector holds for published may not be.
+func (r *Runner) markUnsure(p int) {
+	if p < 0 {
+		r.unsureAll = true
+		return
+	}
+	if r.unsure == nil {
+		r.unsure = map[int]bool{}
+	}
+	r.unsure[p] = true
 }
 
 // logFindings logs what one advance published: a summary line by kind and

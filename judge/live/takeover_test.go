@@ -3,6 +3,7 @@ package live_test
 import (
 	"bytes"
 	"context"
+	"maps"
 	"math/rand"
 	"reflect"
 	"slices"
@@ -684,5 +685,139 @@ func TestAdvanceCutShort(t *testing.T) {
 	if want.msgs == 0 || pub.msgs != want.msgs || pub.bytes != want.bytes {
 		t.Errorf("after the advance cut short and the partitions read back, the next advance published %d records (%d bytes); one that took them over at once %d (%d bytes)",
 			pub.msgs, pub.bytes, want.msgs, want.bytes)
+	}
+}
+
+// ingested is a History of events (cutShort's) and of the findings
+// acknowledged by an ingesting publisher, as handoff ingest stores them:
+// the latest record of each fingerprint, read by its events partition.
+type ingested struct {
+	asked
+	findings map[string]detect.Finding
+}
+
+func (h *ingested) Findings(_ context.Context, _ model.Date, ps history.EventsPartitions, keep func(model.BatchKey) bool, fn func(*detect.Finding) error) error {
+	for _, fp := range slices.Sorted(maps.Keys(h.findings)) {
+		f := h.findings[fp]
+		if ps.Count > 0 && !slices.Contains(ps.Take, live.Murmur2([]byte(f.Batch.String()), ps.Count)) {
+			continue
+		}
+		if keep != nil && !keep(f.Batch) {
+			continue
+		}
+		if err := fn(&f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ingesting is a publisher whose records are stored in h once
+// acknowledged (as handoff ingest stores them) and kept in msgs; its
+// Publish number cut (from 1; 0: none) fails as a rebalance makes it
+// fail: it cancels the advance's context and returns its error.
+type ingesting struct {
+	h          *ingested
+	calls, cut int
+	cancel     context.CancelFunc
+	msgs       []kafka.Message
+}
+
+func (p *ingesting) Publish(ctx context.Context, _ string, msgs ...kafka.Message) error {
+	if p.calls++; p.calls == p.cut {
+		p.cancel()
+		return ctx.Err()
+	}
+	for _, m := range msgs {
+		f, err := detect.ParseFinding(m.Value)
+		if err != nil {
+			return err
+		}
+		if old, ok := p.h.findings[f.Fingerprint]; !ok || old.Seq < f.Seq {
+			p.h.findings[f.Fingerprint] = f
+		}
+		c := kafka.Message{Key: bytes.Clone(m.Key), Value: bytes.Clone(m.Value)}
+		for _, hd := range m.Headers {
+			c.Headers = append(c.Headers, kafka.Header{Key: hd.Key, Value: bytes.Clone(hd.Value)})
+		}
+		p.msgs = append(p.msgs, c)
+	}
+	return nil
+}
+
+// TestAdvanceCutShortRereadsItsPartitions: an Advance cut short after
+// some of its chunks were acknowledged leaves unsure only the partitions
+// of the findings of the chunk that failed and of the later ones; the
+// next Assign of the same partitions reads only those back and keeps the
+// rest (a partition whose findings were all published before), and the
+// next Advance publishes, byte for byte, what a runner that took every
+// partition over fresh from the same store publishes.
+func TestAdvanceCutShortRereadsItsPartitions(t *testing.T) {
+	set, err := contract.NewSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	h := &ingested{asked: asked{cutShort: cutShort{events: testenv.RecentEvents(12_000, "cutpart", 240, now)}}, findings: map[string]detect.Finding{}}
+	newRunner := func(p live.Publisher) *live.Runner {
+		d, err := detect.New(detect.Config{Contracts: set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := live.New(live.Settings{EventsTopic: "events", FindingsTopic: "findings", IngestGroup: "i", ResultsGroup: "r"},
+			live.Options{Detector: d, History: h, Offsets: noOffsets{}, Publisher: p, Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	assign := func(r *live.Runner, ps ...int) {
+		t.Helper()
+		start := map[int]int64{}
+		for _, p := range ps {
+			start[p] = 0
+		}
+		if err := r.Assign(context.Background(), stream.Assignment{Start: start, Partitions: takeoverPartitions}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pub := &ingesting{h: h, cancel: cancel}
+	r := newRunner(pub)
+	// Partition 2 first: its findings are all acknowledged.
+	assign(r, 2)
+	if err := r.Advance(ctx, now, now); err != nil {
+		t.Fatal(err)
+	}
+	first := len(pub.msgs)
+	// Then 0 and 1, whose advance fails at its second chunk.
+	assign(r, 0, 1, 2)
+	pub.cut = pub.calls + 2
+	if err := r.Advance(ctx, now, now); err == nil || pub.calls != pub.cut {
+		t.Fatalf("the advance cut short returned %v after %d publishes; want its error at publish %d", err, pub.calls, pub.cut)
+	}
+	if first == 0 || len(pub.msgs) == first {
+		t.Fatalf("%d findings acknowledged of partition 2, then %d of the advance cut short: want some of each", first, len(pub.msgs)-first)
+	}
+	acked := len(pub.msgs)
+	assign(r, 0, 1, 2)
+	if want := [][]int{{2}, {0, 1}, {0, 1}}; !reflect.DeepEqual(h.partitions, want) {
+		t.Errorf("the takeovers read partitions %v, want %v: after an advance cut short only the partitions it left findings unpublished of are read back", h.partitions, want)
+	}
+	// The reference takes every partition over from the store as it is
+	// now (before the next advance adds to it).
+	var want recorder
+	ref := newRunner(&want)
+	assign(ref, 0, 1, 2)
+	if err := ref.Advance(context.Background(), now, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Advance(context.Background(), now, now); err != nil {
+		t.Fatal(err)
+	}
+	got := pub.msgs[acked:]
+	if len(want.msgs) == 0 || !reflect.DeepEqual(got, want.msgs) {
+		t.Errorf("after the advance cut short and its partitions read back, the next advance published %d records; one that took every partition over fresh %d: want the same records, byte for byte",
+			len(got), len(want.msgs))
 	}
 }

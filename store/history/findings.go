@@ -64,8 +64,9 @@ func partitionsWhere(ps EventsPartitions) (string, error) {
 // without publishing a record twice (detect.Detector.Restore): the
 // fingerprint, batch, state, kind, name, seq, status, verdict and times
 // (raised, resolved, deadline). No FINAL (argMax by seq), any order;
-// decoded by schema.FindingRow.Finding, the one decoder of a stored
-// finding. They are handed to fn one by one as they are read, not
+// decoded by schema.FindingRow.Tracked, the part of the one decoder of a
+// stored finding (FindingRow.Finding) that the restore reads: no root, no
+// diagnosis. They are handed to fn one by one as they are read, not
 // collected: a detect.Finding takes 904 bytes, and after a fault the
 // findings of the retention window number hundreds of thousands. The
 // finding fn is given is overwritten by the next (fn copies what it
@@ -119,9 +120,7 @@ func (s *Store) Findings(ctx context.Context, from model.Date, ps EventsPartitio
 		if keep != nil && !keep(r.Key) {
 			continue
 		}
-		if f, err = r.Finding(); err != nil {
-			return fmt.Errorf("read findings from %s: %w", table, err)
-		}
+		f = r.Tracked()
 		if err := fn(&f); err != nil {
 			return err
 		}

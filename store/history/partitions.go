@@ -131,9 +131,10 @@ func (s *Store) partitionRead(ctx context.Context, w *where, fn func(*model.Even
 // decodePartitionRows runs the read of partitionRead, taking blocks from
 // free, filling them with the rows' events and sending them on full.
 func (s *Store) decodePartitionRows(ctx context.Context, w *where, full, free chan []model.Event) error {
-	rows, err := s.conn.Query(ctx, "SELECT "+replayColumns+" FROM "+s.events()+" WHERE "+w.String(), w.args...)
+	table := s.events() // once: the rows' errors name it too
+	rows, err := s.conn.Query(ctx, "SELECT "+replayColumns+" FROM "+table+" WHERE "+w.String(), w.args...)
 	if err != nil {
-		return fmt.Errorf("read events from %s: %w", s.events(), err)
+		return fmt.Errorf("read events from %s: %w", table, err)
 	}
 	defer rows.Close()
 	var (
@@ -154,7 +155,7 @@ func (s *Store) decodePartitionRows(ctx context.Context, w *where, full, free ch
 		return err
 	}
 	for rows.Next() {
-		if err := sc.next(rows, s.events()); err != nil {
+		if err := sc.next(rows, table); err != nil {
 			return err
 		}
 		parts := &sc.parts
@@ -183,7 +184,7 @@ func (s *Store) decodePartitionRows(ctx context.Context, w *where, full, free ch
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return ctx.Err()
 		}
-		return fmt.Errorf("read events from %s: %w", s.events(), err)
+		return fmt.Errorf("read events from %s: %w", table, err)
 	}
 	if len(block) > 0 {
 		full <- block

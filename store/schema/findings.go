@@ -71,14 +71,10 @@ func FindingRowWith(f *detect.Finding, diagnosis string) FindingRow {
 // verdict and first missing boundary. An error names the column that does
 // not decode.
 func (r *FindingRow) Finding() (detect.Finding, error) {
-	f := detect.Finding{
-		Fingerprint: r.Fingerprint, State: detect.State(r.State), Kind: detect.Kind(r.Kind), Name: r.Name, Batch: r.Key,
-		Status: replay.Status(r.Status), Verdict: r.Verdict, Seq: int(r.Seq),
-		RaisedAt: timeOfMS(r.RaisedMS), ResolvedAt: timeOfMS(r.ResolvedMS), Deadline: timeOfMS(r.DeadlineMS),
-		Lateness: time.Duration(r.LatenessMS) * time.Millisecond, EvidenceAsOf: timeOfMS(r.EvidenceAsOfMS),
-		ReportingDelay: time.Duration(r.ReportingDelayMS) * time.Millisecond, Resolution: r.Resolution, SupersededBy: r.SupersededBy,
-		Severity: r.Severity, Owner: r.Owner, Root: r.Root,
-	}
+	f := r.Tracked()
+	f.Lateness, f.EvidenceAsOf = time.Duration(r.LatenessMS)*time.Millisecond, timeOfMS(r.EvidenceAsOfMS)
+	f.ReportingDelay, f.Resolution, f.SupersededBy = time.Duration(r.ReportingDelayMS)*time.Millisecond, r.Resolution, r.SupersededBy
+	f.Severity, f.Owner, f.Root = r.Severity, r.Owner, r.Root
 	if f.Root == "" || f.Root == detect.RootFingerprint(r.Key) {
 		// Its own incident (a row from before the column existed too).
 		f.Root, f.RootBatch = detect.RootFingerprint(r.Key), r.Key.String()
@@ -110,6 +106,21 @@ func (r *FindingRow) Finding() (detect.Finding, error) {
 		d.Verdict = v
 	}
 	return f, nil
+}
+
+// Tracked decodes the part of the row a detector tracks of a finding it
+// restores (detect.Detector.Restore): the fingerprint, batch, state, kind,
+// name, seq, status, verdict and times (raised, resolved, deadline), the
+// rest left zero (Finding decodes it too). It cannot fail. A takeover
+// restores hundreds of thousands of findings: the incident's root and the
+// diagnosis's copies of the batch key, which Finding computes and the
+// restore never reads, took as long as reading the rows.
+func (r *FindingRow) Tracked() detect.Finding {
+	return detect.Finding{
+		Fingerprint: r.Fingerprint, State: detect.State(r.State), Kind: detect.Kind(r.Kind), Name: r.Name, Batch: r.Key,
+		Status: replay.Status(r.Status), Verdict: r.Verdict, Seq: int(r.Seq),
+		RaisedAt: timeOfMS(r.RaisedMS), ResolvedAt: timeOfMS(r.ResolvedMS), Deadline: timeOfMS(r.DeadlineMS),
+	}
 }
 
 // msOf is t in Unix milliseconds, 0 for the zero time (none).
