@@ -68,7 +68,7 @@ func backfillFlags(fs *flag.FlagSet, cfg *backfillConfig, c *backfill.Command, p
 	cfg.Kafka.RegisterFlags(fs)
 	fs.StringVar(&cfg.Topic, "diagnoses-topic", cfg.Topic, "topic the diagnoses are published to (env HANDOFF_DIAGNOSES_TOPIC)")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "pipelines folded in parallel (env HANDOFF_BACKFILL_WORKERS); default: the number of CPUs")
-	fs.IntVar(&cfg.UnitRows, "unit-rows", cfg.UnitRows, "most stored rows one read query covers (env HANDOFF_BACKFILL_UNIT_ROWS); default 50000")
+	fs.IntVar(&cfg.UnitRows, "unit-rows", cfg.UnitRows, "most stored rows one read query covers (env HANDOFF_BACKFILL_UNIT_ROWS); default 200000")
 	fs.BoolVar(&cfg.ReadAhead, "read-ahead", cfg.ReadAhead, "each worker reads the next unit while it folds one (env HANDOFF_BACKFILL_READ_AHEAD): more memory, the server and the fold overlap")
 	fs.DurationVar(&c.ProgressInterval, "progress-interval", 0, "how often progress is drawn: default 200ms on a terminal, 10s otherwise")
 	fs.StringVar(cpuProfile, "cpuprofile", "", "write a CPU profile to this file")
