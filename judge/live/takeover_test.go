@@ -720,7 +720,7 @@ type ingesting struct {
 	h          *ingested
 	calls, cut int
 	cancel     context.CancelFunc
-	msgs       []kafka.Message
+	recorder
 }
 
 func (p *ingesting) Publish(ctx context.Context, _ string, msgs ...kafka.Message) error {
@@ -736,13 +736,8 @@ func (p *ingesting) Publish(ctx context.Context, _ string, msgs ...kafka.Message
 		if old, ok := p.h.findings[f.Fingerprint]; !ok || old.Seq < f.Seq {
 			p.h.findings[f.Fingerprint] = f
 		}
-		c := kafka.Message{Key: bytes.Clone(m.Key), Value: bytes.Clone(m.Value)}
-		for _, hd := range m.Headers {
-			c.Headers = append(c.Headers, kafka.Header{Key: hd.Key, Value: bytes.Clone(hd.Value)})
-		}
-		p.msgs = append(p.msgs, c)
 	}
-	return nil
+	return p.recorder.Publish(ctx, "", msgs...)
 }
 
 // TestAdvanceCutShortRereadsItsPartitions: an Advance cut short after
