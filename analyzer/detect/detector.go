@@ -543,7 +543,7 @@ func (d *Detector) Restore(fs ...Finding) error {
 			return fmt.Errorf("detect: restore: finding %s of %s: state %q: want open or resolved", f.Fingerprint, f.Batch, f.State)
 		}
 		fp := fingerprint(f.Batch, f.Kind, f.Name)
-		var hex [16]byte // compared, not kept: no string a finding
+		var hex [16]byte // compared, not kept: no string per finding
 		if f.Fingerprint != string(appendFingerprint(hex[:0], fp)) {
 			return fmt.Errorf("detect: restore: finding of %s (%s %s): fingerprint %q, want %s: not a record this detector wrote", f.Batch, f.Kind, f.Name, f.Fingerprint, fmtFingerprint(fp))
 		}

@@ -554,16 +554,7 @@ func TestTakeoverCutShort(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	events := testenv.RecentEvents(4000, "cut", 80, now)
 	newRunner := func(h live.History) (*live.Runner, *detect.Detector) {
-		d, err := detect.New(detect.Config{Contracts: set})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := live.New(live.Settings{EventsTopic: "events", FindingsTopic: "findings", IngestGroup: "i", ResultsGroup: "r"},
-			live.Options{Detector: d, History: h, Offsets: noOffsets{}, Publisher: &discard{}, Now: func() time.Time { return now }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r, d
+		return clockedRunner(t, set, h, &discard{}, now)
 	}
 	assign := func(ctx context.Context, r *live.Runner, ps ...int) error {
 		start := map[int]int64{}
@@ -644,15 +635,7 @@ func TestAdvanceCutShort(t *testing.T) {
 	events := testenv.RecentEvents(4000, "cutadv", 80, now)
 	assignment := stream.Assignment{Start: map[int]int64{0: 0, 1: 0, 2: 0}, Partitions: takeoverPartitions}
 	newRunner := func(h live.History, p live.Publisher) *live.Runner {
-		d, err := detect.New(detect.Config{Contracts: set})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := live.New(live.Settings{EventsTopic: "events", FindingsTopic: "findings", IngestGroup: "i", ResultsGroup: "r"},
-			live.Options{Detector: d, History: h, Offsets: noOffsets{}, Publisher: p, Now: func() time.Time { return now }})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, _ := clockedRunner(t, set, h, p, now)
 		return r
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -755,15 +738,7 @@ func TestAdvanceCutShortRereadsItsPartitions(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	h := &ingested{asked: asked{cutShort: cutShort{events: testenv.RecentEvents(12_000, "cutpart", 240, now)}}, findings: map[string]detect.Finding{}}
 	newRunner := func(p live.Publisher) *live.Runner {
-		d, err := detect.New(detect.Config{Contracts: set})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := live.New(live.Settings{EventsTopic: "events", FindingsTopic: "findings", IngestGroup: "i", ResultsGroup: "r"},
-			live.Options{Detector: d, History: h, Offsets: noOffsets{}, Publisher: p, Now: func() time.Time { return now }})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, _ := clockedRunner(t, set, h, p, now)
 		return r
 	}
 	assign := func(r *live.Runner, ps ...int) {
@@ -815,4 +790,20 @@ func TestAdvanceCutShortRereadsItsPartitions(t *testing.T) {
 		t.Errorf("after the advance cut short and its partitions read back, the next advance published %d records; one that took every partition over fresh %d: want the same records, byte for byte",
 			len(got), len(want.msgs))
 	}
+}
+
+// clockedRunner is a runner of a new detector of set over h, publishing
+// to p, whose clock stands at now.
+func clockedRunner(t *testing.T, set *contract.Set, h live.History, p live.Publisher, now time.Time) (*live.Runner, *detect.Detector) {
+	t.Helper()
+	d, err := detect.New(detect.Config{Contracts: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := live.New(live.Settings{EventsTopic: "events", FindingsTopic: "findings", IngestGroup: "i", ResultsGroup: "r"},
+		live.Options{Detector: d, History: h, Offsets: noOffsets{}, Publisher: p, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, d
 }
