@@ -41,10 +41,17 @@ type Set struct {
 	// another batch comes, last has gone quiet and is compacted, as the
 	// detector compacts its quiet batches.
 	last *batch
-	// first is each pipeline's earliest business date: the start of what
-	// the set knows, before which no batch is expected. Kept up to date by
-	// Add, so that diagnosing one batch never scans them all.
-	first map[string]model.Date
+	// pipes is what the set knows of each pipeline (pipeOf): its
+	// earliest business date, the start of what the set knows, before
+	// which no batch is expected (kept up to date by Add, so that
+	// diagnosing one batch never scans them all), and its contract, asked
+	// of contracts once. byName indexes pipes. A page of 10,000 pipelines
+	// looked each pipeline's name up in a map of first dates and in the
+	// contracts' maps several times, as it folded, listed and diagnosed
+	// its batches, each look-up a few misses of the caches; now a batch
+	// keeps its pipeline's index and asks no map again.
+	pipes  []pipe
+	byName map[string]int32
 	// reruns lists the declared re-runs of each scheduled batch.
 	reruns RerunIndex
 	// alive holds the latest heartbeat of each process, by pipeline.
@@ -60,6 +67,12 @@ type Set struct {
 	// brief: the set is dropped once diagnosed (Brief), so quiet
 	// batches are not compacted.
 	brief bool
+	// order, in a brief set, holds the keys of states in the order
+	// their batches came: a read's order, mostly the keys' own (the
+	// table's sort key), so that KeysFrom sorts a list already nearly
+	// sorted rather than one in the map's order. A brief set's keys
+	// never change (no compaction re-keys them).
+	order []model.BatchKey
 }
 
 // Upstreams turns the upstream rule (analyzer/upstream) on for the
@@ -76,8 +89,10 @@ func (s *Set) Upstreams(b upstream.Batches) {
 
 // First returns the earliest business date of pipeline the set knows.
 func (s *Set) First(pipeline string) (model.Date, bool) {
-	d, ok := s.first[pipeline]
-	return d, ok
+	if i := s.pipeOf(pipeline); i >= 0 {
+		return s.pipes[i].first, true
+	}
+	return model.Date{}, false
 }
 
 // setBriefs answers upstream.Batches from the set's own batches.
@@ -90,7 +105,7 @@ func (b setBriefs) Brief(k model.BatchKey) (model.Hypothesis, model.Boundary, bo
 	if st == nil {
 		return model.NotProduced, model.NoBoundary, false
 	}
-	return st.st.Brief(b.s.contracts.For(k.Pipeline), b.s.asOf)
+	return st.st.Brief(b.s.contract(st.pipe), b.s.asOf)
 }
 
 // resolver is a fresh upstream resolver for one call (nil: rule off).
@@ -117,8 +132,52 @@ func New(contracts Contracts, asOf time.Time) *Set {
 		asOf:      asOf,
 		asOfMs:    asOf.UnixMilli(),
 		states:    make(map[model.BatchKey]*batch),
-		first:     make(map[string]model.Date),
+		byName:    make(map[string]int32),
 	}
+}
+
+// pipe is what a Set knows of one pipeline.
+type pipe struct {
+	// name is the set's own copy of the pipeline's name (a state's key's,
+	// or a clone): never a piece of an event's.
+	name  string
+	first model.Date
+	// c is the pipeline's contract, asked of the set's contracts once:
+	// For gives a pipeline the same contract whenever it is asked, so
+	// the first answer stands for the set's life. Asked as the pipeline
+	// is recorded (Add, Known), so that diagnoses, which may run at the
+	// same time, only read it.
+	c *contract.Contract
+}
+
+// pipeOf returns the index in s.pipes of pipeline, -1 when the set knows
+// nothing of it.
+func (s *Set) pipeOf(pipeline string) int32 {
+	if i, ok := s.byName[pipeline]; ok {
+		return i
+	}
+	return -1
+}
+
+// addPipe records pipeline (name: the set's own copy of it) with first
+// date first and returns its index.
+func (s *Set) addPipe(name string, first model.Date) int32 {
+	i := int32(len(s.pipes))
+	s.pipes = append(s.pipes, pipe{name: name, first: first, c: s.contracts.For(name)})
+	s.byName[name] = i
+	return i
+}
+
+// contract returns the contract of pipeline i.
+func (s *Set) contract(i int32) *contract.Contract { return s.pipes[i].c }
+
+// contractFor is the contract of pipeline: its pipe's when the set knows
+// the pipeline, the contracts' answer otherwise.
+func (s *Set) contractFor(pipeline string) *contract.Contract {
+	if i := s.pipeOf(pipeline); i >= 0 {
+		return s.contract(i)
+	}
+	return s.contracts.For(pipeline)
 }
 
 // Brief says the set lives only until its batches are diagnosed (a page
@@ -131,6 +190,7 @@ func (s *Set) Brief(batches int) {
 	s.brief = true
 	if len(s.states) == 0 && batches > 0 {
 		s.states = make(map[model.BatchKey]*batch, batches)
+		s.order = make([]model.BatchKey, 0, batches)
 	}
 }
 
@@ -164,9 +224,19 @@ func (s *Set) Add(e *model.Event) {
 			key = model.BatchKey{Pipeline: strings.Clone(k.Pipeline), BusinessDate: k.BusinessDate, BatchID: strings.Clone(k.BatchID)}
 		}
 		s.states[key] = b
-		s.reruns.Add(s.contracts.For(key.Pipeline), key)
-		if d, ok := s.first[k.Pipeline]; !ok || k.BusinessDate.Compare(d) < 0 {
-			s.first[key.Pipeline] = k.BusinessDate
+		if s.brief {
+			s.order = append(s.order, key)
+		}
+		// The pipeline of the batch before, most often (a pipeline's
+		// batches come together); otherwise a look-up of its name.
+		if s.last != nil && s.pipes[s.last.pipe].name == key.Pipeline {
+			b.pipe = s.last.pipe
+		} else if b.pipe = s.pipeOf(key.Pipeline); b.pipe < 0 {
+			b.pipe = s.addPipe(key.Pipeline, k.BusinessDate)
+		}
+		s.reruns.Add(s.contract(b.pipe), key)
+		if p := &s.pipes[b.pipe]; k.BusinessDate.Compare(p.first) < 0 {
+			p.first = k.BusinessDate
 		}
 	} else {
 		b.st.Step(e)
@@ -178,6 +248,7 @@ func (s *Set) Add(e *model.Event) {
 type batch struct {
 	st        replay.State
 	compacted int
+	pipe      int32 // the index of its pipeline in the set's pipes
 }
 
 // quiet compacts b, whose batch had an event of another batch come after
@@ -207,8 +278,10 @@ func (s *Set) quiet(b *batch) {
 // checked from first on, as a set holding the whole history would. An
 // event of an earlier date lowers it, as it would without the call.
 func (s *Set) Known(pipeline string, first model.Date) {
-	if d, ok := s.first[pipeline]; !ok || first.Compare(d) < 0 {
-		s.first[strings.Clone(pipeline)] = first
+	if i := s.pipeOf(pipeline); i < 0 {
+		s.addPipe(strings.Clone(pipeline), first)
+	} else if p := &s.pipes[i]; first.Compare(p.first) < 0 {
+		p.first = first
 	}
 }
 
@@ -249,9 +322,17 @@ func (s *Set) Keys() []model.BatchKey { return s.KeysFrom(model.Date{}) }
 // to drop them was half of its sort.
 func (s *Set) KeysFrom(from model.Date) []model.BatchKey {
 	keys := make([]model.BatchKey, 0, len(s.states))
-	for k := range s.states {
-		if k.BusinessDate.Compare(from) >= 0 {
-			keys = append(keys, k)
+	if s.brief && len(s.order) == len(s.states) { // Brief before any Add, as it asks
+		for _, k := range s.order {
+			if k.BusinessDate.Compare(from) >= 0 {
+				keys = append(keys, k)
+			}
+		}
+	} else {
+		for k := range s.states {
+			if k.BusinessDate.Compare(from) >= 0 {
+				keys = append(keys, k)
+			}
 		}
 	}
 	for _, k := range s.absent() {
@@ -268,12 +349,12 @@ func (s *Set) KeysFrom(from model.Date) []model.BatchKey {
 func (s *Set) absent() []model.BatchKey {
 	var out []model.BatchKey
 	n := setNeighbours{s, map[model.BatchKey]outcome{}}
-	for p, first := range s.first {
-		from, to, ok := s.calendar(p, first)
+	for i := range s.pipes {
+		from, to, ok := s.calendar(s.pipes[i].name, s.pipes[i].first)
 		if !ok {
 			continue
 		}
-		c := s.contracts.For(p)
+		c := s.contract(int32(i))
 		for _, k := range c.Expected(from, to) {
 			if s.states[k] != nil {
 				continue
@@ -298,7 +379,7 @@ func (s *Set) calendar(p string, first model.Date) (model.Date, model.Date, bool
 // absentOne diagnoses k, which has no event, if it is an absent expected
 // batch.
 func (s *Set) absentOne(k model.BatchKey, c *contract.Contract, verdicts map[model.BatchKey]outcome) (replay.Diagnosis, bool) {
-	first, known := s.first[k.Pipeline]
+	first, known := s.First(k.Pipeline)
 	if !known {
 		return replay.Diagnosis{}, false
 	}
@@ -354,8 +435,13 @@ func (s *Set) diagnoseKeys(keys []model.BatchKey, eval func(*batch, *contract.Co
 	verdicts := make(map[model.BatchKey]outcome)
 	up := s.resolver()
 	for _, k := range keys {
-		c := s.contracts.For(k.Pipeline)
 		b := s.states[k]
+		var c *contract.Contract
+		if b != nil {
+			c = s.contract(b.pipe)
+		} else {
+			c = s.contractFor(k.Pipeline)
+		}
 		if b == nil {
 			if d, ok := s.absentOne(k, c, verdicts); ok {
 				d.Blocked = blockedOf(up, k, c)
@@ -373,7 +459,7 @@ func (s *Set) diagnoseKeys(keys []model.BatchKey, eval func(*batch, *contract.Co
 // would give it. It reports false when the batch has no events and is not
 // an absent expected batch.
 func (s *Set) DiagnoseOne(k model.BatchKey) (replay.Diagnosis, bool) {
-	c := s.contracts.For(k.Pipeline)
+	c := s.contractFor(k.Pipeline)
 	b := s.states[k]
 	up := s.resolver()
 	if b == nil {
@@ -408,10 +494,7 @@ type setNeighbours struct {
 	verdicts map[model.BatchKey]outcome
 }
 
-func (n setNeighbours) First(pipeline string) (model.Date, bool) {
-	d, ok := n.s.first[pipeline]
-	return d, ok
-}
+func (n setNeighbours) First(pipeline string) (model.Date, bool) { return n.s.First(pipeline) }
 
 func (n setNeighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
 	b := n.s.states[k]
@@ -420,7 +503,7 @@ func (n setNeighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
 	}
 	o, ok := n.verdicts[k]
 	if !ok {
-		o.verdict, o.seen = b.st.Outcome(n.s.contracts.For(k.Pipeline), n.s.asOf)
+		o.verdict, o.seen = b.st.Outcome(n.s.contract(b.pipe), n.s.asOf)
 		n.verdicts[k] = o
 	}
 	return o.verdict, o.seen

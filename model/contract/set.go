@@ -130,6 +130,19 @@ func (s *Set) For(pipeline string) *Contract {
 	return s.defaults.get(pipeline)
 }
 
+// Scheduled reports whether pipeline's contract has a schedule (one
+// that may expect batches: Expected), without making the default
+// contract of a pipeline that has no contract of its own: the default
+// has no schedule. A page of every pipeline asks it of each row, where
+// most pipelines may have no contract.
+func (s *Set) Scheduled(pipeline string) bool {
+	if s == nil {
+		return false
+	}
+	c, ok := s.byPipeline[pipeline]
+	return ok && (c.cron != nil || c.Schedule != NoSchedule)
+}
+
 // Zone returns the time zone of pipeline's contract (UTC for the default
 // contract): the zone text output shows beside UTC.
 func (s *Set) Zone(pipeline string) *time.Location { return s.For(pipeline).Location }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/handoff-dev/handoff/model"
 	"github.com/handoff-dev/handoff/model/contract"
 )
 
@@ -213,5 +214,42 @@ func TestLoadFS(t *testing.T) {
 	}
 	if _, err := contract.LoadFS(fsys, "missing"); !errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(err.Error(), "loading contracts: ") {
 		t.Errorf("LoadFS(missing) = %v, want fs.ErrNotExist", err)
+	}
+}
+
+// TestSetScheduled: Scheduled says whether a pipeline's contract may
+// expect batches, as Expected does, for a parsed schedule, a contract
+// without one, a schedule given in code, and a pipeline with no contract.
+func TestSetScheduled(t *testing.T) {
+	daily, err := contract.Parse("d.yaml", []byte("pipeline: d\nschedule: daily\nbatch_id: \"{yyyymmdd}\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	coded := named("c", "c.yaml")
+	coded.Schedule, coded.BatchID = "daily", contract.MustTemplate("{yyyymmdd}")
+	s, err := contract.NewSet(daily, named("n", "n.yaml"), coded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := model.MustParseDate("2026-09-06")
+	for _, tt := range []struct {
+		pipeline string
+		want     bool
+	}{{"d", true}, {"n", false}, {"c", true}, {"none", false}} {
+		if got := s.Scheduled(tt.pipeline); got != tt.want {
+			t.Errorf("Scheduled(%q) = %v, want %v", tt.pipeline, got, tt.want)
+		}
+		// Without a schedule, nothing is expected: what a caller that
+		// skips Expected on false relies on.
+		if !tt.want && len(s.For(tt.pipeline).Expected(day, day)) != 0 {
+			t.Errorf("%q: not scheduled, but its contract expects %v", tt.pipeline, s.For(tt.pipeline).Expected(day, day))
+		}
+		if tt.want && len(s.For(tt.pipeline).Expected(day, day)) == 0 {
+			t.Errorf("%q: scheduled, but its contract expects nothing on %s", tt.pipeline, day)
+		}
+	}
+	var none *contract.Set
+	if none.Scheduled("d") {
+		t.Error("a nil Set says a pipeline is scheduled")
 	}
 }

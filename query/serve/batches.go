@@ -205,8 +205,7 @@ type onReadRow struct {
 // into the memory of the one before (batches.Set.EachDiagnosis) and the
 // full diagnoses of 10,000 batches are never built one by one or held.
 // A shard of an all-pipelines read is not split (split false): the
-// shards run at the same time already, and its Set's contracts
-// (lastContract) are for one goroutine.
+// shards run at the same time already.
 func diagnoseKeys(set *batches.Set, keys []model.BatchKey, split bool) []onReadRow {
 	out := make([]onReadRow, len(keys))
 	run := func(lo, hi int) {
@@ -426,11 +425,10 @@ func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCac
 	sets := make([]*batches.Set, n)
 	seen := make([]*history.RangeCount, n)
 	for i := range sets {
-		var contracts batches.Contracts = s.contracts
-		if n > 1 {
-			contracts = &lastContract{of: s.contracts}
-		}
-		sets[i] = batches.New(contracts, req.AsOf)
+		// Each Set asks the contracts for a pipeline once (batches.Set
+		// keeps the answer by pipeline), and contract.Set answers any
+		// number of goroutines at once.
+		sets[i] = batches.New(s.contracts, req.AsOf)
 		sets[i].Brief(hint)
 		sets[i].Covers(req.From, req.To)
 		seen[i] = history.NewRangeCount(req.From, size)

@@ -1,12 +1,9 @@
 package serve
 
 import (
-	"strings"
 	"sync"
 
-	"github.com/handoff-dev/handoff/analyzer/batches"
 	"github.com/handoff-dev/handoff/model"
-	"github.com/handoff-dev/handoff/model/contract"
 )
 
 // A read of every pipeline's events (the all-pipelines grid) passes a
@@ -150,43 +147,4 @@ func (f *foldShards) wait() {
 		}
 	}
 	f.last = ""
-}
-
-// lastContract is the contracts of one shard's Set, remembering the
-// pipeline asked for last: a Set asks for the contract of each batch as
-// it folds, lists and diagnoses it and of its neighbours, mostly the same
-// pipeline's many times running, and each look-up of 10,000 names was a
-// twentieth of the page. The pipelines asked for before are kept too (m,
-// the shard's own: a few thousand at most), since a day of every
-// pipeline asks of each a few times, one pipeline after the other, and
-// a look-up in the Set's map of every pipeline missed the caches.
-// Not safe for concurrent use: a shard's Set is used by one goroutine at
-// a time.
-type lastContract struct {
-	of       batches.Contracts
-	pipeline string
-	c        *contract.Contract
-	m        map[string]*contract.Contract
-}
-
-func (l *lastContract) For(pipeline string) *contract.Contract {
-	if l.c != nil && pipeline == l.pipeline {
-		return l.c
-	}
-	c, ok := l.m[pipeline]
-	if !ok {
-		c = l.of.For(pipeline)
-		if l.m == nil {
-			l.m = make(map[string]*contract.Contract)
-		}
-		// The contract's copy of the name as the key where it is the
-		// same: pipeline may be a piece of a row read.
-		k := c.Pipeline
-		if k != pipeline {
-			k = strings.Clone(pipeline)
-		}
-		l.m[k] = c
-	}
-	l.c, l.pipeline = c, pipeline
-	return c
 }

@@ -568,6 +568,13 @@ func cellOf(b *Batch) gridBatch {
 // that are not listed (by key) and whose first deadline has not passed as
 // of now: expected, not due yet.
 func (s *Server) notDue(row *gridRow, dr dateRange, listed func(batch string) bool) {
+	// A pipeline without a schedule expects nothing: the contracts say
+	// so without a look-up of its default contract, when they can
+	// (contract.Set), for each of the thousands of rows of every
+	// pipeline's grid.
+	if sc, ok := s.contracts.(scheduledContracts); ok && !sc.Scheduled(row.Pipeline) {
+		return
+	}
 	c := s.contracts.For(row.Pipeline)
 	now := s.now()
 	for _, k := range c.Expected(dr.from, dr.to) {
@@ -583,6 +590,13 @@ func (s *Server) notDue(row *gridRow, dr dateRange, listed func(batch string) bo
 		row.Cells[i].Batches = append(row.Cells[i].Batches, gridBatch{Batch: k.String(), URL: batchPath(k), Class: "notdue", Label: "·",
 			Title: k.String() + ": expected, not due yet"})
 	}
+}
+
+// scheduledContracts are contracts that tell whether a pipeline's
+// contract has a schedule without making its contract
+// (contract.Set.Scheduled).
+type scheduledContracts interface {
+	Scheduled(pipeline string) bool
 }
 
 // zone is the zone the pages show beside UTC for pipeline: its
