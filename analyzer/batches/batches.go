@@ -181,16 +181,21 @@ func (s *Set) contractFor(pipeline string) *contract.Contract {
 }
 
 // Brief says the set lives only until its batches are diagnosed (a page
-// of a server), holding about batches batches: its table is made that
-// large at once rather than grown through copies, and a batch that goes
-// quiet is not compacted (Compact frees room for a long fold; here it was
-// a copy of every batch for nothing). The diagnoses are the same. Call
-// it before Add.
-func (s *Set) Brief(batches int) {
+// of a server), holding about batches batches of about pipelines
+// pipelines (0: unknown): its tables are made that large at once rather
+// than grown through copies, and a batch that goes quiet is not
+// compacted (Compact frees room for a long fold; here it was a copy of
+// every batch for nothing). The diagnoses are the same. Call it before
+// Add.
+func (s *Set) Brief(batches, pipelines int) {
 	s.brief = true
 	if len(s.states) == 0 && batches > 0 {
 		s.states = make(map[model.BatchKey]*batch, batches)
 		s.order = make([]model.BatchKey, 0, batches)
+	}
+	if len(s.pipes) == 0 && pipelines > 0 {
+		s.pipes = make([]pipe, 0, pipelines)
+		s.byName = make(map[string]int32, pipelines)
 	}
 }
 
@@ -428,10 +433,30 @@ func (s *Set) EachDiagnosis(keys []model.BatchKey, fn func(*replay.Diagnosis)) {
 	}, fn)
 }
 
+// EachSummary is EachDiagnosis with each batch with events evaluated
+// only as far as its status (replay.Evaluator.Summary: identity, as-of,
+// events, hypotheses and verdict, boundaries and first missing,
+// anomalies and status are EachDiagnosis's; the rest is left empty),
+// and its context made only of what that needs (the previous batch). An
+// absent expected batch's diagnosis is whole. For a list that shows a
+// few fields of each batch. Like DiagnoseKeys, it only reads the set.
+func (s *Set) EachSummary(keys []model.BatchKey, fn func(*replay.Diagnosis)) {
+	var ev replay.Evaluator
+	s.walkKeys(keys, true, func(b *batch, c *contract.Contract, ctx replay.Context) {
+		fn(ev.Summary(&b.st, c, s.asOf, ctx.Previous))
+	}, fn)
+}
+
 // diagnoseKeys is the walk of DiagnoseKeys and EachDiagnosis: the context
 // of each batch with events goes to eval, the diagnosis of each absent
 // expected one to absent.
 func (s *Set) diagnoseKeys(keys []model.BatchKey, eval func(*batch, *contract.Contract, replay.Context), absent func(*replay.Diagnosis)) {
+	s.walkKeys(keys, false, eval, absent)
+}
+
+// walkKeys is diagnoseKeys; with previousOnly, the context given to eval
+// holds the previous batch only (EachSummary).
+func (s *Set) walkKeys(keys []model.BatchKey, previousOnly bool, eval func(*batch, *contract.Contract, replay.Context), absent func(*replay.Diagnosis)) {
 	verdicts := make(map[model.BatchKey]outcome)
 	up := s.resolver()
 	for _, k := range keys {
@@ -447,6 +472,10 @@ func (s *Set) diagnoseKeys(keys []model.BatchKey, eval func(*batch, *contract.Co
 				d.Blocked = blockedOf(up, k, c)
 				absent(&d)
 			}
+			continue
+		}
+		if previousOnly {
+			eval(b, c, replay.Context{Previous: PreviousOf(k, c, setNeighbours{s, verdicts})})
 			continue
 		}
 		ctx := s.context(k, c, verdicts)

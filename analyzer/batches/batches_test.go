@@ -1,6 +1,7 @@
 package batches_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -158,5 +159,41 @@ func TestHeartbeatsAsOf(t *testing.T) {
 	}
 	if len(facts) != 1 || facts[0] != "early" {
 		t.Fatalf("heartbeat facts %v, want only the latest one before as-of (early)", facts)
+	}
+}
+
+// TestEachSummaryMatchesEachDiagnosis: a list's summaries of a set's
+// batches (EachSummary) have the status, verdict, first missing boundary,
+// as-of and anomalies of the full diagnoses (EachDiagnosis), on a set
+// with what the context changes: a previous batch missing (a gap), one
+// cut short, a declared re-run, and absent expected batches.
+func TestEachSummaryMatchesEachDiagnosis(t *testing.T) {
+	asOf := time.Date(2026, 10, 10, 0, 0, 0, 0, time.UTC)
+	cs := contracts{schedule: contract.Daily}
+	s := batches.New(cs, asOf)
+	short := delivered("p", "2026-10-03", "20261003")[:3]
+	add(s, delivered("p", "2026-10-01", "20261001"), delivered("p", "2026-10-02", "20261002"), short,
+		delivered("p", "2026-10-05", "20261005"), delivered("p", "2026-10-06", "20261006-r1"), delivered("q", "2026-10-04", "20261004"))
+	keys := s.Keys()
+	var full, sum []replay.Diagnosis
+	s.EachDiagnosis(keys, func(d *replay.Diagnosis) { full = append(full, *d) })
+	s.EachSummary(keys, func(d *replay.Diagnosis) { sum = append(sum, *d) })
+	if len(full) != len(sum) || len(full) < 8 {
+		t.Fatalf("%d diagnoses and %d summaries of %d keys", len(full), len(sum), len(keys))
+	}
+	gaps := 0
+	for i := range full {
+		f, g := full[i], sum[i]
+		if f.Batch != g.Batch || f.Status != g.Status || f.Verdict != g.Verdict || f.FirstMissing != g.FirstMissing || !f.AsOf.Equal(g.AsOf) ||
+			f.Events != g.Events || fmt.Sprint(kinds(f)) != fmt.Sprint(kinds(g)) {
+			t.Errorf("%s: summary %s, %s, %q, %v, %v; diagnosis %s, %s, %q, %v, %v", f.Batch, g.Status, g.Verdict, g.FirstMissing, g.AsOf, kinds(g),
+				f.Status, f.Verdict, f.FirstMissing, f.AsOf, kinds(f))
+		}
+		if hasKind(f, replay.ContinuityGap) {
+			gaps++
+		}
+	}
+	if gaps == 0 {
+		t.Fatalf("no diagnosis has a continuity gap: the set should have the previous batch matter")
 	}
 }

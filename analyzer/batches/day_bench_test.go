@@ -49,7 +49,7 @@ func dayEvents(pipelines int, d model.Date) []model.Event {
 
 // BenchmarkDaySet is what a page of every pipeline for one day asks of a
 // Set (query/serve): fold the day's events, declare each pipeline's first
-// date (history.Context.AddTo), list the keys and diagnose each batch,
+// date (history.Context.AddTo), list the keys and diagnose each batch as far as its status,
 // keeping a few fields of each. One op is one day of 10,000 pipelines.
 func BenchmarkDaySet(b *testing.B) {
 	const pipelines = 10_000
@@ -65,7 +65,7 @@ func BenchmarkDaySet(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		s := batches.New(cs, asOf)
-		s.Brief(pipelines)
+		s.Brief(pipelines, pipelines)
 		s.Covers(d, d)
 		for i := range events {
 			s.Add(&events[i])
@@ -75,7 +75,7 @@ func BenchmarkDaySet(b *testing.B) {
 		}
 		keys := s.KeysFrom(d)
 		n := 0
-		s.EachDiagnosis(keys, func(dg *replay.Diagnosis) {
+		s.EachSummary(keys, func(dg *replay.Diagnosis) {
 			if dg.Status != "" {
 				n++
 			}

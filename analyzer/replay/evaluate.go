@@ -451,10 +451,45 @@ func (e *Evaluator) Evaluate(s *State, c *contract.Contract, asOf time.Time, ctx
 	return &e.d
 }
 
+// Summary evaluates s's batch as of asOf under c as Evaluate does, as
+// far as the diagnosis' status: its identity, as-of, contract, zone,
+// events and their span, hypotheses and verdict, boundaries and first
+// missing boundary, anomalies and status are Evaluate's with a Context
+// of Previous prev (the one part of a context they depend on); the
+// timeline, the expected names, the context (previous batch, attempts,
+// heartbeats, blocked), the next step and pending are left empty. A list
+// that shows each batch's status, verdict and first missing boundary
+// needs no more, and a page of 10,000 batches spent a fifth of their
+// diagnoses on the rest. Valid until the next call, as Evaluate's.
+func (e *Evaluator) Summary(s *State, c *contract.Contract, asOf time.Time, prev Previous) *Diagnosis {
+	var v view
+	s.evaluateStatus(&v, &e.d, c, asOf, prev, &e.sc)
+	return &e.d
+}
+
 // evaluate fills d; with sc, d's slices and sc are reused.
 func (s *State) evaluate(d *Diagnosis, c *contract.Contract, asOf time.Time, ctx Context, sc *scratch) {
-	asOf = asOf.UTC().Truncate(time.Millisecond)
 	var v view
+	verdict, first := s.evaluateStatus(&v, d, c, asOf, ctx.Previous, sc)
+	v.context(d, ctx)
+	if ctx.Blocked != nil && verdict != model.Delivered {
+		d.Blocked = ctx.Blocked
+	}
+	if d.Superseded() {
+		d.NextStep = NextStep{Action: ActionNone, Checks: []Check{},
+			Summary: "superseded by " + d.Attempt.SupersededBy + ", the attempt that speaks for business date " + d.BusinessDate + ": nothing to do for this attempt"}
+	} else {
+		d.NextStep = v.nextStep(d, verdict, first)
+	}
+	if v.pending > 0 {
+		d.Pending = time.UnixMilli(v.pending).UTC()
+	}
+}
+
+// evaluateStatus fills d as far as its status (Summary), with v the
+// view of s, and returns the verdict and the first missing boundary.
+func (s *State) evaluateStatus(v *view, d *Diagnosis, c *contract.Contract, asOf time.Time, prev Previous, sc *scratch) (model.Hypothesis, model.Boundary) {
+	asOf = asOf.UTC().Truncate(time.Millisecond)
 	v.init(s, c, asOf, true, sc)
 	hyps, bounds, timeline, anomalies := d.Hypotheses[:0], d.Boundaries[:0], d.Timeline[:0], d.Anomalies[:0]
 	if sc == nil {
@@ -480,21 +515,9 @@ func (s *State) evaluate(d *Diagnosis, c *contract.Contract, asOf time.Time, ctx
 	}
 	verdict := v.hypotheses(d)
 	first := v.boundaries(d)
-	v.anomalies(d, first, ctx.Previous)
+	v.anomalies(d, first, prev)
 	d.Status = v.status(d, verdict, first)
-	v.context(d, ctx)
-	if ctx.Blocked != nil && verdict != model.Delivered {
-		d.Blocked = ctx.Blocked
-	}
-	if d.Superseded() {
-		d.NextStep = NextStep{Action: ActionNone, Checks: []Check{},
-			Summary: "superseded by " + d.Attempt.SupersededBy + ", the attempt that speaks for business date " + d.BusinessDate + ": nothing to do for this attempt"}
-	} else {
-		d.NextStep = v.nextStep(d, verdict, first)
-	}
-	if v.pending > 0 {
-		d.Pending = time.UnixMilli(v.pending).UTC()
-	}
+	return verdict, first
 }
 
 // names renders the texts that derive from the batch's identity into one

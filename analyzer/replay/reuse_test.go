@@ -292,3 +292,34 @@ func TestRecycleAfterReset(t *testing.T) {
 		t.Fatalf("after Reset and Recycle: %+v\nwant %+v", got, want)
 	}
 }
+
+// TestSummaryMatchesEvaluate: an Evaluator's Summary of a batch is its
+// diagnosis (a new State's Evaluate) as far as the status, with the same
+// previous batch, batch after batch; what it leaves out is empty.
+func TestSummaryMatchesEvaluate(t *testing.T) {
+	for _, c := range reuseContracts() {
+		for seed := uint64(0); seed < 60; seed++ {
+			r := rand.New(rand.NewPCG(seed, 31))
+			var s replay.State
+			var ev replay.Evaluator
+			for i, b := range reuseRun(r) {
+				s.Reset()
+				for j := range b.events {
+					s.Step(&b.events[j])
+				}
+				want := replay.Replay(b.events, c, b.asOf, b.ctx)
+				got := *ev.Summary(&s, c, b.asOf, b.ctx.Previous)
+				if len(got.Timeline) != 0 || got.Previous != nil || got.Attempt != nil || len(got.Alive) != 0 || got.Blocked != nil ||
+					got.Expected != (replay.Expected{}) || !reflect.DeepEqual(got.NextStep, replay.NextStep{}) || !got.Pending.IsZero() {
+					t.Fatalf("contract %s, seed %d, batch %d: the summary has more than the status: %+v", c.Name(), seed, i, got)
+				}
+				// The rest is the diagnosis's.
+				want.Timeline, want.Previous, want.Attempt, want.Alive, want.Blocked = got.Timeline, nil, nil, got.Alive, nil
+				want.Expected, want.NextStep, want.Pending = replay.Expected{}, replay.NextStep{}, time.Time{}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("contract %s, seed %d, batch %d: summary\n%+v\nwant the diagnosis's\n%+v", c.Name(), seed, i, got, want)
+				}
+			}
+		}
+	}
+}

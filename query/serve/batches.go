@@ -203,14 +203,17 @@ type onReadRow struct {
 // spent a tenth of its time here on one core while the other waited. A
 // list keeps only what it shows of each diagnosis, so each is evaluated
 // into the memory of the one before (batches.Set.EachDiagnosis) and the
-// full diagnoses of 10,000 batches are never built one by one or held.
+// full diagnoses of 10,000 batches are never built one by one or held;
+// and only as far as what it shows (batches.Set.EachSummary: the status
+// and what it is made of, not the timeline, the context or the next
+// step), which is the full diagnosis's.
 // A shard of an all-pipelines read is not split (split false): the
 // shards run at the same time already.
 func diagnoseKeys(set *batches.Set, keys []model.BatchKey, split bool) []onReadRow {
 	out := make([]onReadRow, len(keys))
 	run := func(lo, hi int) {
 		i := lo
-		set.EachDiagnosis(keys[lo:hi], func(d *replay.Diagnosis) {
+		set.EachSummary(keys[lo:hi], func(d *replay.Diagnosis) {
 			out[i] = onReadRow{status: string(d.Status), verdict: d.Verdict.String(), firstMissing: d.FirstMissing, asOf: d.AsOf}
 			i++
 		})
@@ -356,7 +359,7 @@ func (s *Server) readHistoryIn(ctx context.Context, pipeline string, from, to mo
 		cxc <- cxResult{cx, err}
 	}()
 	set := batches.New(s.contracts, req.AsOf)
-	set.Brief(0)
+	set.Brief(0, 0)
 	set.Covers(from, to)
 	hf := history.Filter{Pipeline: pipeline, From: history.ReadFrom(req), To: to, Unordered: true, Small: true}
 	err := s.readEvents(rctx, also.filter(hf), func(e *model.Event) error {
@@ -429,7 +432,7 @@ func (s *Server) readHistoryCached(ctx context.Context, fd *history.FirstDateCac
 		// keeps the answer by pipeline), and contract.Set answers any
 		// number of goroutines at once.
 		sets[i] = batches.New(s.contracts, req.AsOf)
-		sets[i].Brief(hint)
+		sets[i].Brief(hint, size)
 		sets[i].Covers(req.From, req.To)
 		seen[i] = history.NewRangeCount(req.From, size)
 	}
