@@ -72,7 +72,7 @@ type Set struct {
 	// table's sort key), so that KeysFrom sorts a list already nearly
 	// sorted rather than one in the map's order. A brief set's keys
 	// never change (no compaction re-keys them).
-	order []model.BatchKey
+	order []Listed
 }
 
 // Upstreams turns the upstream rule (analyzer/upstream) on for the
@@ -191,7 +191,7 @@ func (s *Set) Brief(batches, pipelines int) {
 	s.brief = true
 	if len(s.states) == 0 && batches > 0 {
 		s.states = make(map[model.BatchKey]*batch, batches)
-		s.order = make([]model.BatchKey, 0, batches)
+		s.order = make([]Listed, 0, batches)
 	}
 	if len(s.pipes) == 0 && pipelines > 0 {
 		s.pipes = make([]pipe, 0, pipelines)
@@ -230,7 +230,7 @@ func (s *Set) Add(e *model.Event) {
 		}
 		s.states[key] = b
 		if s.brief {
-			s.order = append(s.order, key)
+			s.order = append(s.order, Listed{Key: key, b: b})
 		}
 		// The pipeline of the batch before, most often (a pipeline's
 		// batches come together); otherwise a look-up of its name.
@@ -328,9 +328,9 @@ func (s *Set) Keys() []model.BatchKey { return s.KeysFrom(model.Date{}) }
 func (s *Set) KeysFrom(from model.Date) []model.BatchKey {
 	keys := make([]model.BatchKey, 0, len(s.states))
 	if s.brief && len(s.order) == len(s.states) { // Brief before any Add, as it asks
-		for _, k := range s.order {
-			if k.BusinessDate.Compare(from) >= 0 {
-				keys = append(keys, k)
+		for _, l := range s.order {
+			if l.Key.BusinessDate.Compare(from) >= 0 {
+				keys = append(keys, l.Key)
 			}
 		}
 	} else {
@@ -349,11 +349,67 @@ func (s *Set) KeysFrom(from model.Date) []model.BatchKey {
 	return keys
 }
 
+// Listed is a batch of a list (ListFrom): its key and the set's state of
+// it, nil for an absent expected batch. A list asks several things of
+// each of its batches (its span, its diagnosis, the verdict of the one
+// before): asked of a Listed, they need no look-up of its key, which
+// hashes and compares two strings and a date (at 10,000 pipelines the
+// look-ups of a day page were a tenth of its CPU).
+type Listed struct {
+	Key model.BatchKey
+	b   *batch
+}
+
+// ListFrom is KeysFrom with each key's batch.
+func (s *Set) ListFrom(from model.Date) []Listed {
+	out := make([]Listed, 0, len(s.states))
+	if s.brief && len(s.order) == len(s.states) { // Brief before any Add, as it asks
+		for _, l := range s.order {
+			if l.Key.BusinessDate.Compare(from) >= 0 {
+				out = append(out, l)
+			}
+		}
+	} else {
+		for k, b := range s.states {
+			if k.BusinessDate.Compare(from) >= 0 {
+				out = append(out, Listed{Key: k, b: b})
+			}
+		}
+	}
+	for _, k := range s.absent() {
+		if k.BusinessDate.Compare(from) >= 0 {
+			out = append(out, Listed{Key: k})
+		}
+	}
+	slices.SortFunc(out, func(a, b Listed) int { return a.Key.Compare(b.Key) })
+	return out
+}
+
+// SpanOf is Span of a listed batch.
+func (s *Set) SpanOf(l Listed) (n int, first, last time.Time, ok bool) {
+	if l.b == nil || l.b.st.Len() == 0 {
+		return 0, time.Time{}, time.Time{}, false
+	}
+	return l.b.st.Len(), l.b.st.FirstEventAt(), l.b.st.LastEventAt(), true
+}
+
+// EachSummaryOf is EachSummary of listed batches (ListFrom's, in its
+// order or any other).
+func (s *Set) EachSummaryOf(ls []Listed, fn func(*replay.Diagnosis)) {
+	var ev replay.Evaluator
+	w := s.walker(true, func(b *batch, c *contract.Contract, ctx replay.Context) {
+		fn(ev.Summary(&b.st, c, s.asOf, ctx.Previous))
+	}, fn)
+	for _, l := range ls {
+		w.one(l.Key, l.b)
+	}
+}
+
 // absent returns the expected batches of every pipeline of the set that
 // have no event and are absent as of the set's time.
 func (s *Set) absent() []model.BatchKey {
 	var out []model.BatchKey
-	n := setNeighbours{s, map[model.BatchKey]outcome{}}
+	n := setNeighbours{s: s, verdicts: verdictCache{}, pipe: -1}
 	for i := range s.pipes {
 		from, to, ok := s.calendar(s.pipes[i].name, s.pipes[i].first)
 		if !ok {
@@ -383,7 +439,7 @@ func (s *Set) calendar(p string, first model.Date) (model.Date, model.Date, bool
 
 // absentOne diagnoses k, which has no event, if it is an absent expected
 // batch.
-func (s *Set) absentOne(k model.BatchKey, c *contract.Contract, verdicts map[model.BatchKey]outcome) (replay.Diagnosis, bool) {
+func (s *Set) absentOne(k model.BatchKey, c *contract.Contract, verdicts verdictCache) (replay.Diagnosis, bool) {
 	first, known := s.First(k.Pipeline)
 	if !known {
 		return replay.Diagnosis{}, false
@@ -392,7 +448,7 @@ func (s *Set) absentOne(k model.BatchKey, c *contract.Contract, verdicts map[mod
 	if !ok || k.BusinessDate.Compare(from) < 0 || k.BusinessDate.Compare(to) > 0 {
 		return replay.Diagnosis{}, false
 	}
-	return Absent(k, c, s.asOf, setNeighbours{s, verdicts}, s.aliveFor(k.Pipeline))
+	return Absent(k, c, s.asOf, setNeighbours{s: s, verdicts: verdicts, pipe: -1}, s.aliveFor(k.Pipeline))
 }
 
 // Diagnose evaluates every batch and returns the diagnoses sorted by batch
@@ -457,31 +513,46 @@ func (s *Set) diagnoseKeys(keys []model.BatchKey, eval func(*batch, *contract.Co
 // walkKeys is diagnoseKeys; with previousOnly, the context given to eval
 // holds the previous batch only (EachSummary).
 func (s *Set) walkKeys(keys []model.BatchKey, previousOnly bool, eval func(*batch, *contract.Contract, replay.Context), absent func(*replay.Diagnosis)) {
-	verdicts := make(map[model.BatchKey]outcome)
-	up := s.resolver()
+	w := s.walker(previousOnly, eval, absent)
 	for _, k := range keys {
-		b := s.states[k]
-		var c *contract.Contract
-		if b != nil {
-			c = s.contract(b.pipe)
-		} else {
-			c = s.contractFor(k.Pipeline)
-		}
-		if b == nil {
-			if d, ok := s.absentOne(k, c, verdicts); ok {
-				d.Blocked = blockedOf(up, k, c)
-				absent(&d)
-			}
-			continue
-		}
-		if previousOnly {
-			eval(b, c, replay.Context{Previous: PreviousOf(k, c, setNeighbours{s, verdicts})})
-			continue
-		}
-		ctx := s.context(k, c, verdicts)
-		ctx.Blocked = blockedOf(up, k, c)
-		eval(b, c, ctx)
+		w.one(k, s.states[k])
 	}
+}
+
+// walk is one walk of walkKeys: the verdicts of the neighbours it asked
+// for, kept for the batches after.
+type walk struct {
+	s            *Set
+	verdicts     verdictCache
+	up           *upstream.Resolver
+	previousOnly bool
+	eval         func(*batch, *contract.Contract, replay.Context)
+	absent       func(*replay.Diagnosis)
+}
+
+func (s *Set) walker(previousOnly bool, eval func(*batch, *contract.Contract, replay.Context), absent func(*replay.Diagnosis)) *walk {
+	return &walk{s: s, verdicts: make(verdictCache), up: s.resolver(), previousOnly: previousOnly, eval: eval, absent: absent}
+}
+
+// one diagnoses batch k, whose state is b (nil: no event).
+func (w *walk) one(k model.BatchKey, b *batch) {
+	s := w.s
+	if b == nil {
+		c := s.contractFor(k.Pipeline)
+		if d, ok := s.absentOne(k, c, w.verdicts); ok {
+			d.Blocked = blockedOf(w.up, k, c)
+			w.absent(&d)
+		}
+		return
+	}
+	c := s.contract(b.pipe)
+	if w.previousOnly {
+		w.eval(b, c, replay.Context{Previous: PreviousOf(k, c, setNeighbours{s: s, verdicts: w.verdicts, pipe: b.pipe})})
+		return
+	}
+	ctx := s.context(k, c, w.verdicts, b.pipe)
+	ctx.Blocked = blockedOf(w.up, k, c)
+	w.eval(b, c, ctx)
 }
 
 // DiagnoseOne evaluates a single batch, with the same context Diagnose
@@ -492,22 +563,23 @@ func (s *Set) DiagnoseOne(k model.BatchKey) (replay.Diagnosis, bool) {
 	b := s.states[k]
 	up := s.resolver()
 	if b == nil {
-		d, ok := s.absentOne(k, c, map[model.BatchKey]outcome{})
+		d, ok := s.absentOne(k, c, verdictCache{})
 		if ok {
 			d.Blocked = blockedOf(up, k, c)
 		}
 		return d, ok
 	}
-	ctx := s.context(k, c, map[model.BatchKey]outcome{})
+	ctx := s.context(k, c, verdictCache{}, b.pipe)
 	ctx.Blocked = blockedOf(up, k, c)
 	return b.st.Evaluate(c, s.asOf, ctx), true
 }
 
 // context builds the context of batch k: continuity (PreviousOf), the
 // attempts of its date (AttemptContext) and the heartbeats, with the
-// neighbours' verdicts cached in verdicts.
-func (s *Set) context(k model.BatchKey, c *contract.Contract, verdicts map[model.BatchKey]outcome) replay.Context {
-	n := setNeighbours{s, verdicts}
+// neighbours' verdicts cached in verdicts (pipe: the index of k's
+// pipeline).
+func (s *Set) context(k model.BatchKey, c *contract.Contract, verdicts verdictCache, pipe int32) replay.Context {
+	n := setNeighbours{s: s, verdicts: verdicts, pipe: pipe}
 	return replay.Context{Previous: PreviousOf(k, c, n), Attempt: AttemptContext(k, c, n), Alive: s.aliveFor(k.Pipeline)}
 }
 
@@ -517,23 +589,38 @@ type outcome struct {
 	seen    bool
 }
 
+// verdictCache holds the outcomes of the batches a walk asked for, by
+// their state: a pointer is hashed and compared at once, where a key's
+// two strings and date were most of a look-up (a day page asks it of
+// every batch's previous one).
+type verdictCache map[*batch]outcome
+
 // setNeighbours answers Neighbours from a Set as of its as-of time.
 type setNeighbours struct {
 	s        *Set
-	verdicts map[model.BatchKey]outcome
+	verdicts verdictCache
+	// pipe is the index of the pipeline of the batch asked about, -1 when
+	// not known: its first date is then read without a look-up of its
+	// name.
+	pipe int32
 }
 
-func (n setNeighbours) First(pipeline string) (model.Date, bool) { return n.s.First(pipeline) }
+func (n setNeighbours) First(pipeline string) (model.Date, bool) {
+	if n.pipe >= 0 && n.s.pipes[n.pipe].name == pipeline {
+		return n.s.pipes[n.pipe].first, true
+	}
+	return n.s.First(pipeline)
+}
 
 func (n setNeighbours) Verdict(k model.BatchKey) (model.Hypothesis, bool) {
 	b := n.s.states[k]
 	if b == nil {
 		return 0, false
 	}
-	o, ok := n.verdicts[k]
+	o, ok := n.verdicts[b]
 	if !ok {
 		o.verdict, o.seen = b.st.Outcome(n.s.contract(b.pipe), n.s.asOf)
-		n.verdicts[k] = o
+		n.verdicts[b] = o
 	}
 	return o.verdict, o.seen
 }

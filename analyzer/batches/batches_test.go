@@ -197,3 +197,57 @@ func TestEachSummaryMatchesEachDiagnosis(t *testing.T) {
 		t.Fatalf("no diagnosis has a continuity gap: the set should have the previous batch matter")
 	}
 }
+
+// TestListFromMatchesKeysFrom: a list asked of Listed batches (ListFrom,
+// SpanOf, EachSummaryOf) gets the keys, spans and summaries it gets
+// asking by key (KeysFrom, Span, EachSummary), in a brief set and a
+// whole one, with a previous batch missing, one cut short, a re-run,
+// absent expected batches and a range that leaves dates out.
+func TestListFromMatchesKeysFrom(t *testing.T) {
+	asOf := time.Date(2026, 10, 10, 0, 0, 0, 0, time.UTC)
+	cs := contracts{schedule: contract.Daily}
+	from := model.MustParseDate("2026-10-02")
+	for _, brief := range []bool{false, true} {
+		s := batches.New(cs, asOf)
+		if brief {
+			s.Brief(16, 2)
+		}
+		short := delivered("p", "2026-10-03", "20261003")[:3]
+		add(s, delivered("q", "2026-10-04", "20261004"), delivered("p", "2026-10-01", "20261001"), delivered("p", "2026-10-02", "20261002"), short,
+			delivered("p", "2026-10-05", "20261005"), delivered("p", "2026-10-06", "20261006-r1"))
+		keys := s.KeysFrom(from)
+		listed := s.ListFrom(from)
+		if len(keys) != len(listed) || len(keys) < 6 {
+			t.Fatalf("brief %v: %d keys, %d listed", brief, len(keys), len(listed))
+		}
+		for i, k := range keys {
+			if listed[i].Key != k {
+				t.Fatalf("brief %v: listed[%d] is %s, key %s", brief, i, listed[i].Key, k)
+			}
+			n, first, last, ok := s.Span(k)
+			ln, lfirst, llast, lok := s.SpanOf(listed[i])
+			if n != ln || !first.Equal(lfirst) || !last.Equal(llast) || ok != lok {
+				t.Errorf("brief %v: %s: SpanOf %d %v %v %v, Span %d %v %v %v", brief, k, ln, lfirst, llast, lok, n, first, last, ok)
+			}
+		}
+		var byKey, byListed []replay.Diagnosis
+		s.EachSummary(keys, func(d *replay.Diagnosis) { byKey = append(byKey, *d) })
+		s.EachSummaryOf(listed, func(d *replay.Diagnosis) { byListed = append(byListed, *d) })
+		if len(byKey) != len(byListed) {
+			t.Fatalf("brief %v: %d summaries by key, %d of listed", brief, len(byKey), len(byListed))
+		}
+		gaps := 0
+		for i := range byKey {
+			a, b := byKey[i], byListed[i]
+			if a.Batch != b.Batch || a.Status != b.Status || a.Verdict != b.Verdict || a.FirstMissing != b.FirstMissing || fmt.Sprint(kinds(a)) != fmt.Sprint(kinds(b)) {
+				t.Errorf("brief %v: %s: of listed %s %s %q %v, by key %s %s %q %v", brief, a.Batch, b.Status, b.Verdict, b.FirstMissing, kinds(b), a.Status, a.Verdict, a.FirstMissing, kinds(a))
+			}
+			if hasKind(a, replay.ContinuityGap) {
+				gaps++
+			}
+		}
+		if gaps == 0 {
+			t.Fatalf("brief %v: no summary has a continuity gap", brief)
+		}
+	}
+}

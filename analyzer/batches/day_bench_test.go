@@ -49,8 +49,8 @@ func dayEvents(pipelines int, d model.Date) []model.Event {
 
 // BenchmarkDaySet is what a page of every pipeline for one day asks of a
 // Set (query/serve): fold the day's events, declare each pipeline's first
-// date (history.Context.AddTo), list the keys and diagnose each batch as far as its status,
-// keeping a few fields of each. One op is one day of 10,000 pipelines.
+// date (history.Context.AddTo), list the batches with their spans and
+// diagnose each as far as its status, keeping a few fields of each. One op is one day of 10,000 pipelines.
 func BenchmarkDaySet(b *testing.B) {
 	const pipelines = 10_000
 	d := model.MustParseDate("2026-09-06")
@@ -73,9 +73,14 @@ func BenchmarkDaySet(b *testing.B) {
 		for i := 0; i < len(events); i += 10 {
 			s.Known(events[i].Pipeline, first)
 		}
-		keys := s.KeysFrom(d)
+		listed := s.ListFrom(d)
 		n := 0
-		s.EachSummary(keys, func(dg *replay.Diagnosis) {
+		for _, l := range listed {
+			if _, _, _, ok := s.SpanOf(l); !ok {
+				b.Fatalf("no span of %s", l.Key)
+			}
+		}
+		s.EachSummaryOf(listed, func(dg *replay.Diagnosis) {
 			if dg.Status != "" {
 				n++
 			}

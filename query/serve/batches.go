@@ -106,26 +106,27 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 	parts := make([]shardList, len(sets))
 	list := func(i int, split bool) {
 		set := sets[i]
-		keys := set.KeysFrom(f.dates.from)
-		var missing []model.BatchKey
-		for _, k := range keys {
-			if _, ok := stored[k]; !ok {
-				missing = append(missing, k)
+		listed := set.ListFrom(f.dates.from)
+		var missing []batches.Listed
+		for _, l := range listed {
+			if _, ok := stored[l.Key]; !ok {
+				missing = append(missing, l)
 			}
 		}
-		// ds holds the diagnoses of missing, the keys without a stored
-		// one in keys' order.
+		// ds holds the diagnoses of missing, the batches without a stored
+		// one in listed's order.
 		ds := diagnoseKeys(set, missing, split)
 		p := &parts[i]
-		p.keys, p.out = keys[:0], make([]Batch, 0, len(keys))
+		p.keys, p.out = make([]model.BatchKey, 0, len(listed)), make([]Batch, 0, len(listed))
 		next := 0
-		for _, k := range keys {
+		for _, l := range listed {
+			k := l.Key
 			b := Batch{Pipeline: k.Pipeline, BatchID: k.BatchID}
 			b.Batch, b.BusinessDate, b.URL = batchNames(k)
 			// The set counts each event id once, so a copy of an event
 			// that merges have not collapsed yet is not counted twice,
 			// wherever the unordered read put it.
-			if n, first, last, ok := set.Span(k); ok {
+			if n, first, last, ok := set.SpanOf(l); ok {
 				b.Events, b.FirstEventAt, b.LastEventAt = n, first, last
 			} else {
 				b.Absent = true
@@ -140,7 +141,7 @@ func (s *Server) listBatches(ctx context.Context, f batchFilter) ([]Batch, error
 			if (f.status != "" && b.Status != f.status) || (f.verdict != "" && b.Verdict != f.verdict) {
 				continue
 			}
-			p.keys = append(p.keys, k) // keys[:0]: never past the key read
+			p.keys = append(p.keys, k)
 			p.out = append(p.out, b)
 		}
 	}
@@ -204,16 +205,16 @@ type onReadRow struct {
 // list keeps only what it shows of each diagnosis, so each is evaluated
 // into the memory of the one before (batches.Set.EachDiagnosis) and the
 // full diagnoses of 10,000 batches are never built one by one or held;
-// and only as far as what it shows (batches.Set.EachSummary: the status
+// and only as far as what it shows (batches.Set.EachSummaryOf: the status
 // and what it is made of, not the timeline, the context or the next
 // step), which is the full diagnosis's.
 // A shard of an all-pipelines read is not split (split false): the
 // shards run at the same time already.
-func diagnoseKeys(set *batches.Set, keys []model.BatchKey, split bool) []onReadRow {
+func diagnoseKeys(set *batches.Set, keys []batches.Listed, split bool) []onReadRow {
 	out := make([]onReadRow, len(keys))
 	run := func(lo, hi int) {
 		i := lo
-		set.EachSummary(keys[lo:hi], func(d *replay.Diagnosis) {
+		set.EachSummaryOf(keys[lo:hi], func(d *replay.Diagnosis) {
 			out[i] = onReadRow{status: string(d.Status), verdict: d.Verdict.String(), firstMissing: d.FirstMissing, asOf: d.AsOf}
 			i++
 		})
