@@ -215,10 +215,25 @@ func (s *Set) Add(e *model.Event) {
 	var b *batch
 	if s.last != nil && s.last.st.Key() == k {
 		b = s.last // most events follow one of their batch: no map look-up
+		b.st.Step(e)
+		return
+	}
+	if s.last != nil {
+		s.quiet(s.last)
+	}
+	// The pipeline first: the pipeline of the batch before, most often
+	// (a pipeline's batches come together), otherwise a look-up of its
+	// name. A pipeline the set does not know has no batch in it yet
+	// (every batch's pipeline is recorded with it, and none is
+	// forgotten), so its batch needs no look-up: at 10,000 pipelines of
+	// a batch each, that was a look-up of a key a pipeline.
+	var pi int32
+	if s.last != nil && s.pipes[s.last.pipe].name == k.Pipeline {
+		pi = s.last.pipe
 	} else {
-		if s.last != nil {
-			s.quiet(s.last)
-		}
+		pi = s.pipeOf(k.Pipeline)
+	}
+	if pi >= 0 {
 		b = s.states[k]
 	}
 	if b == nil {
@@ -232,13 +247,10 @@ func (s *Set) Add(e *model.Event) {
 		if s.brief {
 			s.order = append(s.order, Listed{Key: key, b: b})
 		}
-		// The pipeline of the batch before, most often (a pipeline's
-		// batches come together); otherwise a look-up of its name.
-		if s.last != nil && s.pipes[s.last.pipe].name == key.Pipeline {
-			b.pipe = s.last.pipe
-		} else if b.pipe = s.pipeOf(key.Pipeline); b.pipe < 0 {
-			b.pipe = s.addPipe(key.Pipeline, k.BusinessDate)
+		if pi < 0 {
+			pi = s.addPipe(key.Pipeline, k.BusinessDate)
 		}
+		b.pipe = pi
 		s.reruns.Add(s.contract(b.pipe), key)
 		if p := &s.pipes[b.pipe]; k.BusinessDate.Compare(p.first) < 0 {
 			p.first = k.BusinessDate
