@@ -578,8 +578,40 @@ func (s *Store) census(ctx context.Context, query string, args []any, keep func(
 // cores are the ones the fold needs; sorting the row indices in Go costs
 // a few milliseconds.
 func (s *Store) EachBatchEvent(ctx context.Context, pipelines []string, from, to model.Date, fn func(model.Event) error) error {
+	return s.EachBatchEventPasses(ctx, pipelines, Pass{From: from, To: to, Fn: fn})
+}
+
+// Pass is one walk of EachBatchEventPasses: the events of business dates
+// From to To, inclusive, handed to Fn.
+type Pass struct {
+	From, To model.Date
+	Fn       func(model.Event) error
+}
+
+// EachBatchEventPasses is EachBatchEvent for several ranges of dates of
+// the same pipelines, walked one after the other: each pass's events go
+// to its Fn, in the table's sort key order, once every earlier pass has
+// ended. When the ranges join up (overlap or touch), the rows of all of
+// them come in one query, read and sorted once: a backfill's read of a
+// unit and of its baselines' window (which the range mostly holds) were
+// two queries, each reading a granule of every part its pipelines have
+// rows in, and each decoded and sorted. Ranges with a gap between them
+// are read one query each, so that no date outside them is read.
+func (s *Store) EachBatchEventPasses(ctx context.Context, pipelines []string, passes ...Pass) error {
 	if len(pipelines) == 0 {
 		return nil
+	}
+	from, to, joined := span(passes)
+	if !joined {
+		for _, p := range passes {
+			if err := s.EachBatchEventPasses(ctx, pipelines, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if from.IsZero() {
+		return nil // every range is empty
 	}
 	w := &where{}
 	w.in("pipeline", pipelines)
@@ -590,7 +622,7 @@ func (s *Store) EachBatchEvent(ctx context.Context, pipelines []string, from, to
 	slices.Sort(sorted)
 	sorted = slices.Compact(sorted)
 	if s.ReplayOnly {
-		return s.eachReplayRow(ctx, sorted, w, fn)
+		return s.eachReplayRow(ctx, sorted, w, passes)
 	}
 	q := query{sql: "SELECT " + s.columns() + " FROM " + s.events() + " WHERE " + w.String(), args: w.args}
 	// The row's pipeline becomes the name's one copy: the driver's
@@ -621,7 +653,33 @@ func (s *Store) EachBatchEvent(ctx context.Context, pipelines []string, from, to
 		return err
 	}
 	defer recycle(s.eventPool, rb)
-	return emitEvents(rb, fn)
+	return emitEvents(rb, passes)
+}
+
+// span returns the dates the non-empty ranges of passes cover together
+// (zero dates when every one is empty) and whether they join up into
+// one range, with no date between them that none covers.
+func span(passes []Pass) (from, to model.Date, joined bool) {
+	var ranges []Pass
+	for _, p := range passes {
+		if p.To.Compare(p.From) >= 0 {
+			ranges = append(ranges, p)
+		}
+	}
+	slices.SortFunc(ranges, func(a, b Pass) int { return a.From.Compare(b.From) })
+	for i, p := range ranges {
+		if i == 0 {
+			from, to = p.From, p.To
+			continue
+		}
+		if p.From.Compare(to.AddDays(1)) > 0 {
+			return model.Date{}, model.Date{}, false
+		}
+		if p.To.Compare(to) > 0 {
+			to = p.To
+		}
+	}
+	return from, to, true
 }
 
 // eventBlocks returns an empty rowBlocks of events, a recycled one when
@@ -713,18 +771,24 @@ func (rb *rowBlocks[T]) sort(ids func(*T) (batch, event string)) []int32 {
 	return order
 }
 
-// emitEvents hands the events of rb to fn in the table's sort key order,
-// each event_id once.
-func emitEvents(rb *rowBlocks[model.Event], fn func(model.Event) error) error {
-	var last *model.Event
-	for _, i := range rb.sort(func(e *model.Event) (string, string) { return e.BatchID, e.ID }) {
-		e := rb.at(i)
-		if last != nil && compareRows(last, e) == 0 {
-			continue // a copy merges have not collapsed yet
-		}
-		last = e
-		if err := fn(*e); err != nil {
-			return err
+// emitEvents hands the events of rb to each pass's Fn, those of its
+// dates, in the table's sort key order, each event_id once.
+func emitEvents(rb *rowBlocks[model.Event], passes []Pass) error {
+	order := rb.sort(func(e *model.Event) (string, string) { return e.BatchID, e.ID })
+	for _, p := range passes {
+		var last *model.Event
+		for _, i := range order {
+			e := rb.at(i)
+			if e.BusinessDate.Compare(p.From) < 0 || e.BusinessDate.Compare(p.To) > 0 {
+				continue
+			}
+			if last != nil && compareRows(last, e) == 0 {
+				continue // a copy merges have not collapsed yet
+			}
+			last = e
+			if err := p.Fn(*e); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

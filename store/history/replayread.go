@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -156,11 +157,11 @@ func system(s string) model.System {
 	return model.System(s)
 }
 
-// eachReplayRow is EachBatchEvent for a ReplayOnly store: it reads the
-// rows w selects of the pipelines sorted (sorted, without duplicates)
-// with the columns above, and hands them to fn in the table's sort key
-// order, each event_id once.
-func (s *Store) eachReplayRow(ctx context.Context, sorted []string, w *where, fn func(model.Event) error) error {
+// eachReplayRow is EachBatchEventPasses for a ReplayOnly store: it reads
+// the rows w selects of the pipelines sorted (sorted, without duplicates)
+// with the columns above, and hands each pass's rows to its Fn in the
+// table's sort key order, each event_id once.
+func (s *Store) eachReplayRow(ctx context.Context, sorted []string, w *where, passes []Pass) error {
 	var rb *rowBlocks[replayRow]
 	if s.replayPool != nil {
 		rb, _ = s.replayPool.Get().(*rowBlocks[replayRow])
@@ -172,25 +173,35 @@ func (s *Store) eachReplayRow(ctx context.Context, sorted []string, w *where, fn
 	if err := s.readReplayRows(ctx, sorted, w, rb); err != nil {
 		return err
 	}
-	var (
-		last  *replayRow
-		parts [replayParts]string
-		e     model.Event
-		date  model.Date
-	)
-	for _, i := range rb.sort(func(r *replayRow) (string, string) { return r.batchID, r.id }) {
-		r := rb.at(i)
-		if last != nil && last.sameEvent(r) {
-			continue // a copy merges have not collapsed yet
+	order := rb.sort(func(r *replayRow) (string, string) { return r.batchID, r.id })
+	for _, p := range passes {
+		if p.To.Compare(p.From) < 0 {
+			continue
 		}
-		if last == nil || r.days != last.days {
-			date = dateOfDays(r.days)
-		}
-		last = r
-		r.split(&parts) // checked as read
-		r.event(&e, &parts, sorted[r.rank], date)
-		if err := fn(e); err != nil {
-			return err
+		from, to := dayNumber(p.From), dayNumber(p.To)
+		var (
+			last  *replayRow
+			parts [replayParts]string
+			e     model.Event
+			date  model.Date
+		)
+		for _, i := range order {
+			r := rb.at(i)
+			if r.days < from || r.days > to {
+				continue
+			}
+			if last != nil && last.sameEvent(r) {
+				continue // a copy merges have not collapsed yet
+			}
+			if last == nil || r.days != last.days {
+				date = dateOfDays(r.days)
+			}
+			last = r
+			r.split(&parts) // checked as read
+			r.event(&e, &parts, sorted[r.rank], date)
+			if err := p.Fn(e); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -269,6 +280,12 @@ func (sc *replayScan) next(rows driver.Rows, table string) error {
 		sc.date = dateOfDays(sc.r.days)
 	}
 	return nil
+}
+
+// dayNumber is d as a Date column's day number, held to the column's
+// range (ClickHouse's Date stores 1970-01-01 to 2149-06-06).
+func dayNumber(d model.Date) uint16 {
+	return uint16(min(max(d.DaysSinceEpoch(), 0), math.MaxUint16))
 }
 
 // dateOfDays is the business date of a Date column's day number, as
