@@ -777,11 +777,12 @@ func emitEvents(rb *rowBlocks[model.Event], passes []Pass) error {
 	order := rb.sort(func(e *model.Event) (string, string) { return e.BatchID, e.ID })
 	for _, p := range passes {
 		var last *model.Event
+		from, to := dateKey(p.From), dateKey(p.To)
 		for _, i := range order {
-			e := rb.at(i)
-			if e.BusinessDate.Compare(p.From) < 0 || e.BusinessDate.Compare(p.To) > 0 {
+			if k := rb.keys[i] & 0xffffffff; k < from || k > to {
 				continue
 			}
+			e := rb.at(i)
 			if last != nil && compareRows(last, e) == 0 {
 				continue // a copy merges have not collapsed yet
 			}

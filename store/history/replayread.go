@@ -3,7 +3,6 @@ package history
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -178,7 +177,9 @@ func (s *Store) eachReplayRow(ctx context.Context, sorted []string, w *where, pa
 		if p.To.Compare(p.From) < 0 {
 			continue
 		}
-		from, to := dayNumber(p.From), dayNumber(p.To)
+		// The dates from the sort keys, a small array, rather than from
+		// the rows: a pass over a few dates of a unit touches no other.
+		from, to := dateKey(p.From), dateKey(p.To)
 		var (
 			last  *replayRow
 			parts [replayParts]string
@@ -186,10 +187,10 @@ func (s *Store) eachReplayRow(ctx context.Context, sorted []string, w *where, pa
 			date  model.Date
 		)
 		for _, i := range order {
-			r := rb.at(i)
-			if r.days < from || r.days > to {
+			if k := rb.keys[i] & 0xffffffff; k < from || k > to {
 				continue
 			}
+			r := rb.at(i)
 			if last != nil && last.sameEvent(r) {
 				continue // a copy merges have not collapsed yet
 			}
@@ -280,12 +281,6 @@ func (sc *replayScan) next(rows driver.Rows, table string) error {
 		sc.date = dateOfDays(sc.r.days)
 	}
 	return nil
-}
-
-// dayNumber is d as a Date column's day number, held to the column's
-// range (ClickHouse's Date stores 1970-01-01 to 2149-06-06).
-func dayNumber(d model.Date) uint16 {
-	return uint16(min(max(d.DaysSinceEpoch(), 0), math.MaxUint16))
 }
 
 // dateOfDays is the business date of a Date column's day number, as
