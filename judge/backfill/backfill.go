@@ -440,8 +440,8 @@ func (w *worker) readAhead(ctx context.Context, u *unit, wg *sync.WaitGroup) *ah
 	go func() {
 		defer wg.Done()
 		defer close(a.done)
-		a.err = w.readUnit(ctx, u, &a.exp, func(e model.Event) error {
-			a.events = append(a.events, e)
+		a.err = w.readUnit(ctx, u, &a.exp, func(e *model.Event) error {
+			a.events = append(a.events, *e)
 			return nil
 		})
 	}()
@@ -544,7 +544,7 @@ func (w *worker) fold(ctx context.Context, u *unit, a *ahead) error {
 		ord = nil
 		return nil
 	}
-	add := func(e model.Event) error {
+	add := func(e *model.Event) error {
 		if e.Pipeline != cur {
 			next := pi
 			for next < len(u.pipelines) && u.pipelines[next].Pipeline != e.Pipeline {
@@ -564,11 +564,11 @@ func (w *worker) fold(ctx context.Context, u *unit, a *ahead) error {
 			w.report(unread)
 			unread = 0
 		}
-		return ord.Add(&e)
+		return ord.Add(e)
 	}
 	if a != nil {
 		for i := range a.events {
-			if err = add(a.events[i]); err != nil {
+			if err = add(&a.events[i]); err != nil {
 				break
 			}
 		}
@@ -601,17 +601,28 @@ func (w *worker) each(ctx context.Context, u *unit, from, to model.Date, fn func
 // readFrom to To to fn, setting *exp (with baselines) to the
 // expectations learned from u's window before the first of them. A unit
 // that is not big reads its window and its range in one query
-// (EachBatchEventPasses), the window walked first.
-func (w *worker) readUnit(ctx context.Context, u *unit, exp **learn.Expectations, fn func(model.Event) error) error {
-	if w.cfg.Baselines == nil {
-		return w.each(ctx, u, w.readFrom, w.cfg.To, fn)
-	}
+// (EachBatchEventPasses), the window walked first. The event is fn's
+// only until it returns.
+func (w *worker) readUnit(ctx context.Context, u *unit, exp **learn.Expectations, fn func(*model.Event) error) error {
 	if u.big {
-		var err error
-		if *exp, err = w.expectations(ctx, u); err != nil {
-			return err
+		if w.cfg.Baselines != nil {
+			var err error
+			if *exp, err = w.expectations(ctx, u); err != nil {
+				return err
+			}
 		}
-		return w.each(ctx, u, w.readFrom, w.cfg.To, fn)
+		var ev model.Event // one copy for the read, not one per event
+		return w.each(ctx, u, w.readFrom, w.cfg.To, func(e model.Event) error {
+			ev = e
+			return fn(&ev)
+		})
+	}
+	names := make([]string, len(u.pipelines))
+	for i, p := range u.pipelines {
+		names[i] = p.Pipeline
+	}
+	if w.cfg.Baselines == nil {
+		return w.r.EachBatchEventPasses(ctx, names, history.Pass{From: w.readFrom, To: w.cfg.To, Fn: fn})
 	}
 	asOf, wFrom, wTo := w.window()
 	l := learn.New()
@@ -620,16 +631,12 @@ func (w *worker) readUnit(ctx context.Context, u *unit, exp **learn.Expectations
 			*exp, l = l.Expect(asOf, 0, *w.cfg.Baselines), nil
 		}
 	}
-	names := make([]string, len(u.pipelines))
-	for i, p := range u.pipelines {
-		names[i] = p.Pipeline
-	}
 	err := w.r.EachBatchEventPasses(ctx, names,
-		history.Pass{From: wFrom, To: wTo, Fn: func(e model.Event) error {
-			l.Add(&e)
+		history.Pass{From: wFrom, To: wTo, Fn: func(e *model.Event) error {
+			l.Add(e)
 			return nil
 		}},
-		history.Pass{From: w.readFrom, To: w.cfg.To, Fn: func(e model.Event) error {
+		history.Pass{From: w.readFrom, To: w.cfg.To, Fn: func(e *model.Event) error {
 			learned()
 			return fn(e)
 		}})

@@ -68,7 +68,7 @@ func (m *memReader) EachBatchEvent(ctx context.Context, pipelines []string, from
 func (m *memReader) EachBatchEventPasses(ctx context.Context, pipelines []string, passes ...history.Pass) error {
 	m.passReads.Add(1)
 	for _, p := range passes {
-		if err := m.EachBatchEvent(ctx, pipelines, p.From, p.To, p.Fn); err != nil {
+		if err := m.EachBatchEvent(ctx, pipelines, p.From, p.To, func(e model.Event) error { return p.Fn(&e) }); err != nil {
 			return err
 		}
 	}

@@ -200,7 +200,7 @@ func (s *Store) eachReplayRow(ctx context.Context, sorted []string, w *where, pa
 			last = r
 			r.split(&parts) // checked as read
 			r.event(&e, &parts, sorted[r.rank], date)
-			if err := p.Fn(e); err != nil {
+			if err := p.Fn(&e); err != nil {
 				return err
 			}
 		}

@@ -127,13 +127,13 @@ func TestBatchEventPasses(t *testing.T) {
 			got := make([][]model.Event, len(ranges))
 			var passes []history.Pass
 			for i, r := range ranges {
-				passes = append(passes, history.Pass{From: r[0], To: r[1], Fn: func(e model.Event) error {
+				passes = append(passes, history.Pass{From: r[0], To: r[1], Fn: func(e *model.Event) error {
 					for _, later := range got[i+1:] {
 						if len(later) > 0 {
 							t.Fatalf("%s: pass %d got an event after pass %d began", name, i, i+1)
 						}
 					}
-					got[i] = append(got[i], e)
+					got[i] = append(got[i], *e)
 					return nil
 				}})
 			}
