@@ -723,7 +723,9 @@ type rowBlocks[T any] struct {
 	// apart, and pipeline names of a unit share long prefixes.
 	keys  []uint64
 	order []int32
-	n     int
+	// counts is bucketSort's, kept for the next read.
+	counts []int32
+	n      int
 	// filled is how many of blocks hold rows (the others are kept for
 	// reuse).
 	filled int
@@ -755,10 +757,13 @@ func (rb *rowBlocks[T]) at(i int32) *T { return &rb.blocks[i/rowBlock][i%rowBloc
 func (rb *rowBlocks[T]) sort(ids func(*T) (batch, event string)) []int32 {
 	keys := rb.keys
 	order := slices.Grow(rb.order[:0], rb.n)[:rb.n]
+	rb.order = order
+	if rb.bucketSort(order, ids) {
+		return order
+	}
 	for i := range order {
 		order[i] = int32(i)
 	}
-	rb.order = order
 	sortRuns(order, func(a, b int32) int {
 		if ka, kb := keys[a], keys[b]; ka != kb {
 			return cmp.Compare(ka, kb)
@@ -771,6 +776,71 @@ func (rb *rowBlocks[T]) sort(ids func(*T) (batch, event string)) []int32 {
 		return strings.Compare(ia, ib)
 	})
 	return order
+}
+
+// bucketSort sets order to the rows' indices in the table's sort key
+// order, as sort does, by a counting sort of the keys (a bucket for each
+// pipeline and date of the span the rows cover, in the order read) and a
+// sort of each bucket's few rows by batch id and event id: the merges of
+// sortRuns compared every row some seven times, through a function
+// value. It returns false, order untouched, when the keys span too many
+// buckets for the rows (dates over many years).
+func (rb *rowBlocks[T]) bucketSort(order []int32, ids func(*T) (batch, event string)) bool {
+	keys := rb.keys[:rb.n]
+	if len(keys) == 0 {
+		return true
+	}
+	minR, maxR := keys[0]>>32, keys[0]>>32
+	minD, maxD := keys[0]&0xffffffff, keys[0]&0xffffffff
+	for _, k := range keys[1:] {
+		r, d := k>>32, k&0xffffffff
+		minR, maxR, minD, maxD = min(minR, r), max(maxR, r), min(minD, d), max(maxD, d)
+	}
+	span := maxD - minD + 1
+	buckets := (maxR - minR + 1) * span
+	if buckets > 4*uint64(len(keys))+4096 {
+		return false
+	}
+	bucket := func(k uint64) uint64 { return (k>>32-minR)*span + (k&0xffffffff - minD) }
+	counts := slices.Grow(rb.counts[:0], int(buckets)+1)[:buckets+1]
+	clear(counts)
+	rb.counts = counts
+	for _, k := range keys {
+		counts[bucket(k)+1]++
+	}
+	for b := 1; b < len(counts); b++ {
+		counts[b] += counts[b-1]
+	}
+	for i, k := range keys {
+		b := bucket(k)
+		order[counts[b]] = int32(i)
+		counts[b]++
+	}
+	// counts[b] is now the end of bucket b.
+	less := func(a, b int32) int {
+		ba, ia := ids(rb.at(a))
+		bb, ib := ids(rb.at(b))
+		if c := strings.Compare(ba, bb); c != 0 {
+			return c
+		}
+		return strings.Compare(ia, ib)
+	}
+	start := int32(0)
+	for _, end := range counts[:buckets] {
+		seg := order[start:end]
+		start = end
+		if len(seg) > 24 {
+			slices.SortStableFunc(seg, less)
+			continue
+		}
+		// Insertion: stable, and a bucket is a batch or a few of one date.
+		for i := 1; i < len(seg); i++ {
+			for j := i; j > 0 && less(seg[j-1], seg[j]) > 0; j-- {
+				seg[j-1], seg[j] = seg[j], seg[j-1]
+			}
+		}
+	}
+	return true
 }
 
 // emitEvents hands the events of rb to each pass's Fn, those of its
