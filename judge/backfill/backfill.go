@@ -46,6 +46,7 @@ type Reader interface {
 	Census(ctx context.Context, f history.CensusFilter) ([]history.PipelineRows, error)
 	LatestHeartbeats(ctx context.Context, pipelines []string, asOf time.Time) ([]model.Event, error)
 	EachBatchEvent(ctx context.Context, pipelines []string, from, to model.Date, fn func(model.Event) error) error
+	EachBatchEventPasses(ctx context.Context, pipelines []string, passes ...history.Pass) error
 	EachEvent(ctx context.Context, f history.Filter, fn func(model.Event) error) error
 }
 
@@ -439,11 +440,8 @@ func (w *worker) readAhead(ctx context.Context, u *unit, wg *sync.WaitGroup) *ah
 	go func() {
 		defer wg.Done()
 		defer close(a.done)
-		if a.exp, a.err = w.expectations(ctx, u); a.err != nil {
-			return
-		}
-		a.err = w.each(ctx, u, w.readFrom, w.cfg.To, func(e model.Event) error {
-			a.events = append(a.events, e)
+		a.err = w.readUnit(ctx, u, &a.exp, func(e *model.Event) error {
+			a.events = append(a.events, *e)
 			return nil
 		})
 	}()
@@ -487,13 +485,11 @@ func (w *worker) fold(ctx context.Context, u *unit, a *ahead) error {
 		return nil
 	}
 	var (
-		exp *learn.Expectations
+		exp *learn.Expectations // set by read before the first event
 		err error
 	)
 	if a != nil {
 		exp = a.exp
-	} else if exp, err = w.expectations(ctx, u); err != nil {
-		return err
 	}
 	var (
 		keys     keyParser
@@ -548,7 +544,7 @@ func (w *worker) fold(ctx context.Context, u *unit, a *ahead) error {
 		ord = nil
 		return nil
 	}
-	add := func(e model.Event) error {
+	add := func(e *model.Event) error {
 		if e.Pipeline != cur {
 			next := pi
 			for next < len(u.pipelines) && u.pipelines[next].Pipeline != e.Pipeline {
@@ -568,17 +564,17 @@ func (w *worker) fold(ctx context.Context, u *unit, a *ahead) error {
 			w.report(unread)
 			unread = 0
 		}
-		return ord.Add(&e)
+		return ord.Add(e)
 	}
 	if a != nil {
 		for i := range a.events {
-			if err = add(a.events[i]); err != nil {
+			if err = add(&a.events[i]); err != nil {
 				break
 			}
 		}
 		a.events = nil
 	} else {
-		err = w.each(ctx, u, w.readFrom, w.cfg.To, add)
+		err = w.readUnit(ctx, u, &exp, add)
 	}
 	if err == nil {
 		err = finish(len(u.pipelines))
@@ -601,17 +597,75 @@ func (w *worker) each(ctx context.Context, u *unit, from, to model.Date, fn func
 	return w.r.EachBatchEvent(ctx, names, from, to, fn)
 }
 
+// readUnit hands the events of u's pipelines of the business dates
+// readFrom to To to fn, setting *exp (with baselines) to the
+// expectations learned from u's window before the first of them. A unit
+// that is not big reads its window and its range in one query
+// (EachBatchEventPasses), the window walked first. The event is fn's
+// only until it returns.
+func (w *worker) readUnit(ctx context.Context, u *unit, exp **learn.Expectations, fn func(*model.Event) error) error {
+	if u.big {
+		if w.cfg.Baselines != nil {
+			var err error
+			if *exp, err = w.expectations(ctx, u); err != nil {
+				return err
+			}
+		}
+		var ev model.Event // one copy for the read, not one per event
+		return w.each(ctx, u, w.readFrom, w.cfg.To, func(e model.Event) error {
+			ev = e
+			return fn(&ev)
+		})
+	}
+	names := make([]string, len(u.pipelines))
+	for i, p := range u.pipelines {
+		names[i] = p.Pipeline
+	}
+	if w.cfg.Baselines == nil {
+		return w.r.EachBatchEventPasses(ctx, names, history.Pass{From: w.readFrom, To: w.cfg.To, Fn: fn})
+	}
+	asOf, wFrom, wTo := w.window()
+	l := learn.New()
+	learned := func() {
+		if l != nil {
+			*exp, l = l.Expect(asOf, 0, *w.cfg.Baselines), nil
+		}
+	}
+	err := w.r.EachBatchEventPasses(ctx, names,
+		history.Pass{From: wFrom, To: wTo, Fn: func(e *model.Event) error {
+			l.Add(e)
+			return nil
+		}},
+		history.Pass{From: w.readFrom, To: w.cfg.To, Fn: func(e *model.Event) error {
+			learned()
+			return fn(e)
+		}})
+	if err != nil {
+		return err
+	}
+	learned()
+	return nil
+}
+
+// window returns the time the baselines are learned as of and the
+// business dates of the window they are learned from.
+func (w *worker) window() (asOf time.Time, from, to model.Date) {
+	asOf = learn.BaselineAsOf(w.asOf)
+	y, m, d := asOf.UTC().Date()
+	to = model.Date{Year: y, Month: m, Day: d}
+	return asOf, to.AddDays(-(learn.DefaultBaselineDays - 1)), to
+}
+
 // expectations learns the baselines in force at the as-of for u's
-// pipelines from a first read of their window; nil without baselines.
+// pipelines from a read of their window of its own; nil without
+// baselines.
 func (w *worker) expectations(ctx context.Context, u *unit) (*learn.Expectations, error) {
 	if w.cfg.Baselines == nil {
 		return nil, nil
 	}
-	asOf := learn.BaselineAsOf(w.asOf)
-	y, m, d := asOf.UTC().Date()
-	to := model.Date{Year: y, Month: m, Day: d}
+	asOf, from, to := w.window()
 	l := learn.New()
-	err := w.each(ctx, u, to.AddDays(-(learn.DefaultBaselineDays - 1)), to, func(e model.Event) error {
+	err := w.each(ctx, u, from, to, func(e model.Event) error {
 		l.Add(&e)
 		return nil
 	})

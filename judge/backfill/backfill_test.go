@@ -21,6 +21,9 @@ import (
 type memReader struct {
 	events []model.Event // sorted by pipeline, business date, batch id, event id
 	reads  atomic.Int64  // workers read concurrently
+	// passReads counts the EachBatchEventPasses calls (each also counts
+	// in reads once a pass).
+	passReads atomic.Int64
 }
 
 func (m *memReader) Census(_ context.Context, f history.CensusFilter) ([]history.PipelineRows, error) {
@@ -54,6 +57,18 @@ func (m *memReader) EachBatchEvent(ctx context.Context, pipelines []string, from
 			return err
 		}
 		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EachBatchEventPasses walks the passes one after the other, as the
+// store does when their ranges join up.
+func (m *memReader) EachBatchEventPasses(ctx context.Context, pipelines []string, passes ...history.Pass) error {
+	m.passReads.Add(1)
+	for _, p := range passes {
+		if err := m.EachBatchEvent(ctx, pipelines, p.From, p.To, func(e model.Event) error { return p.Fn(&e) }); err != nil {
 			return err
 		}
 	}
@@ -293,6 +308,13 @@ func (f *failingReader) EachBatchEvent(ctx context.Context, pipelines []string, 
 		return f.err
 	}
 	return f.memReader.EachBatchEvent(ctx, pipelines, from, to, fn)
+}
+
+func (f *failingReader) EachBatchEventPasses(ctx context.Context, pipelines []string, passes ...history.Pass) error {
+	if slices.Contains(pipelines, f.pipeline) {
+		return f.err
+	}
+	return f.memReader.EachBatchEventPasses(ctx, pipelines, passes...)
 }
 
 // TestRunReadAheadError: with ReadAhead, a unit that fails to read, read

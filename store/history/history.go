@@ -578,8 +578,42 @@ func (s *Store) census(ctx context.Context, query string, args []any, keep func(
 // cores are the ones the fold needs; sorting the row indices in Go costs
 // a few milliseconds.
 func (s *Store) EachBatchEvent(ctx context.Context, pipelines []string, from, to model.Date, fn func(model.Event) error) error {
+	return s.EachBatchEventPasses(ctx, pipelines, Pass{From: from, To: to, Fn: func(e *model.Event) error { return fn(*e) }})
+}
+
+// Pass is one walk of EachBatchEventPasses: the events of business dates
+// From to To, inclusive, handed to Fn. The event is Fn's only until it
+// returns (the next one is written over it): a pointer, so that an
+// event of 264 bytes is not copied at every call on its way to the fold.
+type Pass struct {
+	From, To model.Date
+	Fn       func(*model.Event) error
+}
+
+// EachBatchEventPasses is EachBatchEvent for several ranges of dates of
+// the same pipelines, walked one after the other: each pass's events go
+// to its Fn, in the table's sort key order, once every earlier pass has
+// ended. When the ranges join up (overlap or touch), the rows of all of
+// them come in one query, read and sorted once: a backfill's read of a
+// unit and of its baselines' window (which the range mostly holds) were
+// two queries, each reading a granule of every part its pipelines have
+// rows in, and each decoded and sorted. Ranges with a gap between them
+// are read one query each, so that no date outside them is read.
+func (s *Store) EachBatchEventPasses(ctx context.Context, pipelines []string, passes ...Pass) error {
 	if len(pipelines) == 0 {
 		return nil
+	}
+	from, to, joined := span(passes)
+	if !joined {
+		for _, p := range passes {
+			if err := s.EachBatchEventPasses(ctx, pipelines, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if from.IsZero() {
+		return nil // every range is empty
 	}
 	w := &where{}
 	w.in("pipeline", pipelines)
@@ -590,7 +624,7 @@ func (s *Store) EachBatchEvent(ctx context.Context, pipelines []string, from, to
 	slices.Sort(sorted)
 	sorted = slices.Compact(sorted)
 	if s.ReplayOnly {
-		return s.eachReplayRow(ctx, sorted, w, fn)
+		return s.eachReplayRow(ctx, sorted, w, passes)
 	}
 	q := query{sql: "SELECT " + s.columns() + " FROM " + s.events() + " WHERE " + w.String(), args: w.args}
 	// The row's pipeline becomes the name's one copy: the driver's
@@ -621,7 +655,33 @@ func (s *Store) EachBatchEvent(ctx context.Context, pipelines []string, from, to
 		return err
 	}
 	defer recycle(s.eventPool, rb)
-	return emitEvents(rb, fn)
+	return emitEvents(rb, passes)
+}
+
+// span returns the dates the non-empty ranges of passes cover together
+// (zero dates when every one is empty) and whether they join up into
+// one range, with no date between them that none covers.
+func span(passes []Pass) (from, to model.Date, joined bool) {
+	var ranges []Pass
+	for _, p := range passes {
+		if p.To.Compare(p.From) >= 0 {
+			ranges = append(ranges, p)
+		}
+	}
+	slices.SortFunc(ranges, func(a, b Pass) int { return a.From.Compare(b.From) })
+	for i, p := range ranges {
+		if i == 0 {
+			from, to = p.From, p.To
+			continue
+		}
+		if p.From.Compare(to.AddDays(1)) > 0 {
+			return model.Date{}, model.Date{}, false
+		}
+		if p.To.Compare(to) > 0 {
+			to = p.To
+		}
+	}
+	return from, to, true
 }
 
 // eventBlocks returns an empty rowBlocks of events, a recycled one when
@@ -663,7 +723,9 @@ type rowBlocks[T any] struct {
 	// apart, and pipeline names of a unit share long prefixes.
 	keys  []uint64
 	order []int32
-	n     int
+	// counts is bucketSort's, kept for the next read.
+	counts []int32
+	n      int
 	// filled is how many of blocks hold rows (the others are kept for
 	// reuse).
 	filled int
@@ -695,10 +757,13 @@ func (rb *rowBlocks[T]) at(i int32) *T { return &rb.blocks[i/rowBlock][i%rowBloc
 func (rb *rowBlocks[T]) sort(ids func(*T) (batch, event string)) []int32 {
 	keys := rb.keys
 	order := slices.Grow(rb.order[:0], rb.n)[:rb.n]
+	rb.order = order
+	if rb.bucketSort(order, ids) {
+		return order
+	}
 	for i := range order {
 		order[i] = int32(i)
 	}
-	rb.order = order
 	sortRuns(order, func(a, b int32) int {
 		if ka, kb := keys[a], keys[b]; ka != kb {
 			return cmp.Compare(ka, kb)
@@ -713,18 +778,95 @@ func (rb *rowBlocks[T]) sort(ids func(*T) (batch, event string)) []int32 {
 	return order
 }
 
-// emitEvents hands the events of rb to fn in the table's sort key order,
-// each event_id once.
-func emitEvents(rb *rowBlocks[model.Event], fn func(model.Event) error) error {
-	var last *model.Event
-	for _, i := range rb.sort(func(e *model.Event) (string, string) { return e.BatchID, e.ID }) {
-		e := rb.at(i)
-		if last != nil && compareRows(last, e) == 0 {
-			continue // a copy merges have not collapsed yet
+// bucketSort sets order to the rows' indices in the table's sort key
+// order, as sort does, by a counting sort of the keys (a bucket for each
+// pipeline and date of the span the rows cover, in the order read) and a
+// sort of each bucket's few rows by batch id and event id: the merges of
+// sortRuns compared every row some seven times, through a function
+// value. It returns false, order untouched, when the keys span too many
+// buckets for the rows (dates over many years).
+func (rb *rowBlocks[T]) bucketSort(order []int32, ids func(*T) (batch, event string)) bool {
+	keys := rb.keys[:rb.n]
+	if len(keys) == 0 {
+		return true
+	}
+	minR, maxR := keys[0]>>32, keys[0]>>32
+	minD, maxD := keys[0]&0xffffffff, keys[0]&0xffffffff
+	for _, k := range keys[1:] {
+		r, d := k>>32, k&0xffffffff
+		minR, maxR, minD, maxD = min(minR, r), max(maxR, r), min(minD, d), max(maxD, d)
+	}
+	span := maxD - minD + 1
+	buckets := (maxR - minR + 1) * span
+	if buckets > 4*uint64(len(keys))+4096 {
+		return false
+	}
+	bucket := func(k uint64) uint64 { return (k>>32-minR)*span + (k&0xffffffff - minD) }
+	counts := slices.Grow(rb.counts[:0], int(buckets)+1)[:buckets+1]
+	clear(counts)
+	rb.counts = counts
+	for _, k := range keys {
+		counts[bucket(k)+1]++
+	}
+	for b := 1; b < len(counts); b++ {
+		counts[b] += counts[b-1]
+	}
+	for i, k := range keys {
+		b := bucket(k)
+		order[counts[b]] = int32(i)
+		counts[b]++
+	}
+	// counts[b] is now the end of bucket b.
+	less := func(a, b int32) int {
+		ba, ia := ids(rb.at(a))
+		bb, ib := ids(rb.at(b))
+		if c := strings.Compare(ba, bb); c != 0 {
+			return c
 		}
-		last = e
-		if err := fn(*e); err != nil {
-			return err
+		return strings.Compare(ia, ib)
+	}
+	start := int32(0)
+	for _, end := range counts[:buckets] {
+		seg := order[start:end]
+		start = end
+		if len(seg) > 24 {
+			// The server's runs of a part come in order: sortRuns finds
+			// them (a bucket of one run, the usual, costs a comparison a
+			// row), where slices.SortStableFunc compared each row of a
+			// sorted bucket some five times.
+			sortRuns(seg, less)
+			continue
+		}
+		// Insertion: stable, a comparison a row when the bucket came in
+		// order, and a bucket is a batch or a few of one date.
+		for i := 1; i < len(seg); i++ {
+			for j := i; j > 0 && less(seg[j-1], seg[j]) > 0; j-- {
+				seg[j-1], seg[j] = seg[j], seg[j-1]
+			}
+		}
+	}
+	return true
+}
+
+// emitEvents hands the events of rb to each pass's Fn, those of its
+// dates, in the table's sort key order, each event_id once.
+func emitEvents(rb *rowBlocks[model.Event], passes []Pass) error {
+	order := rb.sort(func(e *model.Event) (string, string) { return e.BatchID, e.ID })
+	for _, p := range passes {
+		var last *model.Event
+		from, to := dateKey(p.From), dateKey(p.To)
+		for _, i := range order {
+			if k := rb.keys[i] & 0xffffffff; k < from || k > to {
+				continue
+			}
+			e := rb.at(i)
+			if last != nil && compareRows(last, e) == 0 {
+				continue // a copy merges have not collapsed yet
+			}
+			last = e
+			if err := p.Fn(e); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -156,11 +156,11 @@ func system(s string) model.System {
 	return model.System(s)
 }
 
-// eachReplayRow is EachBatchEvent for a ReplayOnly store: it reads the
-// rows w selects of the pipelines sorted (sorted, without duplicates)
-// with the columns above, and hands them to fn in the table's sort key
-// order, each event_id once.
-func (s *Store) eachReplayRow(ctx context.Context, sorted []string, w *where, fn func(model.Event) error) error {
+// eachReplayRow is EachBatchEventPasses for a ReplayOnly store: it reads
+// the rows w selects of the pipelines sorted (sorted, without duplicates)
+// with the columns above, and hands each pass's rows to its Fn in the
+// table's sort key order, each event_id once.
+func (s *Store) eachReplayRow(ctx context.Context, sorted []string, w *where, passes []Pass) error {
 	var rb *rowBlocks[replayRow]
 	if s.replayPool != nil {
 		rb, _ = s.replayPool.Get().(*rowBlocks[replayRow])
@@ -172,25 +172,37 @@ func (s *Store) eachReplayRow(ctx context.Context, sorted []string, w *where, fn
 	if err := s.readReplayRows(ctx, sorted, w, rb); err != nil {
 		return err
 	}
-	var (
-		last  *replayRow
-		parts [replayParts]string
-		e     model.Event
-		date  model.Date
-	)
-	for _, i := range rb.sort(func(r *replayRow) (string, string) { return r.batchID, r.id }) {
-		r := rb.at(i)
-		if last != nil && last.sameEvent(r) {
-			continue // a copy merges have not collapsed yet
+	order := rb.sort(func(r *replayRow) (string, string) { return r.batchID, r.id })
+	for _, p := range passes {
+		if p.To.Compare(p.From) < 0 {
+			continue
 		}
-		if last == nil || r.days != last.days {
-			date = dateOfDays(r.days)
-		}
-		last = r
-		r.split(&parts) // checked as read
-		r.event(&e, &parts, sorted[r.rank], date)
-		if err := fn(e); err != nil {
-			return err
+		// The dates from the sort keys, a small array, rather than from
+		// the rows: a pass over a few dates of a unit touches no other.
+		from, to := dateKey(p.From), dateKey(p.To)
+		var (
+			last  *replayRow
+			parts [replayParts]string
+			e     model.Event
+			date  model.Date
+		)
+		for _, i := range order {
+			if k := rb.keys[i] & 0xffffffff; k < from || k > to {
+				continue
+			}
+			r := rb.at(i)
+			if last != nil && last.sameEvent(r) {
+				continue // a copy merges have not collapsed yet
+			}
+			if last == nil || r.days != last.days {
+				date = dateOfDays(r.days)
+			}
+			last = r
+			r.split(&parts) // checked as read
+			r.event(&e, &parts, sorted[r.rank], date)
+			if err := p.Fn(&e); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

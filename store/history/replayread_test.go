@@ -78,3 +78,78 @@ func TestReplayOnlyBatchRead(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchEventPasses: EachBatchEventPasses hands each pass the events
+// EachBatchEvent reads of its range, in the same order, every pass after
+// the one before it, whether the ranges join up (one read, walked once a
+// pass) or not (a read each), on both reads (full and ReplayOnly); an
+// empty range gets nothing.
+func TestBatchEventPasses(t *testing.T) {
+	ctx, conn, db, s := newDatabase(t, "store_passes")
+	a := testenv.Events(400, "passes.a", 1)
+	b := testenv.Events(300, "passes.b", 2)
+	all := append(append([]model.Event(nil), a...), b...)
+	if err := s.Events(ctx, all); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Events(ctx, a[:100]); err != nil { // copies
+		t.Fatal(err)
+	}
+	d := model.MustParseDate
+	cases := map[string][][2]model.Date{
+		"overlapping": {{d("2026-09-10"), d("2026-09-30")}, {d("2026-08-01"), d("2026-09-15")}},
+		"touching":    {{d("2026-08-10"), d("2026-08-20")}, {d("2026-08-21"), d("2026-09-02")}},
+		"apart":       {{d("2026-09-20"), d("2026-09-25")}, {d("2026-08-03"), d("2026-08-09")}},
+		"one empty":   {{d("2026-08-10"), d("2026-08-09")}, {d("2026-08-05"), d("2026-08-12")}},
+	}
+	names := []string{"passes.b", "passes.a"}
+	for _, replayOnly := range []bool{false, true} {
+		st, err := history.New(conn, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.ReplayOnly = replayOnly
+		for name, ranges := range cases {
+			var want [][]model.Event
+			for _, r := range ranges {
+				var evs []model.Event
+				if err := st.EachBatchEvent(ctx, names, r[0], r[1], func(e model.Event) error {
+					evs = append(evs, e)
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, evs)
+			}
+			if r := ranges[len(ranges)-1]; len(want[len(want)-1]) == 0 {
+				t.Fatalf("%s: no event in %s..%s: the case tests nothing", name, r[0], r[1])
+			}
+			got := make([][]model.Event, len(ranges))
+			var passes []history.Pass
+			for i, r := range ranges {
+				passes = append(passes, history.Pass{From: r[0], To: r[1], Fn: func(e *model.Event) error {
+					for _, later := range got[i+1:] {
+						if len(later) > 0 {
+							t.Fatalf("%s: pass %d got an event after pass %d began", name, i, i+1)
+						}
+					}
+					got[i] = append(got[i], *e)
+					return nil
+				}})
+			}
+			if err := st.EachBatchEventPasses(ctx, names, passes...); err != nil {
+				t.Fatal(err)
+			}
+			for i := range ranges {
+				if len(got[i]) != len(want[i]) {
+					t.Fatalf("%s (replay-only %v), pass %d: %d events, EachBatchEvent %d", name, replayOnly, i, len(got[i]), len(want[i]))
+				}
+				for j := range want[i] {
+					if !reflect.DeepEqual(got[i][j], want[i][j]) {
+						t.Fatalf("%s (replay-only %v), pass %d, event %d:\n%+v\nwant\n%+v", name, replayOnly, i, j, got[i][j], want[i][j])
+					}
+				}
+			}
+		}
+	}
+}
