@@ -105,6 +105,19 @@ type Detector struct {
 	timers timers
 	wakes  wakes
 	dirty  []*batch
+	// last is the batch of the last event Observe folded (nil: none, or
+	// forgotten): a restore's history comes a batch's events in a row (a
+	// part's rows in its key's order), and a producer's batch its events
+	// close together, so most events find their batch without the open
+	// set's hash and lookup. It is checked against the event's key, and a
+	// batch closed or released is no longer taken (slotGone).
+	last *batch
+	// touched is the batch step last touched, while that touch still
+	// stands: no batch opened and no dirty mark cleared since (newBatch,
+	// Release and AdvanceEach forget it). Touching it again would mark
+	// nothing, so the next events of its run skip touch's lookups of the
+	// batch's neighbours (downstream, attempts of its date).
+	touched *batch
 	// waiting lists the batches suspended since the last Suspended call
 	// (some may have been resumed or released since): Suspended and Stats
 	// run at every Advance and must not walk every open batch.
@@ -349,7 +362,7 @@ func (d *Detector) Observe(e *model.Event) bool {
 	// leaves out, and nothing opens one that is not owned. Looking it up
 	// first spares the predicate (a hash of the key's text in the wiring)
 	// for every event but a batch's first: a restore folds millions.
-	if b := d.open.get(k); b != nil {
+	if b := d.openBatch(k); b != nil {
 		d.step(b, e)
 		return !b.suspended
 	}
@@ -367,8 +380,22 @@ func (d *Detector) Observe(e *model.Event) bool {
 	if !d.horizon.IsZero() && k.BusinessDate.Compare(d.horizon) < 0 {
 		d.suspend(b)
 	}
+	d.last = b
 	d.step(b, e)
 	return !b.suspended
+}
+
+// openBatch returns the open batch k (nil: none), the last one Observe
+// folded into when it is k (see Detector.last).
+func (d *Detector) openBatch(k model.BatchKey) *batch {
+	if b := d.last; b != nil && b.slot != slotGone && b.is(k) {
+		return b
+	}
+	b := d.open.get(k)
+	if b != nil {
+		d.last = b
+	}
+	return b
 }
 
 // known is the time up to which a heartbeat may be kept at once: the safe
@@ -414,6 +441,8 @@ func (d *Detector) newBatch(k model.BatchKey) *batch {
 	b := &batch{pipe: d.pipelineOf(k.Pipeline), id: strings.Clone(k.BatchID), slot: -1,
 		year: int32(k.BusinessDate.Year), month: uint8(k.BusinessDate.Month), day: uint8(k.BusinessDate.Day)}
 	d.open.put(b)
+	// A batch opened may be a neighbour the last touch did not find.
+	d.touched = nil
 	return b
 }
 
@@ -434,7 +463,10 @@ func (d *Detector) step(b *batch, e *model.Event) {
 			d.first[k.Pipeline] = k.BusinessDate
 		}
 	}
-	d.touch(b)
+	if d.touched != b {
+		d.touch(b)
+		d.touched = b
+	}
 }
 
 // touch marks b for evaluation with the other attempts of its date (its
@@ -550,7 +582,7 @@ func (d *Detector) Restore(fs ...Finding) error {
 		if !d.owned(f.Batch) {
 			continue
 		}
-		b := d.open.get(f.Batch)
+		b := d.openBatch(f.Batch)
 		if b == nil {
 			if f.State == Resolved {
 				// Nothing of the batch is open: its conditions have ended
@@ -593,6 +625,7 @@ func (d *Detector) SetOwns(owns func(model.BatchKey) bool) {
 // a rebalance (the new owner restores them from history and the published
 // findings). Nothing is published for them.
 func (d *Detector) Release(pred func(model.BatchKey) bool) int {
+	d.last, d.touched = nil, nil
 	n := 0
 	for b := range d.open.all() {
 		if k := b.key(); pred(k) {
@@ -679,6 +712,8 @@ func (d *Detector) AdvanceEach(now, safe time.Time, fn func(f *Finding)) {
 		safe = d.floor
 	}
 	d.safe = safe
+	// Every dirty mark is cleared below: the next event touches again.
+	d.touched = nil
 	d.compactQuiet()
 	d.moveHorizon(safe)
 	d.expand(safe)
