@@ -136,9 +136,12 @@ type Detector struct {
 	pipelines map[string]*pipeline
 	names     map[string]uint32
 	nameList  []string
-	scratch   []model.Event
-	enc       []byte
-	table     []string
+	// words are the kinds, names and statuses of restored findings, one
+	// string each (word).
+	words   map[string]string
+	scratch []model.Event
+	enc     []byte
+	table   []string
 
 	safe time.Time
 	// floor is the earliest safe time an Advance may come with (Floor):
@@ -597,8 +600,11 @@ func (d *Detector) Restore(fs ...Finding) error {
 				d.suspend(b)
 			}
 		}
-		t := tracked{fp: fp, kind: f.Kind, name: f.Name, state: f.State, status: f.Status, seq: int32(f.Seq),
-			raised: msOf(f.RaisedAt), resolved: msOf(f.ResolvedAt), deadline: msOf(f.Deadline)}
+		t := tracked{fp: fp, kind: Kind(d.word(string(f.Kind))), name: d.word(f.Name), state: Open, status: replay.Status(d.word(string(f.Status))),
+			seq: int32(f.Seq), raised: msOf(f.RaisedAt), resolved: msOf(f.ResolvedAt), deadline: msOf(f.Deadline)}
+		if f.State == Resolved {
+			t.state = Resolved
+		}
 		if j := b.find(fp); j >= 0 {
 			if b.findings()[j].seq >= t.seq {
 				continue
@@ -610,6 +616,28 @@ func (d *Detector) Restore(fs ...Finding) error {
 		d.markDirty(b)
 	}
 	return nil
+}
+
+// maxWords bounds the words Restore shares (Detector.words): the kinds,
+// names and statuses of findings number a few dozen.
+const maxWords = 1024
+
+// word returns s, or the string equal to it that a finding restored before
+// kept: the kind, name and status of a record read back are strings of
+// their own, and a takeover keeps hundreds of thousands of records for
+// the batches' lifetime, four small objects each for the collector to
+// mark at every cycle.
+func (d *Detector) word(s string) string {
+	if w, ok := d.words[s]; ok {
+		return w
+	}
+	if d.words == nil {
+		d.words = make(map[string]string)
+	}
+	if len(d.words) < maxWords {
+		d.words[s] = s
+	}
+	return s
 }
 
 // SetOwns replaces the ownership predicate after a rebalance (nil: all).
