@@ -105,6 +105,19 @@ type Detector struct {
 	timers timers
 	wakes  wakes
 	dirty  []*batch
+	// last is the batch of the last event Observe folded (nil: none, or
+	// forgotten): a restore's history comes a batch's events in a row (a
+	// part's rows in its key's order), and a producer's batch its events
+	// close together, so most events find their batch without the open
+	// set's hash and lookup. It is checked against the event's key, and a
+	// batch closed or released is no longer taken (slotGone).
+	last *batch
+	// touched is the batch step last touched, while that touch still
+	// stands: no batch opened and no dirty mark cleared since (newBatch,
+	// Release and AdvanceEach forget it). Touching it again would mark
+	// nothing, so the next events of its run skip touch's lookups of the
+	// batch's neighbours (downstream, attempts of its date).
+	touched *batch
 	// waiting lists the batches suspended since the last Suspended call
 	// (some may have been resumed or released since): Suspended and Stats
 	// run at every Advance and must not walk every open batch.
@@ -123,9 +136,12 @@ type Detector struct {
 	pipelines map[string]*pipeline
 	names     map[string]uint32
 	nameList  []string
-	scratch   []model.Event
-	enc       []byte
-	table     []string
+	// words are the kinds, names and statuses of restored findings, one
+	// string each (word).
+	words   map[string]string
+	scratch []model.Event
+	enc     []byte
+	table   []string
 
 	safe time.Time
 	// floor is the earliest safe time an Advance may come with (Floor):
@@ -349,7 +365,7 @@ func (d *Detector) Observe(e *model.Event) bool {
 	// leaves out, and nothing opens one that is not owned. Looking it up
 	// first spares the predicate (a hash of the key's text in the wiring)
 	// for every event but a batch's first: a restore folds millions.
-	if b := d.open.get(k); b != nil {
+	if b := d.openBatch(k); b != nil {
 		d.step(b, e)
 		return !b.suspended
 	}
@@ -367,8 +383,22 @@ func (d *Detector) Observe(e *model.Event) bool {
 	if !d.horizon.IsZero() && k.BusinessDate.Compare(d.horizon) < 0 {
 		d.suspend(b)
 	}
+	d.last = b
 	d.step(b, e)
 	return !b.suspended
+}
+
+// openBatch returns the open batch k (nil: none), the last one Observe
+// folded into when it is k (see Detector.last).
+func (d *Detector) openBatch(k model.BatchKey) *batch {
+	if b := d.last; b != nil && b.slot != slotGone && b.is(k) {
+		return b
+	}
+	b := d.open.get(k)
+	if b != nil {
+		d.last = b
+	}
+	return b
 }
 
 // known is the time up to which a heartbeat may be kept at once: the safe
@@ -414,6 +444,8 @@ func (d *Detector) newBatch(k model.BatchKey) *batch {
 	b := &batch{pipe: d.pipelineOf(k.Pipeline), id: strings.Clone(k.BatchID), slot: -1,
 		year: int32(k.BusinessDate.Year), month: uint8(k.BusinessDate.Month), day: uint8(k.BusinessDate.Day)}
 	d.open.put(b)
+	// A batch opened may be a neighbour the last touch did not find.
+	d.touched = nil
 	return b
 }
 
@@ -434,7 +466,10 @@ func (d *Detector) step(b *batch, e *model.Event) {
 			d.first[k.Pipeline] = k.BusinessDate
 		}
 	}
-	d.touch(b)
+	if d.touched != b {
+		d.touch(b)
+		d.touched = b
+	}
 }
 
 // touch marks b for evaluation with the other attempts of its date (its
@@ -550,7 +585,7 @@ func (d *Detector) Restore(fs ...Finding) error {
 		if !d.owned(f.Batch) {
 			continue
 		}
-		b := d.open.get(f.Batch)
+		b := d.openBatch(f.Batch)
 		if b == nil {
 			if f.State == Resolved {
 				// Nothing of the batch is open: its conditions have ended
@@ -565,8 +600,11 @@ func (d *Detector) Restore(fs ...Finding) error {
 				d.suspend(b)
 			}
 		}
-		t := tracked{fp: fp, kind: f.Kind, name: f.Name, state: f.State, status: f.Status, seq: int32(f.Seq),
-			raised: msOf(f.RaisedAt), resolved: msOf(f.ResolvedAt), deadline: msOf(f.Deadline)}
+		t := tracked{fp: fp, kind: Kind(d.word(string(f.Kind))), name: d.word(f.Name), state: Open, status: replay.Status(d.word(string(f.Status))),
+			seq: int32(f.Seq), raised: msOf(f.RaisedAt), resolved: msOf(f.ResolvedAt), deadline: msOf(f.Deadline)}
+		if f.State == Resolved {
+			t.state = Resolved
+		}
 		if j := b.find(fp); j >= 0 {
 			if b.findings()[j].seq >= t.seq {
 				continue
@@ -578,6 +616,28 @@ func (d *Detector) Restore(fs ...Finding) error {
 		d.markDirty(b)
 	}
 	return nil
+}
+
+// maxWords bounds the words Restore shares (Detector.words): the kinds,
+// names and statuses of findings number a few dozen.
+const maxWords = 1024
+
+// word returns s, or the string equal to it that a finding restored before
+// kept: the kind, name and status of a record read back are strings of
+// their own, and a takeover keeps hundreds of thousands of records for
+// the batches' lifetime, four small objects each for the collector to
+// mark at every cycle.
+func (d *Detector) word(s string) string {
+	if w, ok := d.words[s]; ok {
+		return w
+	}
+	if d.words == nil {
+		d.words = make(map[string]string)
+	}
+	if len(d.words) < maxWords {
+		d.words[s] = s
+	}
+	return s
 }
 
 // SetOwns replaces the ownership predicate after a rebalance (nil: all).
@@ -593,6 +653,7 @@ func (d *Detector) SetOwns(owns func(model.BatchKey) bool) {
 // a rebalance (the new owner restores them from history and the published
 // findings). Nothing is published for them.
 func (d *Detector) Release(pred func(model.BatchKey) bool) int {
+	d.last, d.touched = nil, nil
 	n := 0
 	for b := range d.open.all() {
 		if k := b.key(); pred(k) {
@@ -679,6 +740,8 @@ func (d *Detector) AdvanceEach(now, safe time.Time, fn func(f *Finding)) {
 		safe = d.floor
 	}
 	d.safe = safe
+	// Every dirty mark is cleared below: the next event touches again.
+	d.touched = nil
 	d.compactQuiet()
 	d.moveHorizon(safe)
 	d.expand(safe)

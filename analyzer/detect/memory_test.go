@@ -119,3 +119,47 @@ func BenchmarkStreaming(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(events))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
+
+// BenchmarkRestoreFold folds the stored history of a takeover into a fresh
+// detector, as Runner.Assign does before the restore of the findings:
+// the events of the half of 30,000 typical batches it owns (the read
+// selects the partitions on the server), in the order a read of the
+// events table gives them (a batch's events in a row, its key's text
+// shared by the run, as store/history decodes it), with baselines
+// learned: the detector's own cost per event of a takeover, the read
+// excluded.
+//
+//	go test -run '^$' -bench RestoreFold -count 6 ./analyzer/detect/
+func BenchmarkRestoreFold(b *testing.B) {
+	records := wireBatches(30_000)
+	events := make([]model.Event, len(records))
+	var dec model.Decoder
+	for i, rec := range records {
+		e, err := dec.Decode(rec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		events[i] = e
+	}
+	// The read selects the partitions taken over on the server: only
+	// owned batches' events come.
+	owns := ownsParity(0)
+	events = slices.DeleteFunc(events, func(e model.Event) bool { return !owns(e.Key()) })
+	slices.SortStableFunc(events, func(x, y model.Event) int { return x.Key().Compare(y.Key()) })
+	for i := 1; i < len(events); i++ {
+		if p := &events[i-1]; p.Key() == events[i].Key() {
+			events[i].Pipeline, events[i].BatchID = p.Pipeline, p.BatchID
+		}
+	}
+	contracts := seedContracts(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		d := mustNew(b, detect.Config{Contracts: contracts, Owns: owns, Baselines: &detect.Baselines{}})
+		d.Floor(events[len(events)-1].Time)
+		for j := range events {
+			d.Observe(&events[j])
+		}
+	}
+	b.ReportMetric(float64(len(events)), "events")
+	b.ReportMetric(float64(len(events))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}

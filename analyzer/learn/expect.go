@@ -423,6 +423,7 @@ func provenAt(d *replay.Diagnosis, b model.Boundary) time.Time {
 // Forget drops the batches of business dates before d: a learner kept
 // for baselines holds only their window.
 func (l *Learner) Forget(d model.Date) {
+	l.last = nil
 	for name, p := range l.pipes {
 		for k := range p.batches {
 			if k.BusinessDate.Compare(d) < 0 {

@@ -20,6 +20,11 @@ import (
 // may come in any order.
 type Learner struct {
 	pipes map[string]*pipe
+	// last is the batch of the last event added (nil: none, or Forget
+	// ran since): a batch's events mostly come in a row (a stored
+	// history's read, a producer's run), and two map lookups keyed by
+	// text per event were most of Add.
+	last *batch
 }
 
 type pipe struct {
@@ -47,16 +52,19 @@ func (l *Learner) Add(e *model.Event) {
 	if !e.Type.HasBatch() || e.BusinessDate.IsZero() || e.Pipeline == "" {
 		return
 	}
-	p := l.pipes[e.Pipeline]
-	if p == nil {
-		p = &pipe{name: e.Pipeline, batches: map[model.BatchKey]*batch{}}
-		l.pipes[e.Pipeline] = p
-	}
 	k := e.Key()
-	b := p.batches[k]
-	if b == nil {
-		b = &batch{key: k}
-		p.batches[k] = b
+	b := l.last
+	if b == nil || b.key != k {
+		p := l.pipes[e.Pipeline]
+		if p == nil {
+			p = &pipe{name: e.Pipeline, batches: map[model.BatchKey]*batch{}}
+			l.pipes[e.Pipeline] = p
+		}
+		if b = p.batches[k]; b == nil {
+			b = &batch{key: k}
+			p.batches[k] = b
+		}
+		l.last = b
 	}
 	if bd := e.Type.Proves(); bd.Valid() {
 		ms := e.Time.UnixMilli()

@@ -283,6 +283,11 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 		r.log.Info("detect: takeover cut short; its partitions are given up until assigned again",
 			"partitions", fresh, "released_batches", n, "took", time.Since(began).Round(time.Millisecond).String())
 	}()
+	// The restore's log splits its time: after a fault the waits for the
+	// ingester and the results consumer can outlast the reads, and only
+	// the reads are the detector's work.
+	var phase restorePhases
+	mark := phase.start()
 	// Everything before the resume position must be in ClickHouse before
 	// it is read back; otherwise a restart judges a partial history.
 	want := make(map[int]int64, len(fresh))
@@ -292,6 +297,7 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 	if err := r.waitCommitted(ctx, r.s.IngestGroup, r.s.EventsTopic, want); err != nil {
 		return err
 	}
+	phase.waitIngest = mark()
 	from := r.horizon()
 	n := 0
 	// ClickHouse may not be ready (or ingest may not have created the
@@ -315,6 +321,7 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 	if err != nil {
 		return err
 	}
+	phase.events = mark()
 	// The findings published before (by this process or the partitions'
 	// previous owner) must be stored too, or they would be raised again.
 	var ends map[int]int64
@@ -329,6 +336,7 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 	if err := r.waitCommitted(ctx, r.s.ResultsGroup, r.s.FindingsTopic, ends); err != nil {
 		return err
 	}
+	phase.waitResults = mark()
 	// Restored one by one as they are read: restoring a finding twice (a
 	// read retried) is harmless, the record with the highest seq wins.
 	// A record the detector refuses is no failure of the read: it stops
@@ -379,9 +387,32 @@ func (r *Runner) Assign(ctx context.Context, a stream.Assignment) error {
 		return fmt.Errorf("restore the stored findings (%d restored before): %w", restored, refused)
 	}
 	done = true
+	phase.findings = mark()
 	r.log.Info("detect: history restored", "partitions", fresh, "events", n, "findings", restored, "open", open, "from", from.String(),
-		"took", time.Since(began).Round(time.Millisecond).String())
+		"took", time.Since(began).Round(time.Millisecond).String(),
+		"waited_for_ingest", phase.waitIngest.String(), "read_events", phase.events.String(),
+		"waited_for_results", phase.waitResults.String(), "read_findings", phase.findings.String())
 	return nil
+}
+
+// restorePhases is the time of each part of a restore, to the millisecond:
+// the wait for the ingester's commits, the read and fold of the events,
+// the wait for the results consumer and the read and restore of the
+// findings.
+type restorePhases struct {
+	waitIngest, events, waitResults, findings time.Duration
+}
+
+// start returns a function that returns the time since the last call
+// (the first: since start was called).
+func (restorePhases) start() func() time.Duration {
+	last := time.Now()
+	return func() time.Duration {
+		now := time.Now()
+		d := now.Sub(last)
+		last = now
+		return d.Round(time.Millisecond)
+	}
 }
 
 // horizon is the first business date of the history read on start.
