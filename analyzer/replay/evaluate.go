@@ -842,9 +842,9 @@ func (v *view) boundaries(d *Diagnosis) model.Boundary {
 		bs.Name, bs.Required, bs.Evidence = b.String(), v.c.Requires(b), v.provenOf(b)
 		bs.At, bs.Due, bs.UsuallyBy = time.Time{}, time.Time{}, time.Time{}
 		bs.Proven, bs.Overdue, bs.OutOfOrder = false, false, false
-		if t, ok := v.provenAt(b); ok {
+		if len(v.proven[b]) > 0 {
 			bs.Proven = true
-			bs.At = t
+			bs.At = v.firstProven[b]
 			bs.OutOfOrder = first != model.NoBoundary && b > first
 		}
 		if bs.Required && hasDue[b] {

@@ -175,7 +175,7 @@ func (s *State) LastEventAt() time.Time {
 // that routes events by key can detect a routing bug.
 func (s *State) Step(e *model.Event) bool {
 	ti := e.Type.LookupIndex()
-	if !e.Type.HasBatch() || ti < 0 {
+	if ti < 0 || !typeInfos[ti].batch {
 		// Heartbeats carry no batch; an unknown type proves nothing (and
 		// never passes validation).
 		return false
