@@ -51,7 +51,18 @@ const (
 	flagAttempt
 )
 
-func (r *record) at() time.Time { return time.UnixMilli(r.ms).UTC() }
+func (r *record) at() time.Time { return msTime(r.ms) }
+
+// msTime is time.UnixMilli(ms).UTC(), with unsigned arithmetic for the
+// times after 1970 that every event has: a diagnosis reads a time for
+// every record of its timeline.
+func msTime(ms int64) time.Time {
+	if ms >= 0 {
+		u := uint64(ms)
+		return time.Unix(int64(u/1000), int64(u%1000)*1e6).UTC()
+	}
+	return time.UnixMilli(ms).UTC()
+}
 
 // typ returns the record's event type. Types and systems are kept as small
 // indexes: a month of history is millions of records.
