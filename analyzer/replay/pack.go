@@ -167,12 +167,12 @@ func (s *State) put(v string) ref {
 	return ref(off + 1)
 }
 
-// pack copies e's strings into the arena and returns its record. A name
+// pack copies e's strings into the arena and fills p, e's record. A name
 // one of the last few records carries in the same field (a component, a
 // file name, a checksum repeat along the chain) is not stored again: the
 // arena of a typical batch is a quarter smaller, one allocation.
-func (s *State) pack(e *model.Event, ti, side int) record {
-	p := record{ms: e.Time.UnixMilli(), rows: e.Rows, bytes: e.Bytes, attempt: e.Attempt, ti: int8(ti), side: int8(side), tag: idTag(e.ID)}
+func (s *State) pack(p *record, e *model.Event, ti, side int) {
+	*p = record{ms: e.Time.UnixMilli(), rows: e.Rows, bytes: e.Bytes, attempt: e.Attempt, ti: int8(ti), side: int8(side), tag: idTag(e.ID)}
 	if e.HasRows {
 		p.flags |= flagRows
 	}
@@ -209,7 +209,7 @@ func (s *State) pack(e *model.Event, ti, side int) record {
 		if e.Error != "" {
 			p.strs[sErr] = s.putIn(rs, sErr, e.Error)
 		}
-		return p
+		return
 	}
 	vals := [nStrs]string{sID: e.ID, sComponent: e.Component, sObject: e.Object, sChecksum: e.Checksum, sErr: e.Error}
 	need := sizeOf(e.ID)
@@ -230,7 +230,6 @@ func (s *State) pack(e *model.Event, ti, side int) record {
 			p.strs[f] = s.put(vals[f])
 		}
 	}
-	return p
 }
 
 // putIn returns the ref of v, not empty, in field f of one of rs (the
