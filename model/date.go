@@ -79,6 +79,12 @@ func (d Date) String() string {
 
 // AppendFormat appends d as YYYY-MM-DD to b.
 func (d Date) AppendFormat(b []byte) []byte {
+	if y, m, dd := d.Year, int(d.Month), d.Day; y >= 0 && y <= 9999 && m >= 0 && m <= 99 && dd >= 0 && dd <= 99 {
+		// The digits at once, as appendInt writes them: a replay names
+		// every batch with its date.
+		return append(b, byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
+			byte('0'+m/10), byte('0'+m%10), '-', byte('0'+dd/10), byte('0'+dd%10))
+	}
 	b = appendInt(b, d.Year, 4)
 	b = append(b, '-')
 	b = appendInt(b, int(d.Month), 2)
@@ -123,8 +129,28 @@ func (d Date) In(loc *time.Location) time.Time {
 
 // AddDays returns the date n days after d (before, for negative n).
 func (d Date) AddDays(n int) Date {
+	if day := d.Day + n; d.Year >= 1 && d.Year <= 9999 && d.Month >= time.January && d.Month <= time.December &&
+		day >= 1 && day <= monthDays(d.Month, d.Year) {
+		// Within the month, as time.Date would normalise it: a
+		// deadline's day is mostly the business date's or the next.
+		d.Day = day
+		return d
+	}
 	t := time.Date(d.Year, d.Month, d.Day+n, 0, 0, 0, 0, time.UTC)
 	return Date{Year: t.Year(), Month: t.Month(), Day: t.Day()}
+}
+
+// monthDays is daysIn for a month from January to December, by rule
+// rather than through time.Date.
+func monthDays(m time.Month, y int) int {
+	if m == time.February {
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	}
+	// 31 for January, March, May, July, August, October and December.
+	return 30 + int((m+m/8)%2)
 }
 
 // Compare returns -1, 0 or +1 as d is before, equal to or after o.

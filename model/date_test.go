@@ -1,6 +1,7 @@
 package model_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -175,6 +176,34 @@ func TestDaysSinceEpochAsTimeDate(t *testing.T) {
 	for d := (model.Date{Year: 1890, Month: 1, Day: 1}); d.Year < 2210; d = d.AddDays(1) {
 		if got, want := int64(d.DaysSinceEpoch()), time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC).Unix()/86400; got != want {
 			t.Fatalf("DaysSinceEpoch(%v) = %d, time.Date says %d", d, got, want)
+		}
+	}
+}
+
+// AddDays and AppendFormat take a short way for the common case (a day
+// within the month, a four-digit year): every date and step here must
+// give what time.Date and the general formatting give, including the
+// dates time.Date normalises (day 0, day 31 of a short month).
+func TestDateFastPathsMatchTimeDate(t *testing.T) {
+	for _, y := range []int{1, 1900, 2000, 2023, 2024, 2026, 2100, 9999} {
+		for m := time.Month(0); m <= 13; m++ {
+			for day := -1; day <= 32; day++ {
+				d := model.Date{Year: y, Month: m, Day: day}
+				for _, n := range []int{-400, -32, -31, -29, -1, 0, 1, 2, 27, 28, 29, 30, 31, 366} {
+					tt := time.Date(y, m, day+n, 0, 0, 0, 0, time.UTC)
+					want := model.Date{Year: tt.Year(), Month: tt.Month(), Day: tt.Day()}
+					if got := d.AddDays(n); got != want {
+						t.Fatalf("%+v.AddDays(%d) = %+v, time.Date says %+v", d, n, got, want)
+					}
+				}
+				want := fmt.Sprintf("%04d-%02d-%02d", y, int(m), day)
+				if day < 0 {
+					want = fmt.Sprintf("%04d-%02d-%03d", y, int(m), day) // appendInt pads after the sign
+				}
+				if got := string(d.AppendFormat(nil)); got != want {
+					t.Fatalf("%+v.AppendFormat = %q, want %q", d, got, want)
+				}
+			}
 		}
 	}
 }

@@ -3,6 +3,7 @@ package model
 import (
 	"strings"
 	"time"
+	"unsafe"
 )
 
 // SpecV1 is the value of the "spec" field of every v1 event.
@@ -131,7 +132,12 @@ func (t EventType) LookupIndex() int {
 	case 20:
 		i = indexIf(c == 'a', 3) // artifact.transferred
 	}
-	if i < 0 || EventTypes[i] != t {
+	if i < 0 {
+		return -1
+	}
+	// A decoded type is mostly the constant itself (the same bytes):
+	// then no compare is needed.
+	if w := EventTypes[i]; (len(w) != len(t) || unsafe.StringData(string(w)) != unsafe.StringData(string(t))) && w != t {
 		return -1
 	}
 	return i

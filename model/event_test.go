@@ -197,6 +197,10 @@ func TestLookupIndex(t *testing.T) {
 	types := []model.EventType{"job.done", "", "j", "job.failex", "jab.failed", "signal.restorex", "xignal.restored",
 		"artifact.finalizeD", "process.heartbeaT", "consume.succeedeD", "batch.identifiex", "artifact.transferreD"}
 	types = append(types, model.EventTypes[:]...)
+	// Prefixes of the constants share their bytes but not their length.
+	for _, et := range model.EventTypes {
+		types = append(types, et[:len(et)-1], et[:len(et)/2])
+	}
 	for _, typ := range types {
 		if got, want := typ.LookupIndex(), typ.Index(); got != want {
 			t.Errorf("LookupIndex(%q) = %d, want %d", typ, got, want)

@@ -79,13 +79,15 @@ type addFunc func(k AnomalyKind, detail string, ev []string)
 // where it lives. It does not look for the last slash of s: a name nearly
 // always matches, and then s ends in it.
 func hasBase(s, name string) bool {
+	return strings.IndexByte(name, '/') < 0 && endsIn(s, name)
+}
+
+// endsIn is hasBase for a name known to hold no slash.
+func endsIn(s, name string) bool {
 	if len(s) < len(name) || s[len(s)-len(name):] != name {
 		return false
 	}
-	if len(s) > len(name) && s[len(s)-len(name)-1] != '/' {
-		return false
-	}
-	return strings.IndexByte(name, '/') < 0
+	return len(s) == len(name) || s[len(s)-len(name)-1] == '/'
 }
 
 // identity reports names and dates that do not derive from the batch's
@@ -102,10 +104,14 @@ func (v *view) identity(add addFunc) {
 		}
 		// Most batches name everything right: look at the events of the
 		// checked kinds first, and walk the timeline only for a wrong name.
+		// A name with a slash is no base name: nothing ends in it (see
+		// hasBase), asked once rather than for every event.
+		wantOK := strings.IndexByte(want, '/') < 0
+		altOK := alt != "" && strings.IndexByte(alt, '/') < 0
 		wrong := false
 		for _, ti := range checkedTypes[boolIndex(signal)] {
 			for _, r := range v.byType[ti] {
-				if r.strs[sObject] != 0 && !hasBase(v.object(r), want) && (alt == "" || !hasBase(v.object(r), alt)) {
+				if r.strs[sObject] != 0 && !(wantOK && endsIn(v.object(r), want)) && !(altOK && endsIn(v.object(r), alt)) {
 					wrong = true
 				}
 			}

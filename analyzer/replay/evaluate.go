@@ -165,12 +165,27 @@ func (v *view) init(s *State, c *contract.Contract, asOf time.Time, full bool, s
 	// Every list is filled by index and its header set once: a pointer
 	// stored through v costs a write barrier while the collector marks,
 	// and appending would store each header again for every record.
+	// The lists' lengths are counted on the way: they do not depend on
+	// the order.
+	var nType [len(model.EventTypes)]int
+	var nProven [model.Consumed + 1]int
+	var latestAny int64
 	m := 0
 	for i := range s.records {
-		if s.records[i].ms <= limit {
-			ptrs[m] = &s.records[i]
-			m++
+		r := &s.records[i]
+		if r.ms > limit {
+			continue
 		}
+		ptrs[m] = r
+		m++
+		if ti := r.ti; ti >= 0 {
+			nType[ti]++
+		}
+		if b := r.proves(); b != model.NoBoundary {
+			nProven[b]++
+			v.latest = max(v.latest, r.ms)
+		}
+		latestAny = max(latestAny, r.ms)
 	}
 	v.recs = ptrs[:m:m]
 	// By time, then id: a total order, ids being distinct. A batch's
@@ -193,20 +208,6 @@ func (v *view) init(s *State, c *contract.Contract, asOf time.Time, full bool, s
 	// Carve the per-type and per-boundary lists out of one backing array:
 	// a batch has a dozen events, and a dozen small growing slices would
 	// cost more than the replay itself.
-	var nType [len(model.EventTypes)]int
-	var nProven [model.Consumed + 1]int
-	var latestAny int64
-	for _, r := range v.recs {
-		ti := r.ti
-		if ti >= 0 {
-			nType[ti]++
-		}
-		if b := r.proves(); b != model.NoBoundary {
-			nProven[b]++
-			v.latest = max(v.latest, r.ms)
-		}
-		latestAny = max(latestAny, r.ms)
-	}
 	// atType[ti] and atProven[b] are where the next record of each list
 	// goes in ptrs.
 	var atType [len(model.EventTypes)]int
@@ -842,9 +843,9 @@ func (v *view) boundaries(d *Diagnosis) model.Boundary {
 		bs.Name, bs.Required, bs.Evidence = b.String(), v.c.Requires(b), v.provenOf(b)
 		bs.At, bs.Due, bs.UsuallyBy = time.Time{}, time.Time{}, time.Time{}
 		bs.Proven, bs.Overdue, bs.OutOfOrder = false, false, false
-		if t, ok := v.provenAt(b); ok {
+		if len(v.proven[b]) > 0 {
 			bs.Proven = true
-			bs.At = t
+			bs.At = v.firstProven[b]
 			bs.OutOfOrder = first != model.NoBoundary && b > first
 		}
 		if bs.Required && hasDue[b] {

@@ -51,7 +51,18 @@ const (
 	flagAttempt
 )
 
-func (r *record) at() time.Time { return time.UnixMilli(r.ms).UTC() }
+func (r *record) at() time.Time { return msTime(r.ms) }
+
+// msTime is time.UnixMilli(ms).UTC(), with unsigned arithmetic for the
+// times after 1970 that every event has: a diagnosis reads a time for
+// every record of its timeline.
+func msTime(ms int64) time.Time {
+	if ms >= 0 {
+		u := uint64(ms)
+		return time.Unix(int64(u/1000), int64(u%1000)*1e6).UTC()
+	}
+	return time.UnixMilli(ms).UTC()
+}
 
 // typ returns the record's event type. Types and systems are kept as small
 // indexes: a month of history is millions of records.
@@ -66,11 +77,13 @@ func (r *record) proves() model.Boundary { return typeInfos[r.ti].proves }
 type typeInfo struct {
 	proves                  model.Boundary
 	artifact, signal, isJob bool
+	// batch: the type carries a batch key (every type but the heartbeat).
+	batch bool
 }
 
 var typeInfos = func() (t [len(model.EventTypes)]typeInfo) {
 	for i, et := range model.EventTypes {
-		t[i] = typeInfo{proves: et.Proves(), artifact: et.IsArtifact(), signal: et.IsSignal(), isJob: strings.HasPrefix(string(et), "job.")}
+		t[i] = typeInfo{proves: et.Proves(), artifact: et.IsArtifact(), signal: et.IsSignal(), isJob: strings.HasPrefix(string(et), "job."), batch: et.HasBatch()}
 	}
 	return t
 }()
@@ -106,13 +119,21 @@ func str(arena []byte, r ref) string {
 	if r == 0 {
 		return ""
 	}
-	b := arena[r-1:]
-	n := int(b[0])
+	// The length byte is bounds-checked; the bytes after it are not: put
+	// wrote them whole, and no ref is made but by put.
+	n := int(arena[r-1])
 	if n == longLen {
-		n = int(binary.LittleEndian.Uint32(b[1:]))
-		return unsafe.String(&b[5], n)
+		return strLong(arena, r)
 	}
-	return unsafe.String(&b[1], n)
+	return unsafe.String((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(arena)), r)), n)
+}
+
+// strLong is str for a string of longLen bytes or more, apart so that str
+// inlines.
+func strLong(arena []byte, r ref) string {
+	b := arena[r:]
+	n := int(binary.LittleEndian.Uint32(b))
+	return unsafe.String(&b[4], n)
 }
 
 // sizeOf is how many arena bytes v takes.
@@ -146,12 +167,12 @@ func (s *State) put(v string) ref {
 	return ref(off + 1)
 }
 
-// pack copies e's strings into the arena and returns its record. A name
+// pack copies e's strings into the arena and fills p, e's record. A name
 // one of the last few records carries in the same field (a component, a
 // file name, a checksum repeat along the chain) is not stored again: the
 // arena of a typical batch is a quarter smaller, one allocation.
-func (s *State) pack(e *model.Event, ti, side int) record {
-	p := record{ms: e.Time.UnixMilli(), rows: e.Rows, bytes: e.Bytes, attempt: e.Attempt, ti: int8(ti), side: int8(side), tag: idTag(e.ID)}
+func (s *State) pack(p *record, e *model.Event, ti, side int) {
+	*p = record{ms: e.Time.UnixMilli(), rows: e.Rows, bytes: e.Bytes, attempt: e.Attempt, ti: int8(ti), side: int8(side), tag: idTag(e.ID)}
 	if e.HasRows {
 		p.flags |= flagRows
 	}
@@ -165,13 +186,30 @@ func (s *State) pack(e *model.Event, ti, side int) record {
 	// always: it grows by a dozen events' worth), the strings go in at
 	// once. The refs and the arena's bytes are what the exact reckoning
 	// below gives: the same strings, put in the same order.
-	if most := len(s.arena) + sizeOf(e.ID) + sizeOf(e.Component) + sizeOf(e.Object) + sizeOf(e.Checksum) + sizeOf(e.Error); s.arena != nil && most <= cap(s.arena) && most <= maxArena {
+	// most bounds what the strings take (sizeOf is at most 5 more than
+	// the length): one sum, no branch per string. Where the bound does not
+	// fit but the strings would, the reckoning below puts them the same.
+	if most := len(s.arena) + nStrs*5 + len(e.ID) + len(e.Component) + len(e.Object) + len(e.Checksum) + len(e.Error); s.arena != nil && most <= cap(s.arena) && most <= maxArena {
 		p.strs[sID] = s.put(e.ID)
-		p.strs[sComponent] = s.putRecent(sComponent, e.Component)
-		p.strs[sObject] = s.putRecent(sObject, e.Object)
-		p.strs[sChecksum] = s.putRecent(sChecksum, e.Checksum)
-		p.strs[sErr] = s.putRecent(sErr, e.Error)
-		return p
+		// The latest records, looked through for each field in one place:
+		// a Step stores four names, most of them empty or a repeat.
+		rs := s.records
+		if len(rs) > recentWindow {
+			rs = rs[len(rs)-recentWindow:]
+		}
+		if e.Component != "" {
+			p.strs[sComponent] = s.putIn(rs, sComponent, e.Component)
+		}
+		if e.Object != "" {
+			p.strs[sObject] = s.putIn(rs, sObject, e.Object)
+		}
+		if e.Checksum != "" {
+			p.strs[sChecksum] = s.putIn(rs, sChecksum, e.Checksum)
+		}
+		if e.Error != "" {
+			p.strs[sErr] = s.putIn(rs, sErr, e.Error)
+		}
+		return
 	}
 	vals := [nStrs]string{sID: e.ID, sComponent: e.Component, sObject: e.Object, sChecksum: e.Checksum, sErr: e.Error}
 	need := sizeOf(e.ID)
@@ -192,17 +230,20 @@ func (s *State) pack(e *model.Event, ti, side int) record {
 			p.strs[f] = s.put(vals[f])
 		}
 	}
-	return p
 }
 
-// putRecent returns the ref of v in field f of one of the latest records
-// (see recent), or puts it in the arena, which must have room.
-func (s *State) putRecent(f int, v string) ref {
-	if v == "" {
-		return 0
-	}
-	if r := s.recent(f, v); r != 0 {
-		return r
+// putIn returns the ref of v, not empty, in field f of one of rs (the
+// latest records, as recent looks through them), or puts it in the arena,
+// which must have room.
+func (s *State) putIn(rs []record, f int, v string) ref {
+	if len(v) < longLen {
+		a, n := s.arena, byte(len(v))
+		for i := len(rs) - 1; i >= 0; i-- {
+			// The length byte first: names of other lengths are not read.
+			if r := rs[i].strs[f]; r != 0 && a[r-1] == n && string(a[r:int(r)+len(v)]) == v {
+				return r
+			}
+		}
 	}
 	return s.put(v)
 }

@@ -171,7 +171,9 @@ func sideIndex(s model.System) int {
 			i = 2
 		}
 	}
-	if sideOrder[i] != s {
+	// The system is mostly the constant itself: the same bytes, no
+	// compare.
+	if w := sideOrder[i]; (len(w) != len(s) || unsafe.StringData(string(w)) != unsafe.StringData(string(s))) && w != s {
 		return len(sideOrder) - 1
 	}
 	return i

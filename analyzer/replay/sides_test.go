@@ -53,7 +53,10 @@ func TestSideIndex(t *testing.T) {
 			t.Errorf("sideIndex(%q) = %d, want %d", s, got, i)
 		}
 	}
-	for _, s := range []model.System{"", "p", "producex", "xroducer", "consumers", "e"} {
+	// Prefixes of the constants share their bytes: the same start, a
+	// shorter length, another system.
+	prefixes := []model.System{model.Producer[:3], model.Consumer[:len(model.Consumer)-1], model.Exchange[:1]}
+	for _, s := range append([]model.System{"", "p", "producex", "xroducer", "consumers", "e"}, prefixes...) {
 		if got := sideIndex(s); got != len(sideOrder)-1 {
 			t.Errorf("sideIndex(%q) = %d, want %d (unknown: the operator's)", s, got, len(sideOrder)-1)
 		}

@@ -175,7 +175,7 @@ func (s *State) LastEventAt() time.Time {
 // that routes events by key can detect a routing bug.
 func (s *State) Step(e *model.Event) bool {
 	ti := e.Type.LookupIndex()
-	if !e.Type.HasBatch() || ti < 0 {
+	if ti < 0 || !typeInfos[ti].batch {
 		// Heartbeats carry no batch; an unknown type proves nothing (and
 		// never passes validation).
 		return false
@@ -198,12 +198,13 @@ func (s *State) Step(e *model.Event) bool {
 		s.unpack(&s.records[i], &old)
 		if in.less(&old) {
 			// The old record's strings stay in the arena until Compact.
-			s.records[i] = s.pack(e, ti, side)
+			var p record
+			s.pack(&p, e, ti, side)
+			s.records[i] = p
 			s.garbage = true
 		}
 		return true
 	}
-	p := s.pack(e, ti, side)
 	if len(s.records) == cap(s.records) {
 		// Most batches have 10 to 15 events: grow in small steps rather
 		// than doubling, since diagnose holds every batch's records at
@@ -213,7 +214,13 @@ func (s *State) Step(e *model.Event) bool {
 		copy(grown, s.records)
 		s.records = grown
 	}
-	s.records = append(s.records, p)
+	// Packed in place, into the room past the records: counted in once
+	// whole, so a pack that panics (a batch past 4 GiB) leaves no half
+	// record behind.
+	n := len(s.records)
+	p := &s.records[:n+1][n]
+	s.pack(p, e, ti, side)
+	s.records = s.records[:n+1]
 	s.tags |= tagBit(p.tag)
 	if s.index != nil {
 		s.index[s.str(p.strs[sID])] = int32(len(s.records) - 1)

@@ -366,6 +366,12 @@ func (c *Contract) DuesWith(days *Days, key model.BatchKey, proven ProvenAt, lat
 		}
 		return start, hasStart
 	}
+	// The default rule gives every boundary it applies to the same time:
+	// added once.
+	var latestDue time.Time
+	if !latest.IsZero() {
+		latestDue = latest.Add(DefaultDeadline)
+	}
 	for _, b := range model.Ladder {
 		d := c.Deadlines[b]
 		switch d.Kind {
@@ -390,7 +396,7 @@ func (c *Contract) DuesWith(days *Days, key model.BatchKey, proven ProvenAt, lat
 			}
 		default:
 			if !latest.IsZero() {
-				due[b], ok[b] = latest.Add(DefaultDeadline), true
+				due[b], ok[b] = latestDue, true
 			} else if s, has := startOf(); has {
 				due[b], ok[b] = s.Add(DefaultDeadline), true
 			}
