@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"math/bits"
+	"sync"
 	"sync/atomic"
 )
 
@@ -40,8 +41,6 @@ const (
 	minClassShift = 17
 	// numClasses covers 128 KiB to 16 MiB (maxFetchResponse).
 	numClasses = 15
-	// classFree is how many free buffers each class keeps.
-	classFree = 8
 )
 
 // classOf returns the class of a buffer for n bytes (n > smallResponse)
@@ -59,18 +58,20 @@ func classOf(n int) (int, int) {
 }
 
 // respPool hands out response buffers within respBudget and takes them
-// back.
+// back. The free buffers count too: a buffer given back is kept only while
+// the buffers in use and the free ones together fit in respBudget (the
+// responses' sizes wander from class to class with the producers' batches,
+// and free buffers of every class they visited would add up).
 type respPool struct {
 	budget *budget
-	free   [numClasses]chan *respBuf
+	mu     sync.Mutex
+	free   [numClasses][]*respBuf
+	// freeBytes is the capacity of the free buffers.
+	freeBytes int64
 }
 
 func newRespPool() *respPool {
-	p := &respPool{budget: newBudget(respBudget)}
-	for i := range p.free {
-		p.free[i] = make(chan *respBuf, classFree)
-	}
-	return p
+	return &respPool{budget: newBudget(respBudget)}
 }
 
 // reserve takes n bytes of the budget (what the partition's last response
@@ -104,25 +105,32 @@ func (p *respPool) alloc(n int) *respBuf {
 		return &respBuf{b: make([]byte, n), cost: int64(n), class: -1}
 	}
 	c, size := classOf(n)
-	select {
-	case r := <-p.free[c]:
+	p.mu.Lock()
+	if k := len(p.free[c]); k > 0 {
+		r := p.free[c][k-1]
+		p.free[c][k-1] = nil
+		p.free[c] = p.free[c][:k-1]
+		p.freeBytes -= r.cost
+		p.mu.Unlock()
 		r.b = r.b[:n]
 		return r
-	default:
-		return &respBuf{b: make([]byte, n, size), cost: int64(size), class: c}
 	}
+	p.mu.Unlock()
+	return &respBuf{b: make([]byte, n, size), cost: int64(size), class: c}
 }
 
 // put takes back a buffer nothing points into any more.
 func (p *respPool) put(r *respBuf) {
+	if r.class >= 0 {
+		p.mu.Lock()
+		// budget.held still counts r here.
+		if p.freeBytes+p.budget.held() <= respBudget {
+			p.free[r.class] = append(p.free[r.class], r)
+			p.freeBytes += r.cost
+		} // else: garbage now
+		p.mu.Unlock()
+	}
 	p.budget.release(r.cost)
-	if r.class < 0 {
-		return // not a recycled one: garbage now
-	}
-	select {
-	case p.free[r.class] <- r:
-	default:
-	}
 }
 
 // respBuf is one fetch response's bytes and how many holders it has: the

@@ -83,6 +83,19 @@ func TestRespPool(t *testing.T) {
 	if got := p.budget.held(); got != 0 {
 		t.Fatalf("budget held at the end: %d, want 0", got)
 	}
+
+	// Free buffers of every class add up to at most the budget.
+	var held []*respBuf
+	for n := smallResponse + 1; n <= maxFetchResponse; n = n*5/4 + 1 {
+		p.budget.force(int64(n)) // more than the budget: what the fetchers could take at worst
+		held = append(held, p.get(n, int64(n)))
+	}
+	for _, r := range held {
+		r.unref(1)
+	}
+	if p.freeBytes > respBudget || p.freeBytes == 0 || p.budget.held() != 0 {
+		t.Fatalf("%d bytes of free buffers, %d held; want 1 to %d and 0", p.freeBytes, p.budget.held(), respBudget)
+	}
 }
 
 // TestHandOverHolds: every record handed over holds its response until
@@ -122,7 +135,7 @@ func TestHandOverHolds(t *testing.T) {
 	if got := g.bufs.budget.held(); got != 0 {
 		t.Fatalf("budget held once every record was decoded: %d, want 0", got)
 	}
-	if got := len(g.bufs.free[buf.class]); got != 1 {
+	if got := len(g.bufs.free[buf.class]); got != 1 || g.bufs.freeBytes != buf.cost {
 		t.Fatalf("free buffers of the response's class: %d, want 1", got)
 	}
 
