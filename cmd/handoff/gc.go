@@ -17,7 +17,7 @@ import (
 // ingest: its batches are a few large pointer-free arrays, recycled, and
 // it allocates little per event (its fetch responses are recycled too), so
 // collections are cheap: GOGC=60 keeps the peak near 1.6 times what is
-// live (~110-125 MB in the benchmark: 216-227 MiB RSS, against 250-272
+// live (~110-125 MB in the benchmark: 226-233 MiB RSS, against 250-280
 // with Go's GOGC=100, for a few more collections and no CPU seen in the
 // benchmark's figures); the soft limit leaves room for what
 // HANDOFF_BATCH_BYTES lets it hold with large events (ingestMemoryLimit). diagnose: most of what a
