@@ -15,10 +15,12 @@ import (
 // process (this command) decides them, not a library package.
 //
 // ingest: its batches are a few large pointer-free arrays, recycled, and
-// it allocates little per event, so collections are cheap and Go's own
-// GOGC=100 keeps the peak near twice what is live (~200 MiB in the
-// benchmark); the soft limit leaves room for what HANDOFF_BATCH_BYTES lets
-// it hold with large events (ingestMemoryLimit). diagnose: most of what a
+// it allocates little per event (its fetch responses are recycled too), so
+// collections are cheap: GOGC=60 keeps the peak near 1.6 times what is
+// live (~110-125 MB in the benchmark: 226-233 MiB RSS, against 250-280
+// with Go's GOGC=100, for a few more collections and no CPU seen in the
+// benchmark's figures); the soft limit leaves room for what
+// HANDOFF_BATCH_BYTES lets it hold with large events (ingestMemoryLimit). diagnose: most of what a
 // run allocates stays live until the end: a larger GOGC collects less
 // often and the soft limit bounds the peak (deploy/bench/README.md).
 // detect: what it holds is its open batches, packed when quiet and
@@ -28,7 +30,7 @@ import (
 // serve: what a request allocates (rows, the replay of its batches, the
 // page) is garbage when it is answered.
 const (
-	ingestGCPercent   = 100
+	ingestGCPercent   = 60
 	diagnoseGCPercent = 300
 	serveGCPercent    = 400
 	detectGCPercent   = 100

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"bytes"
 	"errors"
 
 	"github.com/handoff-dev/handoff/model"
@@ -29,7 +30,10 @@ func (c *Consumer) decodeChunk(d *decoded, w int, msgs []record) {
 			kind = ve.Kind
 		}
 		d.dead[w] = append(d.dead[w], schema.DeadLetter{
-			ReceivedMS: d.nowMS, Source: src, Key: string(m.key), Reason: kind, Error: err.Error(), Payload: m.value,
+			ReceivedMS: d.nowMS, Source: src, Key: string(m.key), Reason: kind, Error: err.Error(),
+			// A copy: m.value points into a response buffer, recycled
+			// once the chunk is decoded.
+			Payload: bytes.Clone(m.value),
 		})
 	}
 }

@@ -27,6 +27,10 @@ type record struct {
 	key, value []byte
 	offset     int64
 	partition  int32
+	// buf is the response buffer key and value point into, held for this
+	// record until it is decoded (unrefRecords); nil for records made
+	// without one (tests).
+	buf *respBuf
 }
 
 // fetched is a run of one partition's records, in offset order, read from
@@ -45,11 +49,11 @@ const (
 	fetchReadTimeout = 10 * time.Second
 	// fetchMaxBytes is what one fetch asks for of a partition. A
 	// response stays in memory while any of its records waits to be
-	// decoded (they point into it): about a dozen responses at a time,
-	// in runs queued, chunks waiting for a decode worker and the
-	// fetchers' own. At 4 MiB that took the ingester's peak RSS from ~200
-	// to 285-303 MiB, at 1 MiB to 243-260 (512 KiB did no better: 264); at
-	// 1 MiB a partition still gets a few thousand records a round trip. The broker returns a first batch larger than
+	// decoded (they point into it), within respBudget. At 4 MiB (before
+	// the buffers were recycled and bounded) that took the ingester's
+	// peak RSS from ~200 to 285-303 MiB, at 1 MiB to 243-260 (512 KiB did
+	// no better: 264); at 1 MiB a partition still gets a few thousand
+	// records a round trip. The broker returns a first batch larger than
 	// this whole (up to the largest message the topics accept,
 	// maxFetchResponse).
 	fetchMaxBytes = 1 << 20
@@ -64,6 +68,8 @@ type group struct {
 	// their slices.
 	out   chan fetched
 	spare chan []record
+	// bufs holds the fetch responses' buffers.
+	bufs *respPool
 
 	mu sync.Mutex
 	// gen is the current generation, nil between generations; live is
@@ -97,7 +103,7 @@ func (c *Consumer) newGroup() (*group, error) {
 		return nil, fmt.Errorf("kafka consumer group %s: %w", c.cfg.Group, err)
 	}
 	return &group{c: c, cg: cg, out: make(chan fetched, fetchQueue), spare: make(chan []record, fetchQueue+8),
-		live: make(chan struct{})}, nil
+		bufs: newRespPool(), live: make(chan struct{})}, nil
 }
 
 // run joins generation after generation until the group is closed, and
@@ -255,10 +261,20 @@ func (g *group) readPartition(ctx context.Context, p int, offset int64) (int64, 
 		return offset, err
 	}
 	var recs []record
+	// want is what the partition's next response is expected to take of
+	// the response budget: what its last one took.
+	want := int64(fetchMaxBytes)
 	for {
-		res, err := fc.fetch(c.cfg.Kafka.Topic, int32(p), offset, fetchMaxWait, fetchMaxBytes, time.Now().Add(fetchMaxWait+fetchReadTimeout))
+		// Wait for room for a response before asking for one (the
+		// decode workers are behind), not with a fetch outstanding.
+		if !g.bufs.reserve(ctx, want) {
+			return offset, ctx.Err()
+		}
+		res, err := fc.fetch(g.bufs, want, c.cfg.Kafka.Topic, int32(p), offset, fetchMaxWait, fetchMaxBytes, time.Now().Add(fetchMaxWait+fetchReadTimeout))
 		if err == nil {
+			want = res.buf.cost
 			recs, offset, err = g.handOver(ctx, recs[:0], res, p, offset)
+			res.buf.unref(1)
 		}
 		switch {
 		case err == nil:
@@ -363,12 +379,23 @@ func (g *group) handOver(ctx context.Context, recs []record, res fetchResult, p 
 			run = make([]record, 0, chunkSize)
 		}
 		run = append(run, recs[lo:hi]...)
+		if res.buf != nil {
+			// Each record handed over holds the response until it is
+			// decoded; the caller's own hold keeps it until then.
+			for i := range run {
+				run[i].buf = res.buf
+			}
+			res.buf.refs.Add(int64(len(run)))
+		}
 		select {
 		case g.out <- fetched{partition: p, hwm: res.hwm, recs: run}:
 			// From recs: run belongs to the fetch loop now, which recycles
 			// it (and another fetcher may fill it) once it has read it.
 			offset = recs[hi-1].offset + 1
 		case <-ctx.Done():
+			if res.buf != nil {
+				res.buf.refs.Add(-int64(len(run)))
+			}
 			return recs, offset, ctx.Err()
 		}
 		lo = hi

@@ -73,6 +73,7 @@ func BenchmarkFetch(b *testing.B) {
 				select {
 				case f := <-g.out:
 					n += len(f.recs)
+					unrefRecords(f.recs)
 					clear(f.recs)
 					select {
 					case g.spare <- f.recs[:0]:

@@ -49,37 +49,50 @@ func (f *fetchConn) Close() error { return f.conn.Close() }
 type fetchResult struct {
 	hwm     int64
 	records []byte // record batches, nil when there are none
+	// buf holds the response records points into, held once for the
+	// caller (nil in tests that make a result by hand).
+	buf *respBuf
 }
 
 // fetch asks for topic/partition's records from offset, waiting up to
-// maxWait on the broker for at least one byte, and reads the response.
-// A partition error of the broker is returned as a kafka.Error, so that
-// errors.Is(err, kafka.OffsetOutOfRange) holds.
-func (f *fetchConn) fetch(topic string, partition int32, offset int64, maxWait time.Duration, maxBytes int32, deadline time.Time) (fetchResult, error) {
+// maxWait on the broker for at least one byte, and reads the response
+// into a buffer of pool, on the reservation of reserved bytes the caller
+// made (pool.reserve):
+// the result holds the buffer once (fetchResult.buf); on an error the
+// reservation or the buffer is given back. A partition error of the
+// broker is returned as a kafka.Error, so that errors.Is(err,
+// kafka.OffsetOutOfRange) holds.
+func (f *fetchConn) fetch(pool *respPool, reserved int64, topic string, partition int32, offset int64, maxWait time.Duration, maxBytes int32, deadline time.Time) (fetchResult, error) {
 	f.corr++
 	f.req = appendFetchRequest(f.req[:0], f.corr, topic, partition, offset, maxWait, maxBytes)
 	f.conn.SetDeadline(deadline)
 	if _, err := f.conn.Write(f.req); err != nil {
+		pool.unreserve(reserved)
 		return fetchResult{}, fmt.Errorf("send a fetch of %s/%d: %w", topic, partition, err)
 	}
 	var size [4]byte
 	if _, err := io.ReadFull(f.r, size[:]); err != nil {
+		pool.unreserve(reserved)
 		return fetchResult{}, fmt.Errorf("read the fetch response of %s/%d: %w", topic, partition, err)
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
 	if n < 4 || n > maxFetchResponse {
+		pool.unreserve(reserved)
 		return fetchResult{}, fmt.Errorf("read the fetch response of %s/%d: the broker says it has %d bytes (want 4 to %d)", topic, partition, n, maxFetchResponse)
 	}
-	// One buffer per response: the records handed on point into it, and
-	// it is garbage once the last of them is stored.
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(f.r, buf); err != nil {
+	// The records handed on point into buf: it is recycled once the last
+	// of them is decoded.
+	buf := pool.get(int(n), reserved)
+	if _, err := io.ReadFull(f.r, buf.b); err != nil {
+		buf.unref(1)
 		return fetchResult{}, fmt.Errorf("read the fetch response of %s/%d: %w", topic, partition, err)
 	}
-	res, err := parseFetchResponse(buf, f.corr, topic, partition)
+	res, err := parseFetchResponse(buf.b, f.corr, topic, partition)
 	if err != nil {
+		buf.unref(1)
 		return fetchResult{}, fmt.Errorf("fetch response of %s/%d: %w", topic, partition, err)
 	}
+	res.buf = buf
 	return res, nil
 }
 

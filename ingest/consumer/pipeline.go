@@ -119,7 +119,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 			for ch := range chunks {
 				c.decodeChunk(ch.d, w, ch.msgs)
 				// The events own copies of their strings and dead letters
-				// keep their payload: the messages are not needed any more.
+				// of their payload: the messages, and the responses they
+				// point into, are not needed any more.
+				unrefRecords(ch.msgs)
 				clear(ch.msgs)
 				select {
 				case spare <- ch.msgs[:0]:
@@ -194,7 +196,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 loop:
 	for {
-		m := src.next(bctx)
+		// When no run is waiting, the records gathered so far go to a
+		// decode worker at once: they hold response buffers, which the
+		// fetchers may be waiting for (respBudget).
+		m := src.next(bctx, dispatch)
 		if m == nil {
 			if ctx.Err() != nil {
 				break loop
@@ -282,9 +287,10 @@ type fetchSource struct {
 	topic string
 }
 
-// next returns the next record, or nil when ctx ended first. The record
-// stays valid until the next call.
-func (s *fetchSource) next(ctx context.Context) *record {
+// next returns the next record, or nil when ctx ended first; idle (when
+// not nil) is called before it waits for a run. The record stays valid
+// until the next call.
+func (s *fetchSource) next(ctx context.Context, idle func()) *record {
 	for s.i >= len(s.cur.recs) {
 		if s.cur.recs != nil {
 			clear(s.cur.recs)
@@ -294,15 +300,23 @@ func (s *fetchSource) next(ctx context.Context) *record {
 			}
 			s.cur.recs = nil
 		}
+		var f fetched
 		select {
-		case f := <-s.in:
-			s.cur, s.i = f, 0
-			s.hwm[f.partition] = f.hwm
-			if len(f.recs) > 0 {
-				s.lag.Fetched(s.topic, f.partition, f.recs[0].offset, f.hwm)
+		case f = <-s.in:
+		default:
+			if idle != nil {
+				idle()
 			}
-		case <-ctx.Done():
-			return nil
+			select {
+			case f = <-s.in:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		s.cur, s.i = f, 0
+		s.hwm[f.partition] = f.hwm
+		if len(f.recs) > 0 {
+			s.lag.Fetched(s.topic, f.partition, f.recs[0].offset, f.hwm)
 		}
 	}
 	s.i++
