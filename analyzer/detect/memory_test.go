@@ -95,16 +95,7 @@ func BenchmarkOpenBatchMemory(b *testing.B) {
 //
 //	go test -run '^$' -bench Streaming -count 1 ./analyzer/detect/
 func BenchmarkStreaming(b *testing.B) {
-	records := wireBatches(100_000)
-	events := make([]model.Event, len(records))
-	var dec model.Decoder
-	for i, rec := range records {
-		e, err := dec.Decode(rec)
-		if err != nil {
-			b.Fatal(err)
-		}
-		events[i] = e
-	}
+	events := decodeAll(b, wireBatches(100_000))
 	slices.SortStableFunc(events, func(x, y model.Event) int { return x.Time.Compare(y.Time) })
 	contracts := seedContracts(b)
 	b.ResetTimer()
@@ -131,16 +122,7 @@ func BenchmarkStreaming(b *testing.B) {
 //
 //	go test -run '^$' -bench RestoreFold -count 6 ./analyzer/detect/
 func BenchmarkRestoreFold(b *testing.B) {
-	records := wireBatches(30_000)
-	events := make([]model.Event, len(records))
-	var dec model.Decoder
-	for i, rec := range records {
-		e, err := dec.Decode(rec)
-		if err != nil {
-			b.Fatal(err)
-		}
-		events[i] = e
-	}
+	events := decodeAll(b, wireBatches(30_000))
 	// The read selects the partitions taken over on the server: only
 	// owned batches' events come.
 	owns := ownsParity(0)
@@ -162,4 +144,18 @@ func BenchmarkRestoreFold(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(events)), "events")
 	b.ReportMetric(float64(len(events))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// decodeAll decodes records, each of which must be valid.
+func decodeAll(b *testing.B, records [][]byte) []model.Event {
+	events := make([]model.Event, len(records))
+	var dec model.Decoder
+	for i, rec := range records {
+		e, err := dec.Decode(rec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		events[i] = e
+	}
+	return events
 }
