@@ -319,11 +319,7 @@ func (s *Set) Len() int { return len(s.states) }
 // reads it instead of counting the events it passes, which would count
 // copies that came apart (a read in no particular order).
 func (s *Set) Span(k model.BatchKey) (n int, first, last time.Time, ok bool) {
-	b := s.states[k]
-	if b == nil || b.st.Len() == 0 {
-		return 0, time.Time{}, time.Time{}, false
-	}
-	return b.st.Len(), b.st.FirstEventAt(), b.st.LastEventAt(), true
+	return s.SpanOf(Listed{Key: k, b: s.states[k]})
 }
 
 // Events returns how many events were added (heartbeats included).

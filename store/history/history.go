@@ -796,12 +796,12 @@ func (rb *rowBlocks[T]) bucketSort(order []int32, ids func(*T) (batch, event str
 		r, d := k>>32, k&0xffffffff
 		minR, maxR, minD, maxD = min(minR, r), max(maxR, r), min(minD, d), max(maxD, d)
 	}
-	span := maxD - minD + 1
-	buckets := (maxR - minR + 1) * span
+	days := maxD - minD + 1
+	buckets := (maxR - minR + 1) * days
 	if buckets > 4*uint64(len(keys))+4096 {
 		return false
 	}
-	bucket := func(k uint64) uint64 { return (k>>32-minR)*span + (k&0xffffffff - minD) }
+	bucket := func(k uint64) uint64 { return (k>>32-minR)*days + (k&0xffffffff - minD) }
 	counts := slices.Grow(rb.counts[:0], int(buckets)+1)[:buckets+1]
 	clear(counts)
 	rb.counts = counts
